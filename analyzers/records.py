@@ -1,0 +1,592 @@
+"""Slim, immutable records of the Kubernetes objects the analyzers read.
+
+Records keep only what scheduling, rollout and disruption analysis needs, with
+quantities already converted to the scheduler's integers and selectors already
+parsed. Values that many objects share (label sets, selectors, whole pod specs
+of one workload's pods) are interned, so a snapshot of 150,000 pods stays small.
+Records are built one object at a time (``analyzers.ingest``), so the live
+agent can update a cluster state from watch deltas without rebuilding it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, NoReturn, TypeVar
+
+V = TypeVar("V")
+
+
+class FrozenMap(dict[str, V], Generic[V]):
+    """A read-only, hashable dict: dict-speed lookups, safe to share and intern."""
+
+    __slots__ = ("_hash",)
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash: int = hash(frozenset(self.items()))
+            return self._hash
+
+    def _immutable(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("FrozenMap is immutable")
+
+    __setitem__ = _immutable
+    __delitem__ = _immutable
+    clear = _immutable
+    pop = _immutable
+    popitem = _immutable
+    setdefault = _immutable
+    update = _immutable
+    __ior__ = _immutable
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({dict.__repr__(self)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenMap, (dict(self),))
+
+
+EMPTY_MAP: FrozenMap[Any] = FrozenMap()
+
+# ---------------------------------------------------------------------------
+# Selectors, taints, tolerations
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One ``matchExpressions`` (or ``matchFields``) entry."""
+
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Label/node selector semantics of
+        staging/src/k8s.io/apimachinery/pkg/labels/selector.go (Requirement.Matches)."""
+        op = self.operator
+        if op == "In":
+            return self.key in labels and labels[self.key] in self.values
+        if op == "NotIn":
+            return self.key not in labels or labels[self.key] not in self.values
+        if op == "Exists":
+            return self.key in labels
+        if op == "DoesNotExist":
+            return self.key not in labels
+        if op in ("Gt", "Lt"):
+            if self.key not in labels or len(self.values) != 1:
+                return False
+            try:
+                have, want = int(labels[self.key]), int(self.values[0])
+            except ValueError:
+                return False
+            return have > want if op == "Gt" else have < want
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A metav1.LabelSelector. An empty selector matches everything; callers
+    model a *nil* selector as ``None`` (which matches nothing)."""
+
+    match_labels: FrozenMap[str] = EMPTY_MAP
+    match_expressions: tuple[Requirement, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        for key, value in self.match_labels.items():
+            if labels.get(key) != value:
+                return False
+        return all(req.matches(labels) for req in self.match_expressions)
+
+    def describe(self) -> str:
+        parts = [f"{k}={v}" for k, v in sorted(self.match_labels.items())]
+        for req in self.match_expressions:
+            if req.operator in ("Exists",):
+                parts.append(req.key)
+            elif req.operator == "DoesNotExist":
+                parts.append(f"!{req.key}")
+            else:
+                parts.append(f"{req.key} {req.operator.lower()} ({','.join(req.values)})")
+        return ",".join(parts) or "<everything>"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        """component-helpers/scheduling/corev1/nodeaffinity: an empty term matches nothing."""
+        if not self.match_expressions and not self.match_fields:
+            return False
+        if not all(req.matches(labels) for req in self.match_expressions):
+            return False
+        fields = {"metadata.name": node_name}
+        return all(req.matches(fields) for req in self.match_fields)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelector:
+    """requiredDuringSchedulingIgnoredDuringExecution: the terms are ORed."""
+
+    terms: tuple[NodeSelectorTerm, ...]
+
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        return any(term.matches(labels, node_name) for term in self.terms)
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str  # NoSchedule, PreferNoSchedule, NoExecute
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+    def tolerates(self, taint: Taint) -> bool:
+        """core/v1 helper ToleratesTaint (staging/src/k8s.io/api/core/v1/toleration.go)."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        if self.operator in ("Equal", ""):
+            return self.value == taint.value
+        return False
+
+
+# ---------------------------------------------------------------------------
+# Pod spec pieces
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    topology_key: str
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str = "Honor"
+    node_taints_policy: str = "Ignore"
+    match_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    port: int
+    protocol: str = "TCP"
+    host_ip: str = "0.0.0.0"
+
+
+@dataclass(frozen=True, slots=True)
+class PodSpec:
+    """The scheduling-relevant part of a pod spec; shared by all pods of a template."""
+
+    requests: FrozenMap[int] = EMPTY_MAP  # effective pod request, scheduler units
+    limits: FrozenMap[int] = EMPTY_MAP  # summed container limits (for remedies)
+    containers_without_requests: int = 0  # app containers requesting neither cpu nor memory
+    container_count: int = 0
+    node_selector: FrozenMap[str] = EMPTY_MAP
+    required_node_affinity: NodeSelector | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()  # required
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # required
+    preferred_pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    pvc_names: tuple[str, ...] = ()
+    scheduling_gates: tuple[str, ...] = ()
+    node_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority_class_name: str = ""
+    priority: int | None = None
+    preemption_policy: str = ""
+    has_overhead: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    kind: str
+    name: str
+    uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    namespace: str
+    name: str
+    uid: str
+    labels: FrozenMap[str]
+    spec: PodSpec
+    node_name: str = ""
+    phase: str = "Pending"
+    owner: OwnerRef | None = None
+    created: float | None = None
+    deleted: float | None = None  # deletionTimestamp
+    ready: bool = False
+    scheduled: Condition | None = None  # the PodScheduled condition
+    nominated_node: str = ""
+    annotations: FrozenMap[str] = EMPTY_MAP
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def unscheduled(self) -> bool:
+        """Waiting for the scheduler: no node, not finished, not being deleted."""
+        return not self.node_name and not self.finished and self.deleted is None
+
+    @property
+    def priority(self) -> int:
+        return self.spec.priority or 0
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    uid: str
+    labels: FrozenMap[str]
+    allocatable: FrozenMap[int]
+    capacity: FrozenMap[int] = EMPTY_MAP
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool | None = None
+    conditions: tuple[Condition, ...] = ()
+    created: float | None = None
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+# ---------------------------------------------------------------------------
+# Workloads
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadStatus:
+    replicas: int = 0
+    updated: int = 0
+    ready: int = 0
+    available: int = 0
+    unavailable: int = 0
+    observed_generation: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    namespace: str
+    name: str
+    uid: str
+    labels: FrozenMap[str]
+    replicas: int
+    selector: LabelSelector | None
+    template: PodSpec
+    template_labels: FrozenMap[str]
+    strategy_type: str = "RollingUpdate"
+    max_surge: int | str | None = "25%"
+    max_unavailable: int | str | None = "25%"
+    paused: bool = False
+    progress_deadline_seconds: int = 600
+    min_ready_seconds: int = 0
+    generation: int = 0
+    status: WorkloadStatus = field(default_factory=WorkloadStatus)
+    conditions: tuple[Condition, ...] = ()
+    revision: str = ""
+    created: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaSet:
+    namespace: str
+    name: str
+    uid: str
+    labels: FrozenMap[str]
+    replicas: int
+    selector: LabelSelector | None
+    template: PodSpec
+    template_labels: FrozenMap[str]
+    owner: OwnerRef | None = None
+    revision: str = ""
+    status: WorkloadStatus = field(default_factory=WorkloadStatus)
+    created: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class StatefulSet:
+    namespace: str
+    name: str
+    uid: str
+    labels: FrozenMap[str]
+    replicas: int
+    selector: LabelSelector | None
+    template: PodSpec
+    template_labels: FrozenMap[str]
+    update_strategy: str = "RollingUpdate"
+    pod_management_policy: str = "OrderedReady"
+    status: WorkloadStatus = field(default_factory=WorkloadStatus)
+    created: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonSet:
+    namespace: str
+    name: str
+    uid: str
+    labels: FrozenMap[str]
+    selector: LabelSelector | None
+    template: PodSpec
+    template_labels: FrozenMap[str]
+    desired: int = 0
+    status: WorkloadStatus = field(default_factory=WorkloadStatus)
+    created: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    namespace: str
+    name: str
+    uid: str
+    labels: FrozenMap[str]
+    template: PodSpec
+    template_labels: FrozenMap[str]
+    parallelism: int = 1
+    completions: int | None = None
+    owner: OwnerRef | None = None
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    created: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudget:
+    namespace: str
+    name: str
+    uid: str
+    selector: LabelSelector | None
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+    unhealthy_pod_eviction_policy: str = "IfHealthyBudget"
+    # What the disruption controller last wrote (status), for comparison.
+    status_expected_pods: int | None = None
+    status_desired_healthy: int | None = None
+    status_current_healthy: int | None = None
+    status_disruptions_allowed: int | None = None
+    created: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClass:
+    name: str
+    value: int
+    preemption_policy: str = "PreemptLowerPriority"
+    global_default: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    name: str
+    labels: FrozenMap[str]
+    phase: str = "Active"
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+# ---------------------------------------------------------------------------
+# Storage
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentVolumeClaim:
+    namespace: str
+    name: str
+    uid: str
+    storage_class: str | None
+    volume_name: str = ""
+    phase: str = "Pending"
+    access_modes: tuple[str, ...] = ()
+    request_bytes: int = 0
+    selected_node: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentVolume:
+    name: str
+    storage_class: str
+    capacity_bytes: int = 0
+    access_modes: tuple[str, ...] = ()
+    claim: tuple[str, str] | None = None  # (namespace, name) of claimRef
+    node_affinity: NodeSelector | None = None
+    phase: str = "Available"
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class StorageClass:
+    name: str
+    provisioner: str
+    binding_mode: str = "Immediate"  # or WaitForFirstConsumer
+    allowed_topologies: NodeSelector | None = None
+    is_default: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+# ---------------------------------------------------------------------------
+# Events and metrics
+
+
+@dataclass(frozen=True, slots=True)
+class InvolvedObject:
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    namespace: str
+    name: str
+    uid: str
+    involved: InvolvedObject
+    reason: str
+    message: str
+    type: str = "Normal"
+    count: int = 1
+    first_seen: float | None = None
+    last_seen: float | None = None
+    source: str = ""  # reportingController or source.component
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMetrics:
+    name: str
+    usage: FrozenMap[int]
+    timestamp: float | None = None
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class PodMetrics:
+    namespace: str
+    name: str
+    usage: FrozenMap[int]  # summed over containers
+    timestamp: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+Record = (
+    Pod
+    | Node
+    | Deployment
+    | ReplicaSet
+    | StatefulSet
+    | DaemonSet
+    | Job
+    | PodDisruptionBudget
+    | PriorityClass
+    | Namespace
+    | PersistentVolumeClaim
+    | PersistentVolume
+    | StorageClass
+    | Event
+    | NodeMetrics
+    | PodMetrics
+)
+
+
+def frozen_map(items: Mapping[str, V] | Iterable[tuple[str, V]] | None) -> FrozenMap[V]:
+    if not items:
+        return EMPTY_MAP
+    return FrozenMap(items)

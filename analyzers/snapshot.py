@@ -1,0 +1,373 @@
+"""ClusterState (updated one object at a time) and ClusterSnapshot (the
+immutable view every analyzer reads).
+
+The live agent feeds watch deltas into a ClusterState; ``unstick analyze``
+feeds the objects of a dump. Both then call ``snapshot()`` and run the same
+analysis. A snapshot copies only the top-level mappings; records are
+immutable and shared. Derived indexes (pods per node, owners, events per
+object) are computed on first use and cached in the snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from analyzers.findings import ObjectRef
+from analyzers.ingest import IGNORED_KINDS, Decoder, InputError, describe
+from analyzers.records import (
+    DaemonSet,
+    Deployment,
+    Event,
+    Job,
+    Namespace,
+    Node,
+    NodeMetrics,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    PodMetrics,
+    PriorityClass,
+    Record,
+    ReplicaSet,
+    StatefulSet,
+    StorageClass,
+)
+
+K = TypeVar("K")
+R = TypeVar("R")
+
+# Record type → the attribute of ClusterState/ClusterSnapshot holding it.
+COLLECTIONS: dict[type, str] = {
+    Pod: "pods",
+    Node: "nodes",
+    Deployment: "deployments",
+    ReplicaSet: "replicasets",
+    StatefulSet: "statefulsets",
+    DaemonSet: "daemonsets",
+    Job: "jobs",
+    PodDisruptionBudget: "pdbs",
+    PriorityClass: "priority_classes",
+    Namespace: "namespaces",
+    PersistentVolumeClaim: "pvcs",
+    PersistentVolume: "pvs",
+    StorageClass: "storage_classes",
+    Event: "events",
+    NodeMetrics: "node_metrics",
+    PodMetrics: "pod_metrics",
+}
+KIND_COLLECTIONS: dict[str, str] = {
+    "Pod": "pods",
+    "Node": "nodes",
+    "Deployment": "deployments",
+    "ReplicaSet": "replicasets",
+    "StatefulSet": "statefulsets",
+    "DaemonSet": "daemonsets",
+    "Job": "jobs",
+    "PodDisruptionBudget": "pdbs",
+    "PriorityClass": "priority_classes",
+    "Namespace": "namespaces",
+    "PersistentVolumeClaim": "pvcs",
+    "PersistentVolume": "pvs",
+    "StorageClass": "storage_classes",
+    "Event": "events",
+    "NodeMetrics": "node_metrics",
+    "PodMetrics": "pod_metrics",
+}
+_NAMESPACED = frozenset(
+    {"pods", "deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "pdbs", "pvcs", "events", "pod_metrics"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """The top of a pod's owner chain (Deployment, StatefulSet, …, or the pod itself)."""
+
+    ref: ObjectRef
+    record: Any  # the workload record, or the Pod when it has no known owner
+
+
+class ClusterState:
+    """Mutable cluster state: records keyed by (namespace, name) or name."""
+
+    def __init__(self, kube_version: str | None = None) -> None:
+        self.decoder = Decoder()
+        self.kube_version = kube_version
+        self.warnings: list[str] = []
+        self.generation = 0
+        self._snapshot: ClusterSnapshot | None = None
+        self.collections: dict[str, dict[Any, Any]] = {name: {} for name in KIND_COLLECTIONS.values()}
+
+    # -- updates -------------------------------------------------------------
+    def apply(self, record: Record) -> None:
+        self.collections[COLLECTIONS[type(record)]][record.key] = record
+        self._changed()
+
+    def delete(self, kind: str, namespace: str, name: str) -> bool:
+        coll = KIND_COLLECTIONS.get(kind)
+        if coll is None:
+            return False
+        key: Any = (namespace, name) if coll in _NAMESPACED else name
+        removed = self.collections[coll].pop(key, None) is not None
+        if removed:
+            self._changed()
+        return removed
+
+    def apply_object(self, obj: Mapping[str, Any], source: str = "<input>") -> Record | None:
+        """Decode and apply one API object. Raises InputError when it is malformed;
+        returns None (with a warning) for kinds unstick does not read."""
+        record = self.decoder.decode(obj, source)
+        if record is None:
+            kind = obj.get("kind")
+            if kind not in IGNORED_KINDS:
+                self.warn(f"{source}: {describe(obj)}: kind {kind!r} is not analysed; skipped")
+            return None
+        self.apply(record)
+        return record
+
+    def load(self, objects: Iterable[Mapping[str, Any]], source: str = "<input>") -> int:
+        """Apply many objects; a malformed one becomes a warning. Returns how many were used."""
+        used = 0
+        for obj in objects:
+            try:
+                if self.apply_object(obj, source) is not None:
+                    used += 1
+            except InputError as exc:
+                self.warn(str(exc))
+        return used
+
+    def warn(self, message: str) -> None:
+        if len(self.warnings) < 1000:
+            self.warnings.append(message)
+
+    def _changed(self) -> None:
+        self.generation += 1
+        self._snapshot = None
+
+    # -- the immutable view ---------------------------------------------------
+    def snapshot(self) -> ClusterSnapshot:
+        if self._snapshot is None:
+            self._snapshot = ClusterSnapshot(
+                {name: MappingProxyType(dict(items)) for name, items in self.collections.items()},
+                kube_version=self.kube_version,
+                warnings=tuple(self.warnings),
+                generation=self.generation,
+            )
+        return self._snapshot
+
+
+class ClusterSnapshot:
+    """An immutable view of the cluster at one moment."""
+
+    __slots__ = (
+        "_cache",
+        "daemonsets",
+        "deployments",
+        "events",
+        "generation",
+        "jobs",
+        "kube_version",
+        "namespaces",
+        "node_metrics",
+        "nodes",
+        "pdbs",
+        "pod_metrics",
+        "pods",
+        "priority_classes",
+        "pvcs",
+        "pvs",
+        "replicasets",
+        "statefulsets",
+        "storage_classes",
+        "warnings",
+    )
+
+    pods: Mapping[tuple[str, str], Pod]
+    nodes: Mapping[str, Node]
+    deployments: Mapping[tuple[str, str], Deployment]
+    replicasets: Mapping[tuple[str, str], ReplicaSet]
+    statefulsets: Mapping[tuple[str, str], StatefulSet]
+    daemonsets: Mapping[tuple[str, str], DaemonSet]
+    jobs: Mapping[tuple[str, str], Job]
+    pdbs: Mapping[tuple[str, str], PodDisruptionBudget]
+    priority_classes: Mapping[str, PriorityClass]
+    namespaces: Mapping[str, Namespace]
+    pvcs: Mapping[tuple[str, str], PersistentVolumeClaim]
+    pvs: Mapping[str, PersistentVolume]
+    storage_classes: Mapping[str, StorageClass]
+    events: Mapping[tuple[str, str], Event]
+    node_metrics: Mapping[str, NodeMetrics]
+    pod_metrics: Mapping[tuple[str, str], PodMetrics]
+
+    def __init__(
+        self,
+        collections: Mapping[str, Mapping[Any, Any]],
+        *,
+        kube_version: str | None = None,
+        warnings: tuple[str, ...] = (),
+        generation: int = 0,
+    ) -> None:
+        for name in KIND_COLLECTIONS.values():
+            object.__setattr__(self, name, collections.get(name, MappingProxyType({})))
+        object.__setattr__(self, "kube_version", kube_version)
+        object.__setattr__(self, "warnings", warnings)
+        object.__setattr__(self, "generation", generation)
+        object.__setattr__(self, "_cache", {})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("ClusterSnapshot is immutable")
+
+    kube_version: str | None
+    warnings: tuple[str, ...]
+    generation: int
+    _cache: dict[str, Any]
+
+    @classmethod
+    def from_records(cls, records: Iterable[Record], kube_version: str | None = None) -> ClusterSnapshot:
+        state = ClusterState(kube_version)
+        for record in records:
+            state.apply(record)
+        return state.snapshot()
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[Mapping[str, Any]], kube_version: str | None = None) -> ClusterSnapshot:
+        state = ClusterState(kube_version)
+        state.load(objects)
+        return state.snapshot()
+
+    def replace(self, *records: Record, remove: Iterable[tuple[str, Any]] = ()) -> ClusterSnapshot:
+        """A new snapshot with some records replaced or added (and some removed by
+        (collection, key)); used to verify remedies by re-simulating."""
+        collections: dict[str, Mapping[Any, Any]] = {name: getattr(self, name) for name in KIND_COLLECTIONS.values()}
+        changed: dict[str, dict[Any, Any]] = {}
+        for record in records:
+            name = COLLECTIONS[type(record)]
+            changed.setdefault(name, dict(collections[name]))[record.key] = record
+        for name, key in remove:
+            changed.setdefault(name, dict(collections[name])).pop(key, None)
+        collections.update({name: MappingProxyType(items) for name, items in changed.items()})
+        return ClusterSnapshot(
+            collections, kube_version=self.kube_version, warnings=self.warnings, generation=self.generation
+        )
+
+    # -- derived indexes (cached) -------------------------------------------
+    def derived(self, key: str, build: Any) -> Any:
+        """A value computed once per snapshot from its contents (build() -> value), cached under key."""
+        try:
+            return self._cache[key]
+        except KeyError:
+            value = self._cache[key] = build()
+            return value
+
+    def pods_by_node(self) -> Mapping[str, tuple[Pod, ...]]:
+        """Pods bound to each node (terminal pods excluded, as the scheduler's cache does)."""
+
+        def build() -> dict[str, tuple[Pod, ...]]:
+            out: dict[str, list[Pod]] = {}
+            for pod in self.pods.values():
+                if pod.node_name and not pod.finished:
+                    out.setdefault(pod.node_name, []).append(pod)
+            return {k: tuple(v) for k, v in out.items()}
+
+        result: Mapping[str, tuple[Pod, ...]] = self.derived("pods_by_node", build)
+        return result
+
+    def pods_in_namespace(self, namespace: str) -> tuple[Pod, ...]:
+        def build() -> dict[str, tuple[Pod, ...]]:
+            out: dict[str, list[Pod]] = {}
+            for pod in self.pods.values():
+                out.setdefault(pod.namespace, []).append(pod)
+            return {k: tuple(v) for k, v in out.items()}
+
+        index: Mapping[str, tuple[Pod, ...]] = self.derived("pods_by_namespace", build)
+        return index.get(namespace, ())
+
+    def unscheduled_pods(self) -> list[Pod]:
+        """Pods waiting for kube-scheduler (other schedulers' pods excluded)."""
+        return [p for p in self.pods.values() if p.unscheduled]
+
+    def workload_of(self, pod: Pod) -> Workload:
+        """Follow the owner chain Pod → ReplicaSet → Deployment (Job → CronJob stops at Job)."""
+        owner = pod.owner
+        if owner is None:
+            return Workload(ObjectRef("Pod", pod.namespace, pod.name), pod)
+        ns = pod.namespace
+        if owner.kind == "ReplicaSet":
+            rs = self.replicasets.get((ns, owner.name))
+            if rs is not None and rs.owner is not None and rs.owner.kind == "Deployment":
+                dep = self.deployments.get((ns, rs.owner.name))
+                return Workload(ObjectRef("Deployment", ns, rs.owner.name), dep if dep is not None else rs)
+            if rs is None and "-" in owner.name:
+                # ReplicaSet not in the dump: its name is <deployment>-<pod-template-hash>.
+                dep_name = owner.name.rsplit("-", 1)[0]
+                dep = self.deployments.get((ns, dep_name))
+                if dep is not None:
+                    return Workload(ObjectRef("Deployment", ns, dep_name), dep)
+            return Workload(ObjectRef("ReplicaSet", ns, owner.name), rs)
+        collection = {
+            "StatefulSet": self.statefulsets,
+            "DaemonSet": self.daemonsets,
+            "Job": self.jobs,
+            "Deployment": self.deployments,
+        }.get(owner.kind)
+        record = collection.get((ns, owner.name)) if collection is not None else None
+        return Workload(ObjectRef(owner.kind, ns, owner.name), record)
+
+    def pods_of_workload(self, ref: ObjectRef) -> tuple[Pod, ...]:
+        def build() -> dict[ObjectRef, tuple[Pod, ...]]:
+            out: dict[ObjectRef, list[Pod]] = {}
+            for pod in self.pods.values():
+                out.setdefault(self.workload_of(pod).ref, []).append(pod)
+            return {k: tuple(v) for k, v in out.items()}
+
+        index: Mapping[ObjectRef, tuple[Pod, ...]] = self.derived("pods_by_workload", build)
+        return index.get(ref, ())
+
+    def events_for(self, kind: str, namespace: str, name: str) -> tuple[Event, ...]:
+        """Events about one object, newest last."""
+
+        def build() -> dict[tuple[str, str, str], tuple[Event, ...]]:
+            out: dict[tuple[str, str, str], list[Event]] = {}
+            for ev in self.events.values():
+                inv = ev.involved
+                out.setdefault((inv.kind, inv.namespace or ev.namespace, inv.name), []).append(ev)
+            return {k: tuple(sorted(v, key=lambda e: e.last_seen or 0.0)) for k, v in out.items()}
+
+        index: Mapping[tuple[str, str, str], tuple[Event, ...]] = self.derived("events_by_object", build)
+        return index.get((kind, namespace, name), ())
+
+    def latest_event(self, kind: str, namespace: str, name: str, reason: str) -> Event | None:
+        for ev in reversed(self.events_for(kind, namespace, name)):
+            if ev.reason == reason:
+                return ev
+        return None
+
+    def priority_of(self, pod: Pod) -> int:
+        """spec.priority as admission set it, else the PriorityClass value, else the global default."""
+        if pod.spec.priority is not None:
+            return pod.spec.priority
+        return self.priority_for_spec_class(pod.spec.priority_class_name)
+
+    def priority_for_spec_class(self, name: str) -> int:
+        if name:
+            pc = self.priority_classes.get(name)
+            if pc is not None:
+                return pc.value
+            if name == "system-node-critical":
+                return 2000001000
+            if name == "system-cluster-critical":
+                return 2000000000
+        for pc in self.priority_classes.values():
+            if pc.global_default:
+                return pc.value
+        return 0
+
+    def __iter__(self) -> Iterator[Record]:
+        for name in KIND_COLLECTIONS.values():
+            yield from getattr(self, name).values()
+
+    def __repr__(self) -> str:
+        return f"<ClusterSnapshot nodes={len(self.nodes)} pods={len(self.pods)} generation={self.generation}>"
