@@ -113,7 +113,9 @@ def _json_documents(text: str, source: str) -> Iterator[Any]:
         try:
             doc, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            raise InputError(source, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+            raise InputError(
+                source, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            ) from exc
         yield doc
 
 
@@ -166,7 +168,7 @@ def _int(value: Any, default: int = 0) -> int:
 
 
 def _int_or_str(value: Any) -> int | str | None:
-    if value is None or isinstance(value, int) and not isinstance(value, bool):
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
         return value
     if isinstance(value, str):
         v = value.strip()
@@ -217,7 +219,9 @@ class Decoder:
             return EMPTY_MAP
         if not isinstance(value, Mapping):
             raise ValueError(f"expected a map of strings, found {type(value).__name__}")
-        fm: FrozenMap[str] = FrozenMap((self.s(k), self.s(v) if v is not None else "") for k, v in value.items())
+        fm: FrozenMap[str] = FrozenMap(
+            (self.s(k), self.s(v) if v is not None else "") for k, v in value.items()
+        )
         return self._maps.setdefault(fm, fm)
 
     def resources(self, value: Any) -> FrozenMap[int]:
@@ -236,7 +240,11 @@ class Decoder:
         if not isinstance(value, Mapping):
             raise ValueError("a label selector must be a map")
         exprs = tuple(
-            Requirement(self.s(e.get("key")), self.s(e.get("operator")), tuple(self.s(v) for v in e.get("values") or ()))
+            Requirement(
+                self.s(e.get("key")),
+                self.s(e.get("operator")),
+                tuple(self.s(v) for v in e.get("values") or ()),
+            )
             for e in value.get("matchExpressions") or ()
         )
         return self.value(LabelSelector(self.labels(value.get("matchLabels")), exprs))
@@ -249,11 +257,19 @@ class Decoder:
             terms.append(
                 NodeSelectorTerm(
                     tuple(
-                        Requirement(self.s(e.get("key")), self.s(e.get("operator")), tuple(self.s(v) for v in e.get("values") or ()))
+                        Requirement(
+                            self.s(e.get("key")),
+                            self.s(e.get("operator")),
+                            tuple(self.s(v) for v in e.get("values") or ()),
+                        )
                         for e in term.get("matchExpressions") or ()
                     ),
                     tuple(
-                        Requirement(self.s(e.get("key")), self.s(e.get("operator")), tuple(self.s(v) for v in e.get("values") or ()))
+                        Requirement(
+                            self.s(e.get("key")),
+                            self.s(e.get("operator")),
+                            tuple(self.s(v) for v in e.get("values") or ()),
+                        )
                         for e in term.get("matchFields") or ()
                     ),
                 )
@@ -265,7 +281,9 @@ class Decoder:
         chosen = next((r for r in refs if r.get("controller")), None) or (refs[0] if refs else None)
         if not chosen:
             return None
-        return self.value(OwnerRef(self.s(chosen.get("kind")), self.s(chosen.get("name")), self.s(chosen.get("uid"))))
+        return self.value(
+            OwnerRef(self.s(chosen.get("kind")), self.s(chosen.get("name")), self.s(chosen.get("uid")))
+        )
 
     def conditions(self, value: Any) -> tuple[Condition, ...]:
         return tuple(
@@ -297,7 +315,11 @@ class Decoder:
             for p in c.get("ports") or ():
                 hp = p.get("hostPort")
                 if hp:
-                    host_ports.append(HostPort(_int(hp), self.s(p.get("protocol") or "TCP"), self.s(p.get("hostIP") or "0.0.0.0")))
+                    host_ports.append(
+                        HostPort(
+                            _int(hp), self.s(p.get("protocol") or "TCP"), self.s(p.get("hostIP") or "0.0.0.0")
+                        )
+                    )
         result = PodSpec(
             requests=requests,
             limits=limits,
@@ -319,7 +341,8 @@ class Decoder:
             ),
             pod_affinity=tuple(self._affinity_term(t) for t in pod_aff or ()),
             pod_anti_affinity=tuple(
-                self._affinity_term(t) for t in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
+                self._affinity_term(t)
+                for t in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
             ),
             preferred_pod_anti_affinity=preferred_anti,
             topology_spread=tuple(
@@ -673,7 +696,9 @@ class Decoder:
             namespace=self.s(meta.get("namespace") or "default"),
             name=self.s(meta["name"]),
             uid=str(meta.get("uid") or ""),
-            storage_class=None if spec.get("storageClassName") is None else self.s(spec.get("storageClassName")),
+            storage_class=None
+            if spec.get("storageClassName") is None
+            else self.s(spec.get("storageClassName")),
             volume_name=self.s(spec.get("volumeName")),
             phase=self.s((obj.get("status") or {}).get("phase") or "Pending"),
             access_modes=tuple(self.s(m) for m in spec.get("accessModes") or ()),
@@ -706,7 +731,9 @@ class Decoder:
                 tuple(
                     NodeSelectorTerm(
                         tuple(
-                            Requirement(self.s(e.get("key")), "In", tuple(self.s(v) for v in e.get("values") or ()))
+                            Requirement(
+                                self.s(e.get("key")), "In", tuple(self.s(v) for v in e.get("values") or ())
+                            )
                             for e in t.get("matchLabelExpressions") or ()
                         )
                     )
@@ -727,7 +754,9 @@ class Decoder:
         involved = obj.get("involvedObject") or obj.get("regarding") or {}
         series = obj.get("series") or {}
         count = obj.get("count") or obj.get("deprecatedCount") or series.get("count") or 1
-        first = parse_time(obj.get("firstTimestamp") or obj.get("deprecatedFirstTimestamp") or obj.get("eventTime"))
+        first = parse_time(
+            obj.get("firstTimestamp") or obj.get("deprecatedFirstTimestamp") or obj.get("eventTime")
+        )
         last = parse_time(
             series.get("lastObservedTime")
             or obj.get("lastTimestamp")
@@ -735,7 +764,11 @@ class Decoder:
             or obj.get("eventTime")
             or meta.get("creationTimestamp")
         )
-        source = obj.get("reportingController") or obj.get("reportingComponent") or (obj.get("source") or {}).get("component")
+        source = (
+            obj.get("reportingController")
+            or obj.get("reportingComponent")
+            or (obj.get("source") or {}).get("component")
+        )
         return Event(
             namespace=self.s(meta.get("namespace") or involved.get("namespace") or "default"),
             name=str(meta["name"]),
@@ -758,7 +791,9 @@ class Decoder:
     def node_metrics(self, obj: Obj) -> NodeMetrics:
         meta = _meta(obj)
         return NodeMetrics(
-            name=self.s(meta["name"]), usage=self.resources(obj.get("usage")), timestamp=parse_time(obj.get("timestamp"))
+            name=self.s(meta["name"]),
+            usage=self.resources(obj.get("usage")),
+            timestamp=parse_time(obj.get("timestamp")),
         )
 
     def pod_metrics(self, obj: Obj) -> PodMetrics:

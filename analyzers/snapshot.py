@@ -78,7 +78,18 @@ KIND_COLLECTIONS: dict[str, str] = {
     "PodMetrics": "pod_metrics",
 }
 _NAMESPACED = frozenset(
-    {"pods", "deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "pdbs", "pvcs", "events", "pod_metrics"}
+    {
+        "pods",
+        "deployments",
+        "replicasets",
+        "statefulsets",
+        "daemonsets",
+        "jobs",
+        "pdbs",
+        "pvcs",
+        "events",
+        "pod_metrics",
+    }
 )
 
 
@@ -233,7 +244,9 @@ class ClusterSnapshot:
         return state.snapshot()
 
     @classmethod
-    def from_objects(cls, objects: Iterable[Mapping[str, Any]], kube_version: str | None = None) -> ClusterSnapshot:
+    def from_objects(
+        cls, objects: Iterable[Mapping[str, Any]], kube_version: str | None = None
+    ) -> ClusterSnapshot:
         state = ClusterState(kube_version)
         state.load(objects)
         return state.snapshot()
@@ -241,7 +254,9 @@ class ClusterSnapshot:
     def replace(self, *records: Record, remove: Iterable[tuple[str, Any]] = ()) -> ClusterSnapshot:
         """A new snapshot with some records replaced or added (and some removed by
         (collection, key)); used to verify remedies by re-simulating."""
-        collections: dict[str, Mapping[Any, Any]] = {name: getattr(self, name) for name in KIND_COLLECTIONS.values()}
+        collections: dict[str, Mapping[Any, Any]] = {
+            name: getattr(self, name) for name in KIND_COLLECTIONS.values()
+        }
         changed: dict[str, dict[Any, Any]] = {}
         for record in records:
             name = COLLECTIONS[type(record)]

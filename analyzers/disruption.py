@@ -1,0 +1,183 @@
+"""PodDisruptionBudget arithmetic and the eviction decision.
+
+``budget_status`` recomputes what the disruption controller writes into a
+PDB's status (pkg/controller/disruption/disruption.go: getExpectedPodCount,
+getExpectedScale, countHealthyPods, updatePdbStatus): percentages round *up*
+(GetScaledValueFromIntOrPercent(..., true)); an int minAvailable counts the
+matching pods; a percentage or maxUnavailable uses the controllers' scale;
+``disruptionsAllowed = currentHealthy - desiredHealthy`` clamped at 0, and 0
+when no pods are expected.
+
+``eviction_verdict`` follows the eviction subresource
+(pkg/registry/core/pod/storage/eviction.go): terminal, Pending and terminating
+pods ignore PDBs; more than one PDB is an error; an unready pod passes with
+``unhealthyPodEvictionPolicy: AlwaysAllow`` or when the budget is already
+met (IfHealthyBudget); otherwise disruptionsAllowed must be above 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analyzers.records import Pod, PodDisruptionBudget
+from analyzers.rollout import scaled_value
+from analyzers.snapshot import ClusterSnapshot
+
+# pkg/registry/core/pod/storage/eviction.go createTooManyRequestsError / checkAndDecrement.
+PDB_VIOLATION_MESSAGE = "Cannot evict pod as it would violate the pod's disruption budget."
+MULTIPLE_PDBS_MESSAGE = (
+    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStatus:
+    pdb: PodDisruptionBudget
+    pods: tuple[Pod, ...]  # pods the budget selects
+    expected_pods: int
+    desired_healthy: int
+    current_healthy: int
+    disruptions_allowed: int
+    unhealthy: tuple[Pod, ...]  # selected, not terminating, not Ready
+    error: str | None = None  # why the controller could not compute it (it then allows 0)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "namespace": self.pdb.namespace,
+            "name": self.pdb.name,
+            "expected_pods": self.expected_pods,
+            "desired_healthy": self.desired_healthy,
+            "current_healthy": self.current_healthy,
+            "disruptions_allowed": self.disruptions_allowed,
+            "min_available": self.pdb.min_available,
+            "max_unavailable": self.pdb.max_unavailable,
+            "unhealthy_pod_eviction_policy": self.pdb.unhealthy_pod_eviction_policy,
+            "matched_pods": len(self.pods),
+            "error": self.error,
+        }
+
+
+def selected_pods(snapshot: ClusterSnapshot, pdb: PodDisruptionBudget) -> tuple[Pod, ...]:
+    """Pods the disruption controller counts for this PDB (nil selector: none)."""
+    if pdb.selector is None:
+        return ()
+    return tuple(p for p in snapshot.pods_in_namespace(pdb.namespace) if pdb.selector.matches(p.labels))
+
+
+def _expected_scale(snapshot: ClusterSnapshot, pods: tuple[Pod, ...]) -> tuple[int, str | None]:
+    """getExpectedScale: the sum of spec.replicas of the pods' distinct controllers
+    (Deployment via ReplicaSet, ReplicaSet, StatefulSet; ReplicationController and
+    scale-subresource kinds are not in the snapshot). A pod without a controller
+    makes the whole computation fail."""
+    scales: dict[tuple[str, str], int] = {}
+    for pod in pods:
+        owner = pod.owner
+        if owner is None:
+            return 0, f'found no controller ref for pod "{pod.name}"'
+        key = (owner.kind, owner.name)
+        if key in scales:
+            continue
+        ns = pod.namespace
+        if owner.kind == "ReplicaSet":
+            rs = snapshot.replicasets.get((ns, owner.name))
+            if rs is not None and rs.owner is not None and rs.owner.kind == "Deployment":
+                dep = snapshot.deployments.get((ns, rs.owner.name))
+                if dep is None:
+                    return 0, f'found no controllers for pod "{pod.name}"'
+                scales[("Deployment", dep.name)] = dep.replicas
+                scales[key] = 0
+            elif rs is not None:
+                scales[key] = rs.replicas
+            else:
+                workload = snapshot.workload_of(pod)
+                if workload.ref.kind == "Deployment" and workload.record is not None:
+                    scales[("Deployment", workload.ref.name)] = workload.record.replicas
+                    scales[key] = 0
+                else:
+                    return 0, f'found no controllers for pod "{pod.name}"'
+        elif owner.kind == "StatefulSet":
+            sts = snapshot.statefulsets.get((ns, owner.name))
+            if sts is None:
+                return 0, f'found no controllers for pod "{pod.name}"'
+            scales[key] = sts.replicas
+        else:
+            return 0, f'found no controllers for pod "{pod.name}"'
+    return sum(scales.values()), None
+
+
+def budget_status(snapshot: ClusterSnapshot, pdb: PodDisruptionBudget) -> BudgetStatus:
+    pods = selected_pods(snapshot, pdb)
+    expected, desired, error = 0, 0, None
+    if pdb.max_unavailable is not None:
+        expected, error = _expected_scale(snapshot, pods)
+        if error is None:
+            desired = max(0, expected - scaled_value(pdb.max_unavailable, expected, True))
+    elif pdb.min_available is not None:
+        if isinstance(pdb.min_available, int):
+            desired = pdb.min_available
+            expected = len(pods)
+        else:
+            expected, error = _expected_scale(snapshot, pods)
+            if error is None:
+                desired = scaled_value(pdb.min_available, expected, True)
+    live = [p for p in pods if p.deleted is None]
+    healthy = sum(1 for p in live if p.ready)
+    unhealthy = tuple(p for p in live if not p.ready and not p.finished)
+    if error is not None:
+        # failSafe: the controller sets disruptionsAllowed to 0 when it cannot compute.
+        return BudgetStatus(pdb, pods, 0, 0, healthy, 0, unhealthy, error)
+    allowed = healthy - desired
+    if expected <= 0 or allowed <= 0:
+        allowed = 0
+    return BudgetStatus(pdb, pods, expected, desired, healthy, allowed, unhealthy)
+
+
+def pdbs_for_pod(snapshot: ClusterSnapshot, pod: Pod) -> tuple[PodDisruptionBudget, ...]:
+    """PDBs the eviction subresource applies to a pod: same namespace, and a
+    selector that is neither nil nor empty ("it should match nothing, not everything")."""
+    return tuple(
+        pdb
+        for pdb in snapshot.pdbs.values()
+        if pdb.namespace == pod.namespace
+        and pdb.selector is not None
+        and not pdb.selector.is_empty
+        and pdb.selector.matches(pod.labels)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionVerdict:
+    allowed: bool
+    kind: str  # "ignored-pdb", "no-pdb", "allowed", "unhealthy-allowed", "pdb-violation", "multiple-pdbs"
+    message: str
+    pdbs: tuple[PodDisruptionBudget, ...] = ()
+    status: BudgetStatus | None = None
+
+
+def eviction_verdict(snapshot: ClusterSnapshot, pod: Pod) -> EvictionVerdict:
+    if pod.finished or pod.phase == "Pending" or pod.deleted is not None:
+        return EvictionVerdict(
+            True, "ignored-pdb", "terminal, pending or terminating pods are evicted without PDB checks"
+        )
+    pdbs = pdbs_for_pod(snapshot, pod)
+    if len(pdbs) > 1:
+        return EvictionVerdict(False, "multiple-pdbs", MULTIPLE_PDBS_MESSAGE, pdbs)
+    if not pdbs:
+        return EvictionVerdict(True, "no-pdb", "no PodDisruptionBudget selects this pod")
+    status = budget_status(snapshot, pdbs[0])
+    if not pod.ready:
+        if pdbs[0].unhealthy_pod_eviction_policy == "AlwaysAllow":
+            return EvictionVerdict(True, "unhealthy-allowed", "unready pod; policy AlwaysAllow", pdbs, status)
+        if status.current_healthy >= status.desired_healthy and status.desired_healthy > 0:
+            return EvictionVerdict(
+                True, "unhealthy-allowed", "unready pod; the budget is met (IfHealthyBudget)", pdbs, status
+            )
+    if status.disruptions_allowed > 0:
+        return EvictionVerdict(
+            True, "allowed", f"{status.disruptions_allowed} disruption(s) allowed", pdbs, status
+        )
+    message = (
+        f"{PDB_VIOLATION_MESSAGE} The disruption budget {pdbs[0].name} needs {status.desired_healthy} "
+        f"healthy pods and has {status.current_healthy} currently"
+    )
+    return EvictionVerdict(False, "pdb-violation", message, pdbs, status)

@@ -1,0 +1,129 @@
+"""Deployment rollout arithmetic, exactly as the deployment controller does it.
+
+* ``scaled_value`` is apimachinery's ``GetScaledValueFromIntOrPercent``
+  (staging/src/k8s.io/apimachinery/pkg/util/intstr/intstr.go).
+* ``resolve_fenceposts`` is ``ResolveFenceposts`` from
+  pkg/controller/deployment/util/deployment_util.go: maxSurge rounds up,
+  maxUnavailable rounds down, and when both resolve to zero maxUnavailable
+  becomes 1.
+* ``effective_max_surge`` / ``effective_max_unavailable`` are ``MaxSurge`` /
+  ``MaxUnavailable`` of the same file (Recreate → 0; unavailable capped at
+  replicas; 0 replicas → 0 unavailable).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from analyzers.records import Deployment, Pod, ReplicaSet
+
+
+class IntOrPercentError(ValueError):
+    pass
+
+
+def scaled_value(value: int | str | None, total: int, round_up: bool) -> int:
+    """GetScaledValueFromIntOrPercent: an int is itself; ``"N%"`` is N% of total,
+    rounded up or down; any other string is an error."""
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    text = value.strip()
+    if not text.endswith("%"):
+        raise IntOrPercentError(
+            f"invalid value for IntOrString: invalid type: string is not a percentage: {value!r}"
+        )
+    try:
+        percent = int(text[:-1])
+    except ValueError as exc:
+        raise IntOrPercentError(f"invalid value {value!r}: {exc}") from exc
+    # Go computes math.Ceil/Floor(float64(value) * float64(total) / 100).
+    scaled = float(percent) * float(total) / 100
+    return math.ceil(scaled) if round_up else math.floor(scaled)
+
+
+def resolve_fenceposts(
+    max_surge: int | str | None, max_unavailable: int | str | None, desired: int
+) -> tuple[int, int]:
+    surge = scaled_value(max_surge if max_surge is not None else 0, desired, True)
+    unavailable = scaled_value(max_unavailable if max_unavailable is not None else 0, desired, False)
+    if surge == 0 and unavailable == 0:
+        # "If both fenceposts resolve to zero, then we should set maxUnavailable to 1
+        # on the theory that surge might not work due to quota."
+        unavailable = 1
+    return surge, unavailable
+
+
+def effective_max_surge(dep: Deployment) -> int:
+    if dep.strategy_type != "RollingUpdate":
+        return 0
+    return resolve_fenceposts(dep.max_surge, dep.max_unavailable, dep.replicas)[0]
+
+
+def effective_max_unavailable(dep: Deployment) -> int:
+    if dep.strategy_type != "RollingUpdate" or dep.replicas == 0:
+        return 0
+    unavailable = resolve_fenceposts(dep.max_surge, dep.max_unavailable, dep.replicas)[1]
+    return min(unavailable, dep.replicas)
+
+
+def describe_fenceposts(dep: Deployment) -> str:
+    """Plain words: '25% of 1 replica rounds up to a surge of 1 and down to 0 unavailable'."""
+    if dep.strategy_type != "RollingUpdate":
+        return f"strategy {dep.strategy_type} replaces all pods at once (no surge)"
+    surge = effective_max_surge(dep)
+    unavailable = effective_max_unavailable(dep)
+    n = dep.replicas
+    replicas = f"{n} replica" if n == 1 else f"{n} replicas"
+    ms, mu = dep.max_surge, dep.max_unavailable
+    if isinstance(ms, str) and ms == mu:
+        text = f"{ms} of {replicas} rounds up to a surge of {surge} and down to {unavailable} unavailable"
+    else:
+        parts = []
+        parts.append(
+            f"maxSurge {ms} of {replicas} rounds up to {surge}"
+            if isinstance(ms, str)
+            else f"maxSurge is {surge}"
+        )
+        parts.append(
+            f"maxUnavailable {mu} rounds down to {unavailable}"
+            if isinstance(mu, str)
+            else f"maxUnavailable is {unavailable}"
+        )
+        text = ", ".join(parts)
+    raw_unavailable = scaled_value(mu, n, False) if mu is not None else 0
+    if surge == 0 and raw_unavailable == 0:
+        text += " (both resolved to 0, so the controller uses maxUnavailable 1)"
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutState:
+    """Where a Deployment's rollout stands, from its ReplicaSets and pods."""
+
+    deployment: Deployment
+    new_replicaset: ReplicaSet | None
+    old_replicasets: tuple[ReplicaSet, ...]
+    new_pods: tuple[Pod, ...]
+    old_pods: tuple[Pod, ...]
+    max_surge: int
+    max_unavailable: int
+
+    @property
+    def in_progress(self) -> bool:
+        """A rollout is under way: old pods still run beside a new ReplicaSet."""
+        return self.new_replicaset is not None and bool(self.old_pods)
+
+    @property
+    def pending_new_pods(self) -> tuple[Pod, ...]:
+        return tuple(p for p in self.new_pods if p.unscheduled)
+
+
+def is_new_replicaset(dep: Deployment, rs: ReplicaSet) -> bool:
+    """The new ReplicaSet carries the Deployment's revision, or (without revisions) its pod template."""
+    if dep.revision and rs.revision:
+        return dep.revision == rs.revision
+    labels = {k: v for k, v in rs.template_labels.items() if k != "pod-template-hash"}
+    return rs.template is dep.template and labels == dict(dep.template_labels)

@@ -1,0 +1,111 @@
+"""PDB arithmetic against pkg/controller/disruption/disruption.go and the eviction
+decision against pkg/registry/core/pod/storage/eviction.go."""
+
+from analyzers.disruption import MULTIPLE_PDBS_MESSAGE, budget_status, eviction_verdict
+from analyzers.snapshot import ClusterSnapshot
+from tests.core.helpers import deployment, node, pdb, pod, replicaset
+
+SEL = {"matchLabels": {"app": "db"}}
+
+
+def cluster(*extra, replicas=3, ready=(True, True, True)):
+    objs = [
+        node("n1"),
+        node("n2"),
+        node("n3"),
+        deployment("db", replicas=replicas, labels={"app": "db"}),
+        replicaset("db-5f7", "db", replicas=replicas, labels={"app": "db"}),
+    ]
+    for i, r in enumerate(ready):
+        objs.append(
+            pod(
+                f"db-5f7-{i}",
+                node_name=f"n{i + 1}",
+                labels={"app": "db"},
+                owner=("ReplicaSet", "db-5f7"),
+                ready=r,
+            )
+        )
+    return ClusterSnapshot.from_objects([*objs, *extra])
+
+
+def status_of(snap, name):
+    return budget_status(snap, snap.pdbs[("default", name)])
+
+
+def test_disruption_go_int_minAvailable_counts_matching_pods():
+    s = status_of(cluster(pdb("p", selector=SEL, min_available=2)), "p")
+    assert (s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (3, 2, 3, 1)
+
+
+def test_disruption_go_minAvailable_equal_to_replicas_allows_nothing():
+    s = status_of(cluster(pdb("p", selector=SEL, min_available=3)), "p")
+    assert s.disruptions_allowed == 0
+
+
+def test_disruption_go_percent_minAvailable_rounds_up_against_controller_scale():
+    # 50% of 3 replicas rounds up to 2 desired healthy.
+    s = status_of(cluster(pdb("p", selector=SEL, min_available="50%")), "p")
+    assert (s.expected_pods, s.desired_healthy, s.disruptions_allowed) == (3, 2, 1)
+
+
+def test_disruption_go_percent_maxUnavailable_rounds_up():
+    # maxUnavailable 34% of 3 = 1.02 rounds up to 2, desired 1.
+    s = status_of(cluster(pdb("p", selector=SEL, max_unavailable="34%")), "p")
+    assert (s.desired_healthy, s.disruptions_allowed) == (1, 2)
+
+
+def test_disruption_go_unready_pods_are_not_healthy():
+    s = status_of(cluster(pdb("p", selector=SEL, max_unavailable=1), ready=(True, True, False)), "p")
+    assert (s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (2, 2, 0)
+    assert [p.name for p in s.unhealthy] == ["db-5f7-2"]
+
+
+def test_disruption_go_pod_without_controller_fails_safe_to_zero():
+    snap = ClusterSnapshot.from_objects(
+        [
+            node("n1"),
+            pod("lonely", node_name="n1", labels={"app": "db"}),
+            pdb("p", selector=SEL, max_unavailable=1),
+        ]
+    )
+    s = status_of(snap, "p")
+    assert s.disruptions_allowed == 0 and "found no controller ref" in (s.error or "")
+
+
+def test_disruption_go_no_matching_pods_allows_nothing():
+    s = status_of(cluster(pdb("p", selector={"matchLabels": {"app": "nothing"}}, max_unavailable=1)), "p")
+    assert (s.expected_pods, s.disruptions_allowed) == (0, 0)
+
+
+def test_eviction_go_pdb_violation_message():
+    snap = cluster(pdb("p", selector=SEL, min_available=3))
+    v = eviction_verdict(snap, snap.pods[("default", "db-5f7-0")])
+    assert not v.allowed and v.kind == "pdb-violation"
+    assert v.message.startswith("Cannot evict pod as it would violate the pod's disruption budget.")
+    assert "needs 3 healthy pods and has 3 currently" in v.message
+
+
+def test_eviction_go_more_than_one_pdb_is_refused():
+    snap = cluster(pdb("p", selector=SEL, min_available=1), pdb("q", selector=SEL, max_unavailable=1))
+    v = eviction_verdict(snap, snap.pods[("default", "db-5f7-0")])
+    assert not v.allowed and v.message == MULTIPLE_PDBS_MESSAGE
+
+
+def test_eviction_go_unready_pod_with_AlwaysAllow_is_evicted():
+    snap = cluster(pdb("p", selector=SEL, min_available=3, policy="AlwaysAllow"), ready=(True, True, False))
+    assert eviction_verdict(snap, snap.pods[("default", "db-5f7-2")]).allowed
+    snap2 = cluster(pdb("p", selector=SEL, min_available=3), ready=(True, True, False))
+    assert not eviction_verdict(snap2, snap2.pods[("default", "db-5f7-2")]).allowed
+
+
+def test_eviction_go_empty_selector_matches_nothing_for_eviction():
+    snap = cluster(pdb("p", selector={}, min_available=3))
+    assert eviction_verdict(snap, snap.pods[("default", "db-5f7-0")]).kind == "no-pdb"
+    # …while the disruption controller (policy/v1) counts every pod of the namespace.
+    assert status_of(snap, "p").expected_pods == 3
+
+
+def test_policy_v1beta1_empty_selector_selects_nothing():
+    snap = cluster(pdb("p", selector={}, min_available=1, api_version="policy/v1beta1"))
+    assert status_of(snap, "p").expected_pods == 0
