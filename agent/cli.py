@@ -15,6 +15,9 @@ from collections.abc import Sequence
 COMMANDS: tuple[str, ...] = (
     "agent.commands.analyze",
     "agent.commands.explain",
+    "agent.commands.serve",
+    "agent.commands.incidents",
+    "agent.commands.db",
 )
 
 EXIT_OK = 0

@@ -1,0 +1,26 @@
+"""Typed application state (``app[SESSIONS]``), shared by the handlers and the factory."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+import jinja2
+from aiohttp import web
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from agent.api.auth import TokenSet
+from agent.api.metrics import HttpMetrics
+from agent.settings import ApiSettings
+
+Readiness = Callable[[], Awaitable[bool] | bool]
+Clock = Callable[[], datetime]
+
+SESSIONS = web.AppKey("sessions", async_sessionmaker[AsyncSession])
+SETTINGS = web.AppKey("settings", ApiSettings)
+TOKENS = web.AppKey("tokens", TokenSet)
+JINJA = web.AppKey("jinja", jinja2.Environment)
+READINESS: web.AppKey[list[Readiness]] = web.AppKey("readiness")
+METRICS = web.AppKey("metrics", HttpMetrics)
+CLOCK: web.AppKey[Clock] = web.AppKey("clock")
+OPENAPI = web.AppKey("openapi", bytes)

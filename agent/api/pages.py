@@ -1,0 +1,251 @@
+"""Server-rendered pages: the incident list and the incident page.
+
+What an on-call engineer opens from a Slack link: the list with filters and
+counts, and for one incident the explanation, the scheduler's message, each
+remedy's YAML with a copy button, the evidence and the timeline. Plain HTML,
+one small stylesheet and script, no front-end framework.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+from aiohttp import web
+
+from agent.api import auth
+from agent.api.errors import ApiError
+from agent.api.keys import CLOCK, JINJA, SESSIONS, SETTINGS, TOKENS
+from agent.api.params import MAX_ID, SEVERITIES, parse_id, parse_list
+from storage.queries import (
+    STATUSES,
+    InvalidCursor,
+    Sort,
+    distinct_values,
+    facets,
+    get_incident,
+    list_incidents,
+)
+from storage.views import remedy_dict
+
+routes = web.RouteTableDef()
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def build_jinja_env() -> jinja2.Environment:
+    """The pages' Jinja environment: build it once (StrictUndefined: a typo is an error, not a blank)."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("agent.api", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["utc"] = _utc
+    env.filters["ago"] = _ago
+    env.filters["duration"] = _duration
+    env.filters["pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    env.tests["scalar"] = lambda v: isinstance(v, str | int | float | bool) or v is None
+    return env
+
+
+def _utc(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "—"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, _ = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h {minutes}m" if minutes else f"{hours}h"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h" if hours else f"{days}d"
+
+
+def _ago(value: datetime | None, now: datetime) -> str:
+    if value is None:
+        return "—"
+    delta = (now - value).total_seconds()
+    return "just now" if delta < 5 else f"{_duration(delta)} ago"
+
+
+def render(
+    request: web.Request,
+    template: str,
+    *,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+    **ctx: Any,
+) -> web.Response:
+    env = request.app[JINJA]
+    settings = request.app[SETTINGS]
+    static = request.app.router["static"]
+
+    def static_url(filename: str) -> str:
+        return str(static.url_for(filename=filename))
+
+    body = env.get_template(template).render(
+        now=request.app[CLOCK](), auth_enabled=settings.auth, static=static_url, **ctx
+    )
+    return web.Response(text=body, status=status, content_type="text/html", charset="utf-8", headers=headers)
+
+
+def login_page(
+    request: web.Request, *, status: int, headers: dict[str, str] | None = None, failed: bool = False
+) -> web.Response:
+    target = auth.safe_next(request.query.get("next") or request.path_qs)
+    return render(request, "login.html.j2", status=status, headers=headers, next=target, failed=failed)
+
+
+@routes.get("/")
+async def index(request: web.Request) -> web.Response:
+    raise web.HTTPFound("/incidents")
+
+
+@routes.get("/login")
+async def login_form(request: web.Request) -> web.Response:
+    return login_page(request, status=200)
+
+
+@routes.post("/login")
+async def login(request: web.Request) -> web.Response:
+    form = await request.post()
+    token = str(form.get("token", "")).strip()
+    target = auth.safe_next(str(form.get("next", "")))
+    cookie = request.app[TOKENS].cookie_for(token) if token else None
+    if cookie is None:
+        return render(
+            request,
+            "login.html.j2",
+            status=401,
+            headers={"WWW-Authenticate": auth.challenge("invalid_token")},
+            next=target,
+            failed=True,
+        )
+    resp = web.HTTPSeeOther(target)
+    resp.set_cookie(
+        auth.COOKIE, cookie, httponly=True, samesite="Lax", secure=request.secure, path="/", max_age=12 * 3600
+    )
+    raise resp
+
+
+@routes.get("/logout")
+async def logout(request: web.Request) -> web.Response:
+    resp = web.HTTPSeeOther("/login")
+    resp.del_cookie(auth.COOKIE, path="/")
+    raise resp
+
+
+@routes.get("/incidents")
+async def incident_list(request: web.Request) -> web.Response:
+    settings = request.app[SETTINGS]
+    try:
+        params = parse_list(
+            request.query,
+            default_limit=settings.default_page_size,
+            max_limit=settings.max_page_size,
+            strict=False,
+        )
+    except ApiError as exc:
+        return render(request, "error.html.j2", status=400, title="Bad filter", message=exc.message)
+    async with request.app[SESSIONS]() as session:
+        try:
+            page = await list_incidents(
+                session, params.filter, sort=params.sort, limit=params.limit, cursor=params.cursor
+            )
+        except InvalidCursor as exc:
+            return render(request, "error.html.j2", status=400, title="Bad page link", message=str(exc))
+        counts = await facets(session, params.filter)
+        namespaces = await distinct_values(session, "namespace")
+        rules = await distinct_values(session, "rule_id")
+        clusters = await distinct_values(session, "cluster")
+
+    def link(**overrides: Any) -> str:
+        query = params.query(cursor=None, **overrides)
+        return "/incidents" + ("?" + urlencode(query) if query else "")
+
+    return render(
+        request,
+        "list.html.j2",
+        items=page.items,
+        params=params,
+        f=params.filter,
+        counts=counts,
+        namespaces=namespaces,
+        rules=rules,
+        clusters=clusters,
+        statuses=STATUSES,
+        severities=SEVERITIES,
+        sorts=[(s.value, _SORT_LABELS[s]) for s in Sort],
+        next_link=("/incidents?" + urlencode(params.query(cursor=page.next_cursor)))
+        if page.next_cursor
+        else None,
+        link=link,
+        filtered=any(
+            v is not None
+            for v in (
+                params.filter.namespace,
+                params.filter.rule_id,
+                params.filter.severity,
+                params.filter.kind,
+                params.filter.name,
+                params.filter.text,
+                params.filter.cluster,
+                params.filter.since,
+                params.filter.until,
+            )
+        ),
+    )
+
+
+_SORT_LABELS = {
+    Sort.LAST_SEEN_DESC: "Last seen, newest first",
+    Sort.LAST_SEEN: "Last seen, oldest first",
+    Sort.FIRST_SEEN_DESC: "Opened, newest first",
+    Sort.FIRST_SEEN: "Opened, oldest first",
+    Sort.OCCURRENCES_DESC: "Most occurrences",
+    Sort.OCCURRENCES: "Fewest occurrences",
+    Sort.ID_DESC: "Id, descending",
+    Sort.ID: "Id, ascending",
+}
+
+
+@routes.get("/incidents/{id}")
+async def incident_page(request: web.Request) -> web.Response:
+    try:
+        incident_id = parse_id("id", request.match_info["id"])
+    except ApiError as exc:
+        return render(request, "error.html.j2", status=400, title="Bad incident id", message=exc.message)
+    found = None
+    if incident_id <= MAX_ID:
+        async with request.app[SESSIONS]() as session:
+            found = await get_incident(session, incident_id)
+    if found is None:
+        return render(
+            request,
+            "error.html.j2",
+            status=404,
+            title="Not found",
+            message=f"There is no incident {incident_id}.",
+        )
+    incident, timeline = found
+    return render(
+        request,
+        "incident.html.j2",
+        inc=incident,
+        timeline=timeline,
+        remedies=[remedy_dict(r) for r in incident.remedies or ()],
+    )
+
+
+def add_static(app: web.Application) -> None:
+    app.router.add_static("/static/", TEMPLATES / "static", name="static", append_version=True)

@@ -1,0 +1,242 @@
+"""``unstick analyze PATH...``: explain every unscheduled pod, stalled rollout
+and blocked drain in a dump of ``kubectl get … -o json|yaml`` output."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import orjson
+import yaml
+
+from agent.cli import EXIT_OK, UserError
+from agent.dumps import DumpError, expand, iter_clusters, load_into
+from analyzers.ingest import parse_time
+from analyzers.report import PodReport, Report, build_report
+from analyzers.snapshot import ClusterState
+
+# Above this many files, or when stderr is a terminal, show progress on stderr.
+PROGRESS_MIN_FILES = 20
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "analyze",
+        help="analyse a dump of kubectl JSON/YAML: pending pods, rollouts, PDBs, root causes",
+        description=(
+            "Read Kubernetes objects as `kubectl get … -o json|yaml` prints them (files, folders, or - for stdin), "
+            "simulate kube-scheduler for every unscheduled pod, compare with the scheduler's own message, and "
+            "report root causes with verified remedies."
+        ),
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="file or folder of JSON/YAML; - reads stdin")
+    p.add_argument("--pod", metavar="NS/NAME", help="only this pod (and findings about it)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print one JSON document")
+    fmt.add_argument("--yaml", action="store_true", help="print YAML")
+    p.add_argument(
+        "--each", action="store_true", help="treat every file as its own cluster; one JSON document per line"
+    )
+    p.add_argument(
+        "--kube-version",
+        metavar="X.Y",
+        help="the cluster's Kubernetes version (message wording); default 1.33",
+    )
+    p.add_argument("--now", metavar="RFC3339", help="time of the analysis (default: the current time)")
+    p.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress on stderr"
+    )
+    p.set_defaults(func=run)
+
+
+def _now(args: argparse.Namespace) -> float:
+    if args.now is None:
+        return time.time()
+    value = parse_time(args.now)
+    if value is None:
+        raise UserError(f"--now: not an RFC 3339 time: {args.now!r}")
+    return value
+
+
+def _pod_filter(args: argparse.Namespace) -> Callable[[Any], bool] | None:
+    if not args.pod:
+        return None
+    if args.pod.count("/") != 1 or not all(args.pod.split("/")):
+        raise UserError(f"--pod: expected NAMESPACE/NAME, got {args.pod!r}")
+    ns, name = args.pod.split("/")
+    return lambda pod: pod.namespace == ns and pod.name == name
+
+
+def _progress_printer(enabled: bool) -> Callable[[int, int, int], None] | None:
+    if not enabled:
+        return None
+
+    def show(done: int, total: int, objects: int) -> None:
+        width = 30
+        filled = int(width * done / total) if total else width
+        sys.stderr.write(
+            f"\rloading [{'#' * filled}{'.' * (width - filled)}] {done}/{total} files, {objects:,} objects"
+        )
+        if done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def run(args: argparse.Namespace) -> int:
+    now = _now(args)
+    pod_filter = _pod_filter(args)
+    try:
+        sources = expand(args.paths)
+    except DumpError as exc:
+        raise UserError(str(exc)) from exc
+    if args.each:
+        for source, state, used in iter_clusters(sources, kube_version=args.kube_version):
+            doc: dict[str, Any] = {"source": source.name}
+            if used == 0:
+                doc["error"] = f"{source.name}: no usable Kubernetes objects"
+                doc["warnings"] = state.warnings
+            else:
+                doc.update(
+                    build_report(
+                        state.snapshot(), now=now, kube_version=args.kube_version, pod_filter=pod_filter
+                    ).as_dict()
+                )
+            sys.stdout.buffer.write(orjson.dumps(doc) + b"\n")
+        return EXIT_OK
+
+    state = ClusterState(args.kube_version)
+    show = (
+        args.progress
+        if args.progress is not None
+        else (len(sources) >= PROGRESS_MIN_FILES and sys.stderr.isatty())
+    )
+    used = load_into(state, sources, progress=_progress_printer(show))
+    for warning in state.warnings:
+        print(f"unstick: warning: {warning}", file=sys.stderr)
+    if used == 0:
+        raise UserError(f"no usable Kubernetes objects in {', '.join(args.paths)}")
+    snapshot = state.snapshot()
+    report = build_report(snapshot, now=now, kube_version=args.kube_version, pod_filter=pod_filter)
+    if (
+        args.pod
+        and not report.pods
+        and not any(p.name == args.pod.split("/")[1] for p in snapshot.pods.values())
+    ):
+        raise UserError(f"--pod {args.pod}: no such pod in the dump")
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(report.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+    elif args.yaml:
+        yaml.safe_dump(report.as_dict(), sys.stdout, sort_keys=False, allow_unicode=True)
+    else:
+        print_human(report, len(snapshot.nodes), sys.stdout)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# Human output
+
+_WIDTH = 100
+
+
+def _wrap(text: str, indent: str) -> str:
+    return "\n".join(
+        textwrap.fill(
+            p,
+            _WIDTH,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
+        for p in text.split("\n")
+    )
+
+
+def print_human(report: Report, node_count: int, out: TextIO) -> None:
+    w = out.write
+    w(
+        f"Analysed {node_count} nodes: {len(report.pods)} unscheduled pod(s), {len(report.deployments)} Deployment(s), "
+        f"{len(report.pdbs)} PodDisruptionBudget(s); {len(report.findings)} finding(s).\n"
+    )
+    if report.findings:
+        w("\nFINDINGS\n")
+    for n, f in enumerate(report.findings, 1):
+        w(f"\n{n}. [{str(f.severity).upper()}] {f.rule_id} — {f.subject}\n")
+        w(_wrap(f.title, "   ") + "\n\n")
+        w(_wrap(f.explanation, "   ") + "\n")
+        for i, r in enumerate(f.remedies, 1):
+            mark = "verified" if r.verified else "not verified"
+            w(f"\n   Remedy {n}.{i} [{mark}] {r.title}\n")
+            w(_wrap(r.verification, "     ") + "\n")
+            w(f"     $ {r.command}\n")
+            w(textwrap.indent(r.yaml.rstrip("\n"), "     | ") + "\n")
+    if report.pods:
+        w("\nUNSCHEDULED PODS\n")
+    for p in report.pods:
+        _print_pod(p, w)
+    if report.deployments:
+        w("\nDEPLOYMENTS (effective rolling-update fenceposts)\n")
+        for d in report.deployments:
+            dep = d.deployment
+            if d.error:
+                w(f"  {dep.namespace}/{dep.name}: {d.error}\n")
+                continue
+            strat = dep.strategy_type
+            if strat == "RollingUpdate":
+                strat += f" maxSurge={dep.max_surge} maxUnavailable={dep.max_unavailable}"
+            w(
+                f"  {dep.namespace}/{dep.name}: replicas {dep.replicas}, {strat} → surge {d.max_surge}, unavailable {d.max_unavailable}\n"
+            )
+    if report.pdbs:
+        w("\nPODDISRUPTIONBUDGETS\n")
+        for b in report.pdbs:
+            pdb = b.pdb
+            spec = (
+                f"minAvailable={pdb.min_available}"
+                if pdb.min_available is not None
+                else f"maxUnavailable={pdb.max_unavailable}"
+            )
+            extra = f" ({b.error})" if b.error else ""
+            w(
+                f"  {pdb.namespace}/{pdb.name}: {spec}; expected {b.expected_pods}, desired healthy {b.desired_healthy}, "
+                f"healthy {b.current_healthy} → disruptions allowed {b.disruptions_allowed}{extra}\n"
+            )
+    for e in report.rule_errors:
+        w(f"\nrule {e.rule_id} failed: {e.error}\n")
+
+
+def _print_pod(p: PodReport, w: Callable[[str], Any]) -> None:
+    v = p.verdict
+    w(f"\n  {p.pod.namespace}/{p.pod.name}\n")
+    if p.scheduler:
+        w(_wrap(f"scheduler ({p.scheduler.source}): {p.scheduler.message}", "    ") + "\n")
+    if v.message:
+        w(_wrap(f"simulated: {v.message}", "    ") + "\n")
+    if p.agrees is True:
+        w("    ✓ the simulation agrees with the scheduler\n")
+    elif p.agrees is False:
+        w(
+            "    ✗ the simulation differs from the scheduler's message (the cluster changed, or the event is stale)\n"
+        )
+    if v.fits:
+        fitting = [n.node for n in v.nodes if n.fits]
+        w(
+            f"    fits now on {len(fitting)} node(s): {', '.join(fitting[:5])}{' …' if len(fitting) > 5 else ''}\n"
+        )
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for n in v.nodes:
+        if n.filters:
+            first = n.filters[0]
+            groups.setdefault((first.plugin, first.reasons), []).append(n.node)
+    if groups:
+        w(f"    {'NODES':<40} {'FIRST FAILING FILTER':<22} REASON\n")
+        for (plugin, reasons), nodes in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            names = ", ".join(nodes[:3]) + (f" +{len(nodes) - 3} more" if len(nodes) > 3 else "")
+            label = f"{names} ({len(nodes)})" if len(nodes) > 1 else names
+            w(f"    {label:<40} {plugin:<22} {'; '.join(reasons)}\n")

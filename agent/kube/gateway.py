@@ -1,0 +1,488 @@
+"""The one gateway to the Kubernetes API: the only module of unstick that
+imports ``kubernetes_asyncio`` (an import-linter contract holds it to that).
+
+kubernetes-asyncio provides configuration (kubeconfig with a selectable
+context, or the in-cluster service account), authentication (bearer tokens,
+client certificates, exec/OIDC refresh hooks) and its aiohttp session. Every
+request goes through ``ApiClient.call_api(..., _preload_content=False)``,
+which applies all of that and hands back the raw aiohttp response; the body is
+decoded here with orjson into API-shaped dicts, exactly what
+``kubectl get -o json`` prints. The client's generated models are never
+built: they cost many times the memory of the fields we read, and its model
+deserialisation reaches only a few percent of orjson's speed on watch streams.
+
+Every client failure leaves this module as one of ``agent.kube.errors``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal, TypedDict
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.client.exceptions import ApiException, ApiValueError
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from agent.kube.errors import (
+    ConfigError,
+    Gone,
+    ProtocolError,
+    Timeout,
+    Unavailable,
+    error_from_response,
+    error_from_status,
+)
+from agent.kube.kinds import METRICS_GROUP, METRICS_VERSION, Kind, kind_for
+
+__all__ = ["Gateway", "RawList", "RawObject", "RawWatchEvent", "WatchStream"]
+
+logger = logging.getLogger(__name__)
+
+RawObject = dict[str, Any]
+
+
+class RawListMeta(TypedDict, total=False):
+    resourceVersion: str
+    remainingItemCount: int
+    # "continue" is a Python keyword; read it with meta.get("continue").
+
+
+class RawList(TypedDict):
+    """A list response: ``{"kind": "PodList", "apiVersion": "v1",
+    "metadata": {...}, "items": [...]}``; each item has ``kind`` and
+    ``apiVersion`` filled in (the API server omits them in lists)."""
+
+    kind: str
+    apiVersion: str
+    metadata: dict[str, Any]
+    items: list[RawObject]
+
+
+class RawWatchEvent(TypedDict):
+    """One watch frame: ``type`` is ADDED, MODIFIED, DELETED or BOOKMARK
+    (ERROR frames are raised as errors, never yielded)."""
+
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+    object: RawObject
+
+
+_ACCEPT = {"Accept": "application/json"}
+_AUTH = ["BearerToken"]
+_WATCH_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
+
+
+def _fill_type(item: RawObject, kind: str, api_version: str) -> None:
+    if "kind" not in item:
+        item["kind"] = kind
+    if "apiVersion" not in item:
+        item["apiVersion"] = api_version
+
+
+class WatchStream:
+    """One watch request: ``async with gateway.watch(...) as stream`` opens it
+    (raising the project's errors for a non-2xx answer); ``async for event in
+    stream`` yields the events.
+
+    A line that is not a JSON watch frame is counted in ``malformed`` and
+    skipped. An ``ERROR`` frame is raised as the project's error (a 410
+    becomes ``Gone``). A connection cut mid-line or a
+    read that stalls past the idle timeout raises ``Unavailable``/``Timeout``;
+    the incomplete line is dropped, never parsed.
+    """
+
+    def __init__(self, gateway: Gateway, kind: Kind, path: str, params: list[tuple[str, str]]) -> None:
+        self._gateway = gateway
+        self.kind = kind
+        self._path = path
+        self._params = params
+        self._resp: aiohttp.ClientResponse | None = None
+        self.malformed = 0
+        self.events = 0
+
+    async def __aenter__(self) -> WatchStream:
+        self._resp = await self._gateway._open(self._path, self._params, self._gateway._watch_timeout)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._resp is not None:
+            # A watch body is never read to its end here: drop the connection
+            # instead of returning it to the pool.
+            self._resp.close()
+            self._resp = None
+
+    def __aiter__(self) -> AsyncIterator[RawWatchEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[RawWatchEvent]:
+        resp = self._resp
+        if resp is None:
+            raise RuntimeError("WatchStream used outside 'async with'")
+        kind_name, api_version = self.kind.kind, self.kind.api_version
+        loads = orjson.loads
+        content = resp.content
+        tail = b""
+        while True:
+            # Read whatever the socket has (up to the session's 2 MiB read
+            # buffer) and cut it into lines ourselves: one await per network
+            # read instead of one per line. Each line is decoded just before
+            # it is yielded, so a decoded object is handed on (and can be
+            # freed) before the next is built; decoding a whole read buffer
+            # first would keep hundreds of fresh dicts alive and run at half
+            # the speed (allocator and cyclic-GC pressure).
+            try:
+                chunk = await content.readany()
+            except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+                raise Timeout(f"watch of {self.kind} stalled: no bytes for {self._gateway._watch_idle_timeout:g}s") from exc
+            except aiohttp.ClientPayloadError as exc:
+                raise Unavailable(f"watch of {self.kind} cut: {exc}") from exc
+            except aiohttp.ClientError as exc:
+                raise Unavailable(f"watch of {self.kind} failed: {exc}") from exc
+            if not chunk:
+                break
+            if tail:
+                chunk = tail + chunk
+            end = chunk.rfind(b"\n")
+            if end < 0:
+                tail = chunk
+                continue
+            tail = chunk[end + 1 :]
+            for line in chunk[:end].split(b"\n"):
+                if not line or line.isspace():
+                    continue
+                try:
+                    frame = loads(line)
+                    type_ = frame["type"]
+                    obj = frame["object"]
+                except (orjson.JSONDecodeError, KeyError, TypeError):
+                    self._malformed(line)
+                    continue
+                if type_ in _WATCH_TYPES and type(obj) is dict:
+                    if "kind" not in obj:
+                        _fill_type(obj, kind_name, api_version)
+                    self.events += 1
+                    yield frame
+                elif type_ == "ERROR" and isinstance(obj, dict):
+                    # The API server reports watch failures (410 Expired from
+                    # the watch cache, internal errors) as an ERROR frame with
+                    # a metav1.Status after HTTP 200 (cacher.go newErrWatcher).
+                    code = obj.get("code")
+                    raise error_from_status(code if isinstance(code, int) else 500, obj)
+                else:
+                    self._malformed(line)
+        if tail.strip():
+            # The server closed the stream cleanly in the middle of a line.
+            raise Unavailable(f"watch of {self.kind} ended mid-object ({len(tail)} bytes dropped)")
+
+    def _malformed(self, line: bytes) -> None:
+        self.malformed += 1
+        logger.warning(
+            "skipping malformed watch frame of %s (%d so far): %r",
+            self.kind,
+            self.malformed,
+            line[:120],
+            extra={"kind": self.kind.kind},
+        )
+
+
+class Gateway:
+    """Reads the Kubernetes API and returns API-shaped dicts.
+
+    Configuration comes from a kubeconfig (``kubeconfig`` path, default
+    ``$KUBECONFIG`` or ``~/.kube/config``; ``context`` default its current
+    context) or, when ``in_cluster`` is true or no kubeconfig exists, from the
+    pod's service account. ``open()`` (or ``async with``) loads it.
+    Timeouts are in seconds: ``request_timeout`` bounds a whole list/get,
+    ``connect_timeout`` a connection attempt, and ``watch_idle_timeout`` how
+    long a watch may carry no bytes at all before it is declared stalled
+    (keep it above the server's bookmark interval, about a minute).
+    """
+
+    def __init__(
+        self,
+        kubeconfig: str | os.PathLike[str] | None = None,
+        context: str | None = None,
+        *,
+        in_cluster: bool | None = None,
+        request_timeout: float = 60.0,
+        connect_timeout: float = 10.0,
+        watch_idle_timeout: float = 120.0,
+        discovery_ttl: float = 300.0,
+        user_agent: str = "unstick/0.1",
+    ) -> None:
+        self._kubeconfig = os.fspath(kubeconfig) if kubeconfig is not None else None
+        self._context = context
+        self._in_cluster = in_cluster
+        self._request_timeout = aiohttp.ClientTimeout(total=request_timeout, sock_connect=connect_timeout)
+        self._watch_idle_timeout = watch_idle_timeout
+        self._watch_timeout = aiohttp.ClientTimeout(
+            total=None, connect=connect_timeout, sock_connect=connect_timeout, sock_read=watch_idle_timeout
+        )
+        self._discovery_ttl = discovery_ttl
+        self._user_agent = user_agent
+        self._api: k8s_client.ApiClient | None = None
+        self._groups: dict[str, list[str]] | None = None
+        self._groups_at = 0.0
+
+    def __repr__(self) -> str:
+        # Never the token: only where we point.
+        return f"Gateway(server={self.server!r}, context={self._context!r})"
+
+    # -- lifecycle ---------------------------------------------------------
+    async def open(self) -> Gateway:
+        if self._api is not None:
+            return self
+        configuration = k8s_client.Configuration()
+        try:
+            if self._in_cluster:
+                k8s_config.load_incluster_config(client_configuration=configuration)
+            else:
+                path = self._kubeconfig or os.path.expanduser(k8s_config.KUBE_CONFIG_DEFAULT_LOCATION)
+                if self._kubeconfig is None and self._in_cluster is None and not os.path.exists(path):
+                    k8s_config.load_incluster_config(client_configuration=configuration)
+                else:
+                    await k8s_config.load_kube_config(
+                        config_file=path,
+                        context=self._context,
+                        client_configuration=configuration,
+                        persist_config=False,
+                    )
+        except (ConfigException, OSError) as exc:
+            raise ConfigError(f"no usable Kubernetes configuration: {exc}") from exc
+        api = k8s_client.ApiClient(configuration)
+        api.user_agent = self._user_agent
+        self._api = api
+        return self
+
+    async def close(self) -> None:
+        if self._api is not None:
+            api, self._api = self._api, None
+            await api.close()
+
+    async def __aenter__(self) -> Gateway:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def server(self) -> str | None:
+        return self._api.configuration.host if self._api is not None else None
+
+    # -- raw HTTP ------------------------------------------------------------
+    async def _open(self, path: str, params: Sequence[tuple[str, str]], timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
+        """GET ``path`` through kubernetes-asyncio (auth, TLS, session) and
+        return the unread response; non-2xx answers are raised."""
+        api = self._api
+        if api is None:
+            raise RuntimeError("Gateway.open() was not awaited")
+        try:
+            resp: aiohttp.ClientResponse = await api.call_api(
+                path,
+                "GET",
+                query_params=list(params),
+                header_params=dict(_ACCEPT),
+                auth_settings=_AUTH,
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        except ApiException as exc:
+            headers = exc.headers or {}
+            body = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
+            raise error_from_response(exc.status or 0, body, headers) from exc
+        except ApiValueError as exc:
+            raise ProtocolError(f"GET {path}: {exc}") from exc
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            raise Timeout(f"GET {path}: timed out") from exc
+        except aiohttp.ClientError as exc:
+            raise Unavailable(f"GET {path}: {exc}") from exc
+        if not 200 <= resp.status < 300:
+            try:
+                payload = await resp.read()
+            except (aiohttp.ClientError, TimeoutError):
+                payload = b""
+            finally:
+                resp.release()
+            raise error_from_response(resp.status, payload, resp.headers)
+        return resp
+
+    async def get_json(self, path: str, params: Sequence[tuple[str, str]] = ()) -> Any:
+        """GET a path and decode its JSON body."""
+        resp = await self._open(path, params, self._request_timeout)
+        try:
+            payload = await resp.read()
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            raise Timeout(f"GET {path}: timed out reading the body") from exc
+        except aiohttp.ClientError as exc:
+            raise Unavailable(f"GET {path}: {exc}") from exc
+        finally:
+            resp.release()
+        try:
+            return orjson.loads(payload)
+        except orjson.JSONDecodeError as exc:
+            raise ProtocolError(f"GET {path}: body is not JSON ({payload[:80]!r})") from exc
+
+    # -- reads -----------------------------------------------------------------
+    async def version(self) -> dict[str, Any]:
+        """``/version``: ``{"major": "1", "minor": "30", "gitVersion": ...}``."""
+        doc = await self.get_json("/version")
+        if not isinstance(doc, dict):
+            raise ProtocolError("/version is not an object")
+        return doc
+
+    async def get(self, kind: Kind | str, name: str, namespace: str | None = None) -> RawObject:
+        k = kind if isinstance(kind, Kind) else kind_for(kind)
+        obj = await self.get_json(k.path(namespace, name))
+        if not isinstance(obj, dict):
+            raise ProtocolError(f"GET {k.path(namespace, name)} is not an object")
+        _fill_type(obj, k.kind, k.api_version)
+        return obj
+
+    async def list_page(
+        self,
+        kind: Kind | str,
+        *,
+        namespace: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+    ) -> RawList:
+        """One list request (one page when ``limit`` is set; the next page's
+        token is ``result["metadata"].get("continue")``)."""
+        k = kind if isinstance(kind, Kind) else kind_for(kind)
+        params: list[tuple[str, str]] = []
+        if limit:
+            params.append(("limit", str(limit)))
+        if continue_token:
+            params.append(("continue", continue_token))
+        elif resource_version is not None:
+            params.append(("resourceVersion", resource_version))
+        if field_selector:
+            params.append(("fieldSelector", field_selector))
+        if label_selector:
+            params.append(("labelSelector", label_selector))
+        doc = await self.get_json(k.path(namespace), params)
+        if not isinstance(doc, dict) or not isinstance(doc.get("items", []), list):
+            raise ProtocolError(f"list of {k} is not a List object")
+        items = doc.get("items") or []
+        doc["items"] = items
+        doc.setdefault("metadata", {})
+        doc.setdefault("kind", k.list_kind)
+        doc.setdefault("apiVersion", k.api_version)
+        for item in items:
+            _fill_type(item, k.kind, k.api_version)
+        return doc  # type: ignore[return-value]
+
+    async def list_objects(
+        self,
+        kind: Kind | str,
+        *,
+        namespace: str | None = None,
+        page_size: int = 500,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+    ) -> RawList:
+        """A whole list, read page by page with ``limit``/``continue``. If a
+        continue token expires midway (410), the list restarts once without
+        pagination, as client-go's pager falls back to a full list
+        (``staging/src/k8s.io/client-go/tools/pager/pager.go``)."""
+        k = kind if isinstance(kind, Kind) else kind_for(kind)
+        items: list[RawObject] = []
+        token: str | None = None
+        first: RawList | None = None
+        while True:
+            try:
+                page = await self.list_page(
+                    k,
+                    namespace=namespace,
+                    limit=page_size,
+                    continue_token=token,
+                    field_selector=field_selector,
+                    label_selector=label_selector,
+                )
+            except Gone:
+                if token is None:
+                    raise
+                logger.info("continue token for %s expired; listing again in full", k, extra={"kind": k.kind})
+                return await self.list_page(
+                    k, namespace=namespace, field_selector=field_selector, label_selector=label_selector
+                )
+            if first is None:
+                first = page
+            items.extend(page["items"])
+            token = page["metadata"].get("continue") or None
+            if not token:
+                break
+        assert first is not None
+        meta = {"resourceVersion": first["metadata"].get("resourceVersion", "")}
+        return {"kind": first["kind"], "apiVersion": first["apiVersion"], "metadata": meta, "items": items}
+
+    def watch(
+        self,
+        kind: Kind | str,
+        *,
+        namespace: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_bookmarks: bool = True,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+    ) -> WatchStream:
+        """A watch request (``async with gateway.watch(...) as stream``)."""
+        k = kind if isinstance(kind, Kind) else kind_for(kind)
+        params: list[tuple[str, str]] = [("watch", "true")]
+        if resource_version is not None:
+            params.append(("resourceVersion", resource_version))
+        if allow_bookmarks:
+            params.append(("allowWatchBookmarks", "true"))
+        if timeout_seconds is not None:
+            params.append(("timeoutSeconds", str(int(timeout_seconds))))
+        if field_selector:
+            params.append(("fieldSelector", field_selector))
+        if label_selector:
+            params.append(("labelSelector", label_selector))
+        return WatchStream(self, k, k.path(namespace), params)
+
+    # -- discovery and metrics ---------------------------------------------
+    async def api_groups(self, *, refresh: bool = False) -> dict[str, list[str]]:
+        """Served API groups (``/apis``) → their versions; cached for
+        ``discovery_ttl`` seconds. The core group is ``""`` → ``["v1"]``."""
+        now = time.monotonic()
+        if refresh or self._groups is None or now - self._groups_at > self._discovery_ttl:
+            doc = await self.get_json("/apis")
+            groups: dict[str, list[str]] = {"": ["v1"]}
+            for group in (doc or {}).get("groups") or []:
+                name = group.get("name")
+                if isinstance(name, str):
+                    groups[name] = [v.get("version") for v in group.get("versions") or [] if v.get("version")]
+            self._groups, self._groups_at = groups, now
+        return dict(self._groups)
+
+    async def has_api(self, group: str, version: str) -> bool:
+        return version in (await self.api_groups()).get(group, [])
+
+    async def metrics_available(self) -> bool:
+        """Whether metrics.k8s.io/v1beta1 is served (discovery only; the
+        aggregated API may still answer 503 when metrics-server is down)."""
+        return await self.has_api(METRICS_GROUP, METRICS_VERSION)
+
+    async def list_node_metrics(self) -> RawList:
+        return await self.list_page("NodeMetrics")
+
+    async def list_pod_metrics(self, namespace: str | None = None) -> RawList:
+        return await self.list_page("PodMetrics", namespace=namespace)
+
+    async def ping(self) -> None:
+        """Raise the project's error when the API server cannot be reached."""
+        await self.version()
+

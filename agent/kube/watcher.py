@@ -1,0 +1,660 @@
+"""Watchers: a tiny forever-loop around a testable single pass (kopf's
+``watching.py``; client-go's ``tools/cache/reflector.go``).
+
+``KindWatcher`` keeps one kind (in one namespace, or all) in step with the API
+server and hands every change to a ``Sink`` as a ``Delta`` —
+``(kind, "ADDED" | "MODIFIED" | "DELETED", object dict)``:
+
+- ``step()`` is one pass. Without a resourceVersion it lists, page by page
+  with ``limit``/``continue``, and reconciles the result with what it has
+  delivered before: new objects are ADDED, changed ones (another
+  resourceVersion) MODIFIED, unchanged ones are not repeated, and objects that
+  vanished between two lists get a synthesised DELETED
+  (``final_state_unknown=True``, like client-go's ``DeletedFinalStateUnknown``
+  from ``DeltaFIFO.Replace``). Then it watches from the list's
+  resourceVersion with ``allowWatchBookmarks=true`` until the stream ends;
+  BOOKMARK events only move the version forward. A 410 — as HTTP status or
+  as an ERROR event — drops the version so the next pass relists.
+- ``run()`` loops over ``step()`` forever: a clean end (the server's
+  ``timeoutSeconds``) re-watches at once from the last version; dropped
+  connections, stalls, 429 and 5xx back off exponentially with jitter as the
+  reflector does (``wait.NewExponentialBackoffManager(800ms, 30s, 2m, 2.0,
+  1.0)``), and a 429's ``Retry-After`` is honoured as given.
+- The first successful list of a kind signals ``synced``.
+
+``Watcher`` runs one ``KindWatcher`` per kind and namespace scope and
+aggregates their sync state and counters. Time, sleep and randomness are
+injectable so tests observe backoff without waiting for it.
+
+``MetricsPoller`` polls metrics.k8s.io (NodeMetrics, PodMetrics) when
+discovery shows the group, with a clean ``MetricsUnavailable`` otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random as _random
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from agent.kube.errors import Gone, KubeError, NotFound, Throttled, Unavailable
+from agent.kube.kinds import WATCHED_KINDS, Kind
+
+__all__ = [
+    "Backoff",
+    "CallbackSink",
+    "Delta",
+    "KindWatcher",
+    "KubeSource",
+    "MetricsPoller",
+    "MetricsSample",
+    "MetricsUnavailable",
+    "QueueSink",
+    "Sink",
+    "Synced",
+    "WatchSpec",
+    "WatchStats",
+    "Watcher",
+    "poll_metrics_once",
+]
+
+logger = logging.getLogger(__name__)
+
+DeltaType = Literal["ADDED", "MODIFIED", "DELETED"]
+RawObject = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """One change of one object. ``object`` is the API-shaped dict (with
+    ``kind`` and ``apiVersion``). When ``final_state_unknown`` is true the
+    deletion was inferred from a relist and ``object`` is only a stub with
+    ``metadata`` name, namespace, uid and the last resourceVersion seen."""
+
+    kind: str
+    type: DeltaType
+    object: RawObject
+    final_state_unknown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Synced:
+    """Queue marker: the initial list of ``kind`` has been delivered."""
+
+    kind: str
+
+
+class Sink(Protocol):
+    async def delta(self, delta: Delta) -> None: ...
+
+    async def synced(self, kind: str) -> None: ...
+
+
+class QueueSink:
+    """Put deltas and ``Synced`` markers on an ``asyncio.Queue`` (a bounded
+    queue gives backpressure to the watchers)."""
+
+    def __init__(self, queue: asyncio.Queue[Delta | Synced]) -> None:
+        self.queue = queue
+
+    async def delta(self, delta: Delta) -> None:
+        await self.queue.put(delta)
+
+    async def synced(self, kind: str) -> None:
+        await self.queue.put(Synced(kind))
+
+
+class CallbackSink:
+    """Adapt two coroutine functions to a ``Sink``."""
+
+    def __init__(
+        self,
+        on_delta: Callable[[Delta], Awaitable[None]],
+        on_synced: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
+        self._on_delta = on_delta
+        self._on_synced = on_synced
+
+    async def delta(self, delta: Delta) -> None:
+        await self._on_delta(delta)
+
+    async def synced(self, kind: str) -> None:
+        if self._on_synced is not None:
+            await self._on_synced(kind)
+
+
+class KubeSource(Protocol):
+    """What a watcher needs from the gateway (``agent.kube.gateway.Gateway``)."""
+
+    async def list_page(
+        self,
+        kind: Kind,
+        *,
+        namespace: str | None = ...,
+        limit: int | None = ...,
+        continue_token: str | None = ...,
+        resource_version: str | None = ...,
+        field_selector: str | None = ...,
+        label_selector: str | None = ...,
+    ) -> Any: ...
+
+    def watch(
+        self,
+        kind: Kind,
+        *,
+        namespace: str | None = ...,
+        resource_version: str | None = ...,
+        timeout_seconds: int | None = ...,
+        allow_bookmarks: bool = ...,
+        field_selector: str | None = ...,
+        label_selector: str | None = ...,
+    ) -> AbstractAsyncContextManager[Any]: ...
+
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class Backoff:
+    """Exponential backoff with jitter, as client-go's
+    ``exponentialBackoffManagerImpl`` (k8s.io/apimachinery/pkg/util/wait):
+    the delay starts at ``initial``, is multiplied by ``factor`` per failure
+    up to ``cap``, gets ``delay * jitter * random()`` added, and starts over
+    when no backoff was needed for ``reset_after`` seconds. Seconds."""
+
+    def __init__(
+        self,
+        initial: float = 0.8,
+        cap: float = 30.0,
+        factor: float = 2.0,
+        jitter: float = 1.0,
+        reset_after: float = 120.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        random: Callable[[], float] = _random.random,
+    ) -> None:
+        self.initial, self.cap, self.factor, self.jitter, self.reset_after = initial, cap, factor, jitter, reset_after
+        self._clock = clock
+        self._random = random
+        self._next = initial
+        self._last: float | None = None
+
+    def next(self) -> float:
+        now = self._clock()
+        if self._last is not None and now - self._last > self.reset_after:
+            self._next = self.initial
+        self._last = now
+        delay = min(self._next, self.cap)
+        self._next = min(self._next * self.factor, self.cap)
+        if self.jitter > 0:
+            delay += delay * self.jitter * self._random()
+        return delay
+
+    def reset(self) -> None:
+        self._next = self.initial
+        self._last = None
+
+
+@dataclass(slots=True)
+class WatchStats:
+    """Counters of one kind (summed over its namespace scopes)."""
+
+    kind: str
+    lists: int = 0
+    relists: int = 0  # lists forced by 410 Gone
+    restarts: int = 0  # watch streams re-opened, for any reason
+    events: int = 0  # deltas delivered from watch streams
+    listed: int = 0  # deltas delivered from lists
+    bookmarks: int = 0
+    malformed: int = 0
+    duplicates: int = 0
+    synthesised_deletes: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    resource_version: str | None = None
+    synced: bool = False
+    available: bool = True
+
+    def add(self, other: WatchStats) -> None:
+        for name in (
+            "lists",
+            "relists",
+            "restarts",
+            "events",
+            "listed",
+            "bookmarks",
+            "malformed",
+            "duplicates",
+            "synthesised_deletes",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for err, count in other.errors.items():
+            self.errors[err] = self.errors.get(err, 0) + count
+
+
+@dataclass(frozen=True, slots=True)
+class WatchSpec:
+    """A kind to watch, with optional server-side selectors."""
+
+    kind: Kind
+    field_selector: str | None = None
+    label_selector: str | None = None
+
+
+class KindWatcher:
+    """List-then-watch for one kind in one scope (a namespace, or all)."""
+
+    def __init__(
+        self,
+        source: KubeSource,
+        kind: Kind,
+        sink: Sink,
+        *,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        page_size: int = 500,
+        watch_timeout: float = 300.0,
+        min_watch_duration: float = 1.0,
+        backoff: Backoff | None = None,
+        sleep: Sleep = asyncio.sleep,
+        random: Callable[[], float] = _random.random,
+        clock: Callable[[], float] = time.monotonic,
+        on_synced: Callable[[KindWatcher], Awaitable[None]] | None = None,
+    ) -> None:
+        self.source = source
+        self.kind = kind
+        self.sink = sink
+        self.namespace = namespace if kind.namespaced else None
+        self.field_selector = field_selector
+        self.label_selector = label_selector
+        self.page_size = page_size
+        # reflector.go: watch timeouts are random in [minWatchTimeout, 2*minWatchTimeout)
+        # so that watchers spread their reconnects.
+        self.watch_timeout = watch_timeout
+        self.min_watch_duration = min_watch_duration
+        self.backoff = backoff or Backoff(clock=clock, random=random)
+        self._sleep = sleep
+        self._random = random
+        self._clock = clock
+        self._on_synced = on_synced
+        self.resource_version: str | None = None
+        # (namespace, name) -> (uid, resourceVersion) of what was delivered;
+        # what a relist is reconciled against.
+        self._known: dict[tuple[str, str], tuple[str, str]] = {}
+        self.stats = WatchStats(kind.kind)
+
+    def __repr__(self) -> str:
+        scope = self.namespace or "*"
+        return f"KindWatcher({self.kind}, namespace={scope}, rv={self.resource_version})"
+
+    @property
+    def known_count(self) -> int:
+        return len(self._known)
+
+    # -- the single pass ---------------------------------------------------
+    async def step(self) -> None:
+        """List when no resourceVersion is held, then watch until the stream
+        ends. A 410 Gone (from the watch or a continue token) forgets the
+        version so that the next step relists; other errors propagate."""
+        try:
+            if self.resource_version is None:
+                await self.list_once()
+            await self.watch_once()
+        except Gone as exc:
+            # reflector.go: isExpiredError → return, and ListAndWatch relists.
+            logger.info("%s: %s; relisting", self, exc, extra={"kind": self.kind.kind})
+            self.resource_version = None
+            self.stats.relists += 1
+
+    async def list_once(self) -> None:
+        """A full, paginated list reconciled with what was delivered before."""
+        self.stats.lists += 1
+        seen: set[tuple[str, str]] = set()
+        token: str | None = None
+        limit: int | None = self.page_size or None
+        list_rv: str | None = None
+        while True:
+            try:
+                page = await self.source.list_page(
+                    self.kind,
+                    namespace=self.namespace,
+                    limit=limit,
+                    continue_token=token,
+                    field_selector=self.field_selector,
+                    label_selector=self.label_selector,
+                )
+            except Gone:
+                if token is None:
+                    raise
+                # tools/pager/pager.go: an expired continue token falls back to
+                # a full list; what was delivered from earlier pages stays and
+                # is reconciled by resourceVersion, so nothing is repeated.
+                logger.info("%s: continue token expired; listing in full", self, extra={"kind": self.kind.kind})
+                token, limit = None, None
+                continue
+            for obj in page["items"]:
+                await self._reconcile(obj, seen)
+            list_rv = page["metadata"].get("resourceVersion") or list_rv
+            token = page["metadata"].get("continue") or None
+            if token is None:
+                break
+        for key in [k for k in self._known if k not in seen]:
+            uid, rv = self._known.pop(key)
+            stub: RawObject = {
+                "apiVersion": self.kind.api_version,
+                "kind": self.kind.kind,
+                "metadata": {"name": key[1], "uid": uid, "resourceVersion": rv},
+            }
+            if key[0]:
+                stub["metadata"]["namespace"] = key[0]
+            self.stats.synthesised_deletes += 1
+            await self.sink.delta(Delta(self.kind.kind, "DELETED", stub, final_state_unknown=True))
+        self.resource_version = list_rv or "0"
+        self.stats.resource_version = self.resource_version
+        if not self.stats.synced:
+            self.stats.synced = True
+            if self._on_synced is not None:
+                await self._on_synced(self)
+            else:
+                await self.sink.synced(self.kind.kind)
+
+    async def _reconcile(self, obj: RawObject, seen: set[tuple[str, str]]) -> None:
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not meta.get("name"):
+            self.stats.malformed += 1
+            return
+        key = (meta.get("namespace") or "", meta["name"])
+        uid, rv = meta.get("uid") or "", meta.get("resourceVersion") or ""
+        seen.add(key)
+        old = self._known.get(key)
+        self._known[key] = (uid, rv)
+        if old is None:
+            type_: DeltaType = "ADDED"
+        elif old[0] != uid:
+            # Deleted and re-created under the same name while we were away.
+            stub = {
+                "apiVersion": self.kind.api_version,
+                "kind": self.kind.kind,
+                "metadata": {"name": key[1], "uid": old[0], "resourceVersion": old[1]},
+            }
+            if key[0]:
+                stub["metadata"]["namespace"] = key[0]
+            self.stats.synthesised_deletes += 1
+            await self.sink.delta(Delta(self.kind.kind, "DELETED", stub, final_state_unknown=True))
+            type_ = "ADDED"
+        elif old[1] != rv:
+            type_ = "MODIFIED"
+        else:
+            return
+        self.stats.listed += 1
+        await self.sink.delta(Delta(self.kind.kind, type_, obj))
+
+    async def watch_once(self) -> None:
+        """One watch stream from the held resourceVersion until it ends."""
+        timeout = int(self.watch_timeout * (1.0 + self._random()))
+        started = self._clock()
+        received = 0
+        stream_cm = self.source.watch(
+            self.kind,
+            namespace=self.namespace,
+            resource_version=self.resource_version,
+            timeout_seconds=max(timeout, 1),
+            allow_bookmarks=True,
+            field_selector=self.field_selector,
+            label_selector=self.label_selector,
+        )
+        async with stream_cm as stream:
+            try:
+                async for event in stream:
+                    received += 1
+                    await self._on_event(event)
+            finally:
+                self.stats.malformed += stream.malformed
+                self.stats.resource_version = self.resource_version
+        if received == 0 and self._clock() - started < self.min_watch_duration:
+            # reflector.go watchHandler: "very short watch" is an error (backoff).
+            raise Unavailable(f"very short watch of {self.kind}: closed with no events")
+
+    async def _on_event(self, event: dict[str, Any]) -> None:
+        type_ = event["type"]
+        obj = event["object"]
+        meta = obj.get("metadata")
+        if type(meta) is not dict:
+            self.stats.malformed += 1
+            return
+        rv = meta.get("resourceVersion")
+        if type_ == "BOOKMARK":
+            if rv:
+                self.resource_version = rv
+            self.stats.bookmarks += 1
+            return
+        name = meta.get("name")
+        if not name or not rv:
+            self.stats.malformed += 1
+            return
+        key = (meta.get("namespace") or "", name)
+        if type_ == "DELETED":
+            self._known.pop(key, None)
+        else:
+            old = self._known.get(key)
+            if old is not None and old[1] == rv:
+                self.stats.duplicates += 1
+                self.resource_version = rv
+                return
+            self._known[key] = (meta.get("uid") or "", rv)
+        self.resource_version = rv
+        self.stats.events += 1
+        await self.sink.delta(Delta(self.kind.kind, type_, obj))
+
+    # -- the forever loop ----------------------------------------------------
+    async def run(self, *, _iterations: int | None = None) -> None:
+        """Step forever (or ``_iterations`` times, for tests), backing off
+        between failed passes. Returns only when the API server does not
+        serve this kind at all (404 on the first list)."""
+        done = 0
+        while _iterations is None or done < _iterations:
+            done += 1
+            delay = 0.0
+            try:
+                await self.step()
+            except NotFound as exc:
+                if self.stats.synced:
+                    delay = self.backoff.next()
+                    self._count_error(exc, delay)
+                else:
+                    self.stats.available = False
+                    logger.warning("%s is not served by this cluster (%s); not watching it", self.kind, exc, extra={"kind": self.kind.kind})
+                    if self._on_synced is not None:
+                        await self._on_synced(self)
+                    return
+            except Throttled as exc:
+                delay = exc.retry_after if exc.retry_after is not None else self.backoff.next()
+                self._count_error(exc, delay)
+            except KubeError as exc:
+                delay = self.backoff.next()
+                self._count_error(exc, delay)
+            self.stats.restarts += 1
+            if delay > 0:
+                await self._sleep(delay)
+
+    def _count_error(self, exc: KubeError, delay: float) -> None:
+        name = type(exc).__name__
+        self.stats.errors[name] = self.stats.errors.get(name, 0) + 1
+        log = logger.warning if not exc.transient else logger.info
+        log("%s: %s; retrying in %.2fs", self, exc, delay, extra={"kind": self.kind.kind})
+
+
+class Watcher:
+    """Watch several kinds (``WATCHED_KINDS`` by default) in all namespaces
+    or in a list of them, delivering deltas to one sink."""
+
+    def __init__(
+        self,
+        source: KubeSource,
+        sink: Sink,
+        *,
+        kinds: Iterable[Kind | WatchSpec] = WATCHED_KINDS,
+        namespaces: Sequence[str] | None = None,
+        page_size: int = 500,
+        watch_timeout: float = 300.0,
+        min_watch_duration: float = 1.0,
+        backoff: Callable[[], Backoff] | None = None,
+        sleep: Sleep = asyncio.sleep,
+        random: Callable[[], float] = _random.random,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.sink = sink
+        self.watchers: list[KindWatcher] = []
+        self._pending: dict[str, int] = {}
+        self._synced_event = asyncio.Event()
+        specs = [k if isinstance(k, WatchSpec) else WatchSpec(k) for k in kinds]
+        for spec in specs:
+            scopes: Sequence[str | None] = namespaces if (namespaces and spec.kind.namespaced) else [None]
+            for ns in scopes:
+                self.watchers.append(
+                    KindWatcher(
+                        source,
+                        spec.kind,
+                        sink,
+                        namespace=ns,
+                        field_selector=spec.field_selector,
+                        label_selector=spec.label_selector,
+                        page_size=page_size,
+                        watch_timeout=watch_timeout,
+                        min_watch_duration=min_watch_duration,
+                        backoff=backoff() if backoff else Backoff(clock=clock, random=random),
+                        sleep=sleep,
+                        random=random,
+                        clock=clock,
+                        on_synced=self._scope_synced,
+                    )
+                )
+                self._pending[spec.kind.kind] = self._pending.get(spec.kind.kind, 0) + 1
+        if not self._pending:
+            self._synced_event.set()
+
+    async def _scope_synced(self, watcher: KindWatcher) -> None:
+        name = watcher.kind.kind
+        self._pending[name] -= 1
+        if self._pending[name] == 0:
+            del self._pending[name]
+            if all(w.stats.available for w in self.watchers if w.kind.kind == name):
+                await self.sink.synced(name)
+            if not self._pending:
+                self._synced_event.set()
+
+    @property
+    def synced(self) -> bool:
+        """True once every kind has been listed (or found not served)."""
+        return self._synced_event.is_set()
+
+    async def wait_synced(self) -> None:
+        await self._synced_event.wait()
+
+    @property
+    def unavailable_kinds(self) -> list[str]:
+        return sorted({w.kind.kind for w in self.watchers if not w.stats.available})
+
+    def stats(self) -> dict[str, WatchStats]:
+        out: dict[str, WatchStats] = {}
+        for w in self.watchers:
+            agg = out.get(w.kind.kind)
+            if agg is None:
+                agg = out[w.kind.kind] = WatchStats(w.kind.kind, synced=True)
+            agg.add(w.stats)
+            agg.synced = agg.synced and w.stats.synced
+            agg.available = agg.available and w.stats.available
+            agg.resource_version = w.stats.resource_version
+        return out
+
+    async def run(self) -> None:
+        """Run every kind's watcher until cancelled."""
+        async with asyncio.TaskGroup() as tg:
+            for w in self.watchers:
+                tg.create_task(w.run(), name=f"watch {w.kind} {w.namespace or '*'}")
+
+
+# -- metrics.k8s.io ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsSample:
+    """NodeMetrics and PodMetrics items as metrics-server lists them."""
+
+    nodes: list[RawObject]
+    pods: list[RawObject]
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsUnavailable:
+    """Why there are no metrics: the group is not served, or it failed."""
+
+    reason: str
+
+
+class MetricsSource(Protocol):
+    async def metrics_available(self) -> bool: ...
+
+    async def list_node_metrics(self) -> Any: ...
+
+    async def list_pod_metrics(self, namespace: str | None = None) -> Any: ...
+
+
+async def poll_metrics_once(
+    source: MetricsSource, *, namespaces: Sequence[str] | None = None
+) -> MetricsSample | MetricsUnavailable:
+    """One poll of metrics.k8s.io; never raises the project's errors."""
+    try:
+        if not await source.metrics_available():
+            return MetricsUnavailable("metrics.k8s.io/v1beta1 is not served by this cluster (no metrics-server)")
+        nodes = (await source.list_node_metrics())["items"]
+        pods: list[RawObject] = []
+        for ns in namespaces or [None]:
+            pods.extend((await source.list_pod_metrics(ns))["items"])
+    except KubeError as exc:
+        return MetricsUnavailable(f"metrics.k8s.io failed: {exc}")
+    return MetricsSample(nodes, pods)
+
+
+class MetricsPoller:
+    """Poll metrics every ``interval`` seconds and pass each result
+    (``MetricsSample`` or ``MetricsUnavailable``) to ``callback``; a change
+    of availability is logged once, not every poll."""
+
+    def __init__(
+        self,
+        source: MetricsSource,
+        callback: Callable[[MetricsSample | MetricsUnavailable], Awaitable[None]],
+        *,
+        interval: float = 30.0,
+        namespaces: Sequence[str] | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.source = source
+        self.callback = callback
+        self.interval = interval
+        self.namespaces = namespaces
+        self._sleep = sleep
+        self.last: MetricsSample | MetricsUnavailable | None = None
+
+    async def poll(self) -> MetricsSample | MetricsUnavailable:
+        result = await poll_metrics_once(self.source, namespaces=self.namespaces)
+        previous = self.last
+        if isinstance(result, MetricsUnavailable):
+            if not isinstance(previous, MetricsUnavailable) or previous.reason != result.reason:
+                logger.warning("resource usage metrics unavailable: %s", result.reason)
+        elif isinstance(previous, MetricsUnavailable):
+            logger.warning("resource usage metrics available again")
+        self.last = result
+        await self.callback(result)
+        return result
+
+    async def run(self, *, _iterations: int | None = None) -> None:
+        done = 0
+        while _iterations is None or done < _iterations:
+            done += 1
+            await self.poll()
+            await self._sleep(self.interval)

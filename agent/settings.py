@@ -1,0 +1,216 @@
+"""One settings object, built once at start-up from flags and the environment.
+
+Precedence: a command-line flag, then its environment variable, then the
+default. Every problem is collected and reported at once
+(:class:`SettingsError`), and secrets never appear in a ``repr`` or a log
+line: API tokens are held in :class:`Secret` values and the database URL's
+password is masked.
+
+=========================  ============================  =========================================
+flag                       environment                   meaning
+=========================  ============================  =========================================
+``--db URL``               ``UNSTICK_DB_URL``            database (default: ``./unstick.db``)
+``--no-migrate``           ``UNSTICK_DB_AUTO_MIGRATE``   upgrade the schema at start-up (``true``)
+``--listen HOST:PORT``     ``UNSTICK_LISTEN``            HTTP address (``127.0.0.1:8080``)
+``--api-token-file PATH``  ``UNSTICK_API_TOKEN_FILE``    bearer tokens, one per line
+\\-                         ``UNSTICK_API_TOKENS``        bearer tokens, comma-separated
+``--no-auth``              \\-                            serve without authentication (local use)
+=========================  ============================  =========================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.cli import UserError
+from storage.engine import DEFAULT_DB_URL, DatabaseURLError, parse_db_url, redact_db_url
+
+MIN_TOKEN_LENGTH = 16
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+
+
+class SettingsError(UserError):
+    """Invalid configuration; ``errors`` lists every problem found."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = list(errors)
+        super().__init__("invalid configuration:\n  - " + "\n  - ".join(self.errors))
+
+
+class Secret:
+    """A value that prints as ``'**********'``."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('**********')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+@dataclass(frozen=True, slots=True)
+class DbSettings:
+    url: str = DEFAULT_DB_URL
+    """SQLAlchemy URL: ``sqlite+aiosqlite:///PATH`` (embedded) or ``postgresql+asyncpg://…`` (a fleet)."""
+    auto_migrate: bool = True
+    """Upgrade the schema to the newest revision at start-up (PostgreSQL: under an advisory lock)."""
+
+    def __repr__(self) -> str:
+        return f"DbSettings(url={redact_db_url(self.url)!r}, auto_migrate={self.auto_migrate})"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSettings:
+    host: str = DEFAULT_HOST
+    """Listen address; ``0.0.0.0`` in a container."""
+    port: int = DEFAULT_PORT
+    tokens: tuple[Secret, ...] = field(default=(), repr=False)
+    """Bearer tokens accepted by the API and the pages."""
+    auth: bool = True
+    """False only with ``--no-auth``: everything is open (a laptop, never a cluster)."""
+    default_page_size: int = 50
+    max_page_size: int = 500
+    """Largest ``limit`` a list request may ask for; larger is a 400, not a silent cut."""
+    max_request_bytes: int = 64 * 1024
+    """Largest request body (the API is read-only; only the login form has a body)."""
+
+    def __repr__(self) -> str:
+        return (
+            f"ApiSettings(host={self.host!r}, port={self.port}, tokens=<{len(self.tokens)} token(s)>, "
+            f"auth={self.auth}, max_page_size={self.max_page_size})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    db: DbSettings = field(default_factory=DbSettings)
+    api: ApiSettings = field(default_factory=ApiSettings)
+
+    @classmethod
+    def from_args(
+        cls, args: argparse.Namespace | None = None, environ: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Build from parsed flags (the ``add_*_arguments`` ones) and ``environ`` (default: ``os.environ``)."""
+        env = os.environ if environ is None else environ
+        flags: dict[str, Any] = vars(args) if args is not None else {}
+        errors: list[str] = []
+
+        url = flags.get("db") or env.get("UNSTICK_DB_URL") or DEFAULT_DB_URL
+        try:
+            parse_db_url(url)
+        except DatabaseURLError as exc:
+            errors.append(f"database URL {redact_db_url(url)!r}: {exc}")
+        auto_migrate = _bool(env, "UNSTICK_DB_AUTO_MIGRATE", True, errors)
+        if flags.get("no_migrate"):
+            auto_migrate = False
+
+        host, port = DEFAULT_HOST, DEFAULT_PORT
+        listen = flags.get("listen") or env.get("UNSTICK_LISTEN")
+        if listen:
+            try:
+                host, port = parse_listen(listen)
+            except ValueError as exc:
+                errors.append(str(exc))
+
+        tokens: list[Secret] = []
+        token_file = flags.get("api_token_file") or env.get("UNSTICK_API_TOKEN_FILE")
+        if token_file:
+            try:
+                tokens += _read_tokens(token_file)
+            except OSError as exc:
+                errors.append(f"API token file {token_file!r}: {exc.strerror or exc}")
+            else:
+                if not tokens:
+                    errors.append(f"API token file {token_file!r} holds no token")
+        tokens += [Secret(t.strip()) for t in env.get("UNSTICK_API_TOKENS", "").split(",") if t.strip()]
+        short = [i for i, t in enumerate(tokens, 1) if len(t.reveal()) < MIN_TOKEN_LENGTH]
+        if short:
+            errors.append(
+                f"API token(s) number {', '.join(map(str, short))} shorter than {MIN_TOKEN_LENGTH} characters"
+            )
+        auth = not flags.get("no_auth", False)
+        if flags.get("require_tokens") and auth and not tokens:
+            errors.append(
+                "no API tokens: give --api-token-file PATH or UNSTICK_API_TOKEN_FILE (one token per line), "
+                "or --no-auth to serve without authentication"
+            )
+
+        if errors:
+            raise SettingsError(errors)
+        return cls(
+            db=DbSettings(url=url, auto_migrate=auto_migrate),
+            api=ApiSettings(host=host, port=port, tokens=tuple(dict.fromkeys(tokens)), auth=auth),
+        )
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``:PORT`` (all interfaces) or ``[v6]:PORT``."""
+    host, sep, port_s = value.rpartition(":")
+    if not sep or not port_s.isdigit() or not 0 < int(port_s) < 65536:
+        raise ValueError(f"listen address {value!r}: expected HOST:PORT with a port 1-65535")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port_s)
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool, errors: list[str]) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    low = raw.strip().lower()
+    if low in ("true", "1"):
+        return True
+    if low in ("false", "0"):
+        return False
+    errors.append(f"{name}={raw!r} is not a valid bool (true/false/1/0)")
+    return default
+
+
+def _read_tokens(path: str) -> list[Secret]:
+    """One token per line; blank lines and ``#`` comments are ignored (a mounted Secret may end in a newline)."""
+    with open(path, encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    return [Secret(s) for s in (line.strip() for line in lines) if s and not s.startswith("#")]
+
+
+def add_db_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help=f"database URL (env UNSTICK_DB_URL; default {DEFAULT_DB_URL})",
+    )
+
+
+def add_api_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="HTTP listen address (env UNSTICK_LISTEN; default 127.0.0.1:8080)",
+    )
+    parser.add_argument(
+        "--api-token-file",
+        metavar="PATH",
+        help="file of bearer tokens, one per line (env UNSTICK_API_TOKEN_FILE; UNSTICK_API_TOKENS takes a comma list)",
+    )
+    parser.add_argument(
+        "--no-auth", action="store_true", help="serve without authentication (local use only)"
+    )
+    parser.add_argument(
+        "--no-migrate", action="store_true", help="do not upgrade the database schema at start-up"
+    )

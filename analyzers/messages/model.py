@@ -1,0 +1,204 @@
+"""The values the message parsers return. Frozen and slotted: parsed messages
+are cached and shared between callers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from analyzers.messages.eviction import Eviction
+from analyzers.messages.reasons import (
+    OTHER,
+    PREEMPTION_NO_VICTIMS,
+    PREEMPTION_NOT_ELIGIBLE,
+    PREEMPTION_NOT_HELPFUL,
+    ReasonInfo,
+)
+
+SCHEDULING: Final = "scheduling"
+EVICTION: Final = "eviction"
+UNKNOWN: Final = "unknown"
+
+# Preemption verdicts.
+NOT_ELIGIBLE: Final = "not-eligible"
+CANNOT_HELP: Final = "cannot-help"
+NO_CANDIDATE: Final = "no-candidate"
+VERDICT_UNKNOWN: Final = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One reason as printed: how many nodes it counts, its text and what it means.
+
+    ``count`` is None only for a PreFilter rejection, which kube-scheduler 1.26+
+    prints without a count because no node was tried.
+    """
+
+    count: int | None
+    text: str
+    info: ReasonInfo
+
+    @property
+    def code(self) -> str:
+        return self.info.code
+
+    @property
+    def plugin(self) -> str | None:
+        return self.info.plugin
+
+    def as_dict(self) -> dict[str, Any]:
+        info = self.info
+        return {
+            "count": self.count,
+            "reason": self.text,
+            "code": info.code,
+            "plugin": info.plugin,
+            "resource": info.resource,
+            "taint": info.taint.as_dict() if info.taint is not None else None,
+            "object": info.object_name,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """The PostFilter (preemption) verdict: a per-node histogram like the filter
+    part, or a note when preemption was not attempted."""
+
+    total_nodes: int | None
+    reasons: tuple[Reason, ...]
+    note: str | None
+    note_info: ReasonInfo | None = None
+
+    @property
+    def verdict(self) -> str:
+        """``not-eligible`` (not attempted), ``cannot-help`` (every node is "not
+        helpful" or has no victims), ``no-candidate`` (some nodes still fail after
+        removing victims) or ``unknown`` (no reasons, or one unstick does not know,
+        e.g. cut short)."""
+        if self.note is not None:
+            code = self.note_info.code if self.note_info is not None else OTHER
+            if code == PREEMPTION_NOT_ELIGIBLE:
+                return NOT_ELIGIBLE
+            if code == PREEMPTION_NOT_HELPFUL:
+                return CANNOT_HELP
+            return VERDICT_UNKNOWN
+        if not self.reasons or any(r.info.code == OTHER for r in self.reasons):
+            return VERDICT_UNKNOWN
+        if all(r.info.code in (PREEMPTION_NOT_HELPFUL, PREEMPTION_NO_VICTIMS) for r in self.reasons):
+            return CANNOT_HELP
+        return NO_CANDIDATE
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total_nodes": self.total_nodes,
+            "reasons": [r.as_dict() for r in self.reasons],
+            "note": self.note,
+            "note_code": self.note_info.code if self.note_info is not None else None,
+            "verdict": self.verdict,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedMessage:
+    """What a message says, in the scheduler's terms.
+
+    - ``kind``: ``scheduling``, ``eviction`` or ``unknown``.
+    - ``format``: ``fit-error`` (``0/N nodes are available: <count> <reason>, ...``),
+      ``fit-error-prefilter`` (1.26+, a PreFilter rejection without count),
+      ``legacy-predicates`` (1.5-1.7), ``reasons`` (a bare reason list or a
+      PodScheduled condition message), ``eviction`` or ``unknown``.
+    - ``total_nodes``: N of ``0/N nodes are available`` (None when not printed).
+    - ``notes``: PostFilter messages other than preemption (DRA:
+      ``no new claims to deallocate``).
+    - ``truncated``: the message ends before its final full stop.
+    - ``message``: the message itself, cleaned (one line, without event columns).
+    """
+
+    kind: str
+    format: str
+    message: str
+    total_nodes: int | None = None
+    reasons: tuple[Reason, ...] = ()
+    preemption: Preemption | None = None
+    eviction: Eviction | None = None
+    notes: tuple[str, ...] = ()
+    pod: str | None = None
+    truncated: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "total_nodes": self.total_nodes,
+            "reasons": [r.as_dict() for r in self.reasons],
+            "preemption": self.preemption.as_dict() if self.preemption is not None else None,
+            "eviction": self.eviction.as_dict() if self.eviction is not None else None,
+            "format": self.format,
+            "notes": list(self.notes),
+            "pod": self.pod,
+            "truncated": self.truncated,
+            "message": self.message,
+        }
+
+
+# --- fast constructors ------------------------------------------------------------------
+#
+# The parser builds millions of these values. A frozen dataclass's generated
+# __init__ sets each field through object.__setattr__, looked up per field;
+# setting the slots directly builds the same value in about half the time.
+# Equality, hashing and repr are the dataclass's own (see the tests).
+
+_new = object.__new__
+_REASON_SLOTS = tuple(vars(Reason)[name].__set__ for name in ("count", "text", "info"))
+_PARSED_SLOTS = tuple(
+    vars(ParsedMessage)[name].__set__
+    for name in (
+        "kind",
+        "format",
+        "message",
+        "total_nodes",
+        "reasons",
+        "preemption",
+        "eviction",
+        "notes",
+        "pod",
+        "truncated",
+    )
+)
+
+
+def make_reason(count: int | None, text: str, info: ReasonInfo) -> Reason:
+    """``Reason(count, text, info)``, built faster."""
+    reason: Reason = _new(Reason)
+    set_count, set_text, set_info = _REASON_SLOTS
+    set_count(reason, count)
+    set_text(reason, text)
+    set_info(reason, info)
+    return reason
+
+
+def make_scheduling(
+    format: str,
+    message: str,
+    total_nodes: int | None,
+    reasons: tuple[Reason, ...],
+    preemption: Preemption | None,
+    notes: tuple[str, ...],
+    pod: str | None,
+    truncated: bool,
+) -> ParsedMessage:
+    """``ParsedMessage(SCHEDULING, format, message, ...)`` (no eviction), built faster."""
+    parsed: ParsedMessage = _new(ParsedMessage)
+    s_kind, s_format, s_message, s_total, s_reasons, s_preemption, s_eviction, s_notes, s_pod, s_trunc = (
+        _PARSED_SLOTS
+    )
+    s_kind(parsed, SCHEDULING)
+    s_format(parsed, format)
+    s_message(parsed, message)
+    s_total(parsed, total_nodes)
+    s_reasons(parsed, reasons)
+    s_preemption(parsed, preemption)
+    s_eviction(parsed, None)
+    s_notes(parsed, notes)
+    s_pod(parsed, pod)
+    s_trunc(parsed, truncated)
+    return parsed

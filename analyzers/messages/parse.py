@@ -1,0 +1,43 @@
+"""One entry point for any pasted message: scheduling failure, eviction failure or unknown."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Final
+
+from analyzers.messages.eviction import parse_eviction
+from analyzers.messages.model import EVICTION, UNKNOWN, ParsedMessage
+from analyzers.messages.scheduling import clear_caches, parse_scheduling
+from analyzers.messages.text import clean
+
+CACHE_SIZE: Final = 32768
+
+
+def parse_message_uncached(text: str) -> ParsedMessage:
+    """Parse any text; never raises. ``parse_message`` is the cached variant."""
+    cleaned = clean(text)
+    parsed = parse_scheduling(cleaned)
+    if parsed is not None:
+        return parsed
+    eviction = parse_eviction(cleaned)
+    if eviction is not None:
+        return ParsedMessage(kind=EVICTION, format="eviction", message=cleaned, eviction=eviction)
+    return ParsedMessage(kind=UNKNOWN, format="unknown", message=cleaned)
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def parse_message(text: str) -> ParsedMessage:
+    """Parse any text; never raises. Cached: a repeated message costs a dict lookup
+    (parsed values are immutable, so sharing them is safe).
+
+    Scheduling failures are recognised in every kube-scheduler layout since 1.5,
+    anywhere in the text (event columns, log prefixes and line wraps do not
+    matter); eviction and drain failures next; anything else is ``unknown``.
+    """
+    return parse_message_uncached(text)
+
+
+def clear_all_caches() -> None:
+    """Empty every cache of the message parsers (for benchmarks and tests)."""
+    parse_message.cache_clear()
+    clear_caches()

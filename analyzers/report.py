@@ -1,0 +1,183 @@
+"""One analysis of a snapshot: every unscheduled pod's simulated verdict next to
+the scheduler's own, the rollout and PDB arithmetic, and the rules' findings.
+
+This is the code path the offline ``unstick analyze`` and the live agent share
+from the snapshot on.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from analyzers.disruption import BudgetStatus, budget_status
+from analyzers.findings import Finding
+from analyzers.messages import SCHEDULING, ParsedMessage, parse_message
+from analyzers.records import Deployment, Pod
+from analyzers.remedies import RemedyRenderer
+from analyzers.rollout import IntOrPercentError, effective_max_surge, effective_max_unavailable
+from analyzers.rules import RuleError, run_rules
+from analyzers.rules.context import RuleContext, Thresholds
+from analyzers.simulator import PodVerdict, simulate
+from analyzers.snapshot import ClusterSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerVerdict:
+    """What kube-scheduler itself last said about a pod."""
+
+    message: str
+    source: str  # "condition" (PodScheduled=False, current) or "event" (FailedScheduling, may be stale)
+
+
+def scheduler_verdict(snapshot: ClusterSnapshot, pod: Pod) -> SchedulerVerdict | None:
+    cond = pod.scheduled
+    if cond is not None and cond.status == "False" and cond.message:
+        return SchedulerVerdict(cond.message, "condition")
+    event = snapshot.latest_event("Pod", pod.namespace, pod.name, "FailedScheduling")
+    if event is not None and event.message:
+        return SchedulerVerdict(event.message, "event")
+    return None
+
+
+def message_signature(parsed: ParsedMessage) -> tuple[Any, ...]:
+    """What two messages must share to agree: node total and (code, resource, count)
+    per reason, preemption included. Wording variants of one reason map to one
+    code, so a 1.23 and a 1.30 message about the same cluster agree."""
+
+    def reasons(items: Iterable[Any]) -> tuple[tuple[str, str, int | None], ...]:
+        counter: Counter[tuple[str, str, int | None]] = Counter()
+        for r in items:
+            counter[(r.info.code, r.info.resource or "", r.count)] += 1
+        return tuple(sorted(counter.items(), key=repr))  # type: ignore[arg-type]
+
+    pre = parsed.preemption
+    pre_sig = (
+        None
+        if pre is None
+        else (pre.total_nodes, reasons(pre.reasons), pre.note_info.code if pre.note_info else None)
+    )
+    return (parsed.total_nodes, reasons(parsed.reasons), pre_sig)
+
+
+def messages_agree(simulated: str, real: str) -> bool | None:
+    """True/False when both are scheduling messages; None when the real one is not."""
+    ours, theirs = parse_message(simulated), parse_message(real)
+    if theirs.kind != SCHEDULING or ours.kind != SCHEDULING:
+        return None
+    if theirs.preemption is None or ours.preemption is None:
+        # Old schedulers and some paths print no preemption clause: compare the filters only.
+        return message_signature(ours)[:2] == message_signature(theirs)[:2]
+    return message_signature(ours) == message_signature(theirs)
+
+
+@dataclass(frozen=True, slots=True)
+class PodReport:
+    pod: Pod
+    verdict: PodVerdict
+    scheduler: SchedulerVerdict | None
+    agrees: bool | None
+
+    def as_dict(self) -> dict[str, Any]:
+        scheduling = self.verdict.as_dict()
+        scheduling["event_message"] = self.scheduler.message if self.scheduler else None
+        scheduling["event_source"] = self.scheduler.source if self.scheduler else None
+        scheduling["agrees"] = self.agrees
+        return {"namespace": self.pod.namespace, "name": self.pod.name, "scheduling": scheduling}
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentReport:
+    deployment: Deployment
+    max_surge: int | None
+    max_unavailable: int | None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = self.deployment
+        strategy: dict[str, Any] = {"type": d.strategy_type}
+        if d.strategy_type == "RollingUpdate":
+            strategy["rollingUpdate"] = {"maxSurge": d.max_surge, "maxUnavailable": d.max_unavailable}
+        out: dict[str, Any] = {
+            "namespace": d.namespace,
+            "name": d.name,
+            "replicas": d.replicas,
+            "strategy": strategy,
+            "max_surge": self.max_surge,
+            "max_unavailable": self.max_unavailable,
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    pods: tuple[PodReport, ...]
+    deployments: tuple[DeploymentReport, ...]
+    pdbs: tuple[BudgetStatus, ...]
+    findings: tuple[Finding, ...]
+    rule_errors: tuple[RuleError, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pods": [p.as_dict() for p in self.pods],
+            "deployments": [d.as_dict() for d in self.deployments],
+            "pdbs": [p.as_dict() for p in self.pdbs],
+            "findings": [f.as_dict() for f in self.findings],
+            "rule_errors": [{"rule_id": e.rule_id, "error": e.error} for e in self.rule_errors],
+            "warnings": list(self.warnings),
+        }
+
+
+def build_report(
+    snapshot: ClusterSnapshot,
+    *,
+    now: float,
+    kube_version: str | None = None,
+    renderer: RemedyRenderer | None = None,
+    thresholds: Thresholds | None = None,
+    pod_filter: Callable[[Pod], bool] | None = None,
+    eviction_messages: tuple[dict[str, Any], ...] = (),
+) -> Report:
+    ctx = RuleContext(
+        snapshot=snapshot,
+        now=now,
+        renderer=renderer or RemedyRenderer(),
+        thresholds=thresholds or Thresholds(),
+        kube_version=kube_version,
+        eviction_messages=eviction_messages,
+    )
+    pods = []
+    for pod in sorted(snapshot.unscheduled_pods(), key=lambda p: (p.namespace, p.name)):
+        if pod.spec.scheduler_name != "default-scheduler":
+            continue
+        if pod_filter is not None and not pod_filter(pod):
+            continue
+        verdict = ctx.verdict(pod)
+        real = scheduler_verdict(snapshot, pod)
+        agrees = (
+            messages_agree(verdict.message, real.message) if real is not None and verdict.message else None
+        )
+        pods.append(PodReport(pod, verdict, real, agrees))
+    deployments = []
+    for dep in sorted(snapshot.deployments.values(), key=lambda d: (d.namespace, d.name)):
+        try:
+            deployments.append(
+                DeploymentReport(dep, effective_max_surge(dep), effective_max_unavailable(dep))
+            )
+        except IntOrPercentError as exc:
+            deployments.append(DeploymentReport(dep, None, None, str(exc)))
+    pdbs = tuple(
+        budget_status(snapshot, p)
+        for p in sorted(snapshot.pdbs.values(), key=lambda p: (p.namespace, p.name))
+    )
+    run = run_rules(ctx)
+    findings = run.findings
+    if pod_filter is not None:
+        wanted = {f"{p.pod.namespace}/{p.pod.name}" for p in pods}
+        findings = tuple(f for f in findings if not f.pods or wanted.intersection(f.pods))
+    return Report(tuple(pods), tuple(deployments), pdbs, findings, run.errors, snapshot.warnings)

@@ -1,0 +1,84 @@
+"""Root-cause rules: one module per rule, listed in ``RULES``.
+
+A rule module defines ``RULE_ID`` (a contract: stored, shown to users, never
+renamed) and ``analyze(ctx: RuleContext) -> list[Finding]``. ``RULES`` is the
+one explicit table, in precedence order: when two pending-pod rules explain the
+same pod, the earlier rule's finding keeps it (a rollout deadlock is a better
+answer than "insufficient GPU" for the same pod).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from analyzers.findings import Finding
+from analyzers.rules.context import RuleContext, Thresholds
+
+log = logging.getLogger(__name__)
+
+Analyze = Callable[[RuleContext], list[Finding]]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    rule_id: str
+    analyze: Analyze
+    # Pending-pod rules compete for pods; see the module docstring.
+    claims_pods: bool = True
+
+
+def _rules() -> tuple[Rule, ...]:
+    from analyzers.rules import (
+        pdb_blocks_eviction,
+        rollout_surge_deadlock,
+    )
+
+    return (
+        Rule(rollout_surge_deadlock.RULE_ID, rollout_surge_deadlock.analyze),
+        Rule(pdb_blocks_eviction.RULE_ID, pdb_blocks_eviction.analyze),
+    )
+
+
+RULES: tuple[Rule, ...] = _rules()
+
+
+@dataclass(frozen=True, slots=True)
+class RuleError:
+    rule_id: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class RuleRun:
+    findings: tuple[Finding, ...]
+    errors: tuple[RuleError, ...] = field(default=())
+
+
+def run_rules(ctx: RuleContext, rules: Sequence[Rule] = RULES) -> RuleRun:
+    """Run every rule; a failing rule is recorded and logged, never stops the others."""
+    findings: list[Finding] = []
+    errors: list[RuleError] = []
+    claimed: set[str] = set()
+    for rule in rules:
+        try:
+            produced = rule.analyze(ctx)
+        except Exception as exc:  # one failing rule never stops the pipeline
+            log.exception("rule failed", extra={"rule_id": rule.rule_id})
+            errors.append(RuleError(rule.rule_id, f"{type(exc).__name__}: {exc}"))
+            continue
+        for finding in produced:
+            if rule.claims_pods and finding.pods:
+                remaining = tuple(p for p in finding.pods if p not in claimed)
+                if not remaining:
+                    continue
+                if len(remaining) != len(finding.pods):
+                    finding = replace(finding, pods=remaining)
+                claimed.update(remaining)
+            findings.append(finding)
+    findings.sort(key=lambda f: (-f.severity.rank, f.rule_id, str(f.subject)))
+    return RuleRun(tuple(findings), tuple(errors))
+
+
+__all__ = ["RULES", "Rule", "RuleContext", "RuleError", "RuleRun", "Thresholds", "run_rules"]

@@ -1,0 +1,88 @@
+"""What every rule receives: the snapshot, the time, the cluster's version,
+the remedy renderer, thresholds, and memoised simulator verdicts.
+
+Rules are pure functions ``analyze(ctx) -> list[Finding]``: no awaits, no clock
+reads (``ctx.now`` is the time of the analysis), no globals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from analyzers.findings import ObjectRef
+from analyzers.records import Pod
+from analyzers.remedies import RemedyRenderer
+from analyzers.simulator import PodVerdict, simulate
+from analyzers.snapshot import ClusterSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    # A pod behind schedulingGates for longer than this is reported.
+    gated_after_seconds: float = 300.0
+    # Node real usage (metrics.k8s.io) at or above this share of allocatable is "hot".
+    hot_node_usage: float = 0.75
+    # …while requests on it are at or below this share: the scheduler sees it as empty.
+    low_requested_share: float = 0.40
+    # A container using more than this multiple of its request counts as far under-requested.
+    under_request_factor: float = 3.0
+    # Headroom added on top of observed usage when sizing requests.
+    request_headroom: float = 0.25
+    # A pod's usage beyond its request must be at least this share of the node's
+    # allocatable for it to count as one of the pods the scheduler cannot see.
+    unrequested_share: float = 0.10
+
+
+@dataclass
+class RuleContext:
+    snapshot: ClusterSnapshot
+    now: float
+    renderer: RemedyRenderer = field(default_factory=RemedyRenderer)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    kube_version: str | None = None
+    # Eviction failures seen outside the cluster's events (e.g. `kubectl drain` output), parsed.
+    eviction_messages: tuple[Mapping[str, Any], ...] = ()
+    _verdicts: dict[Any, PodVerdict] = field(default_factory=dict, repr=False)
+    _pending: dict[ObjectRef, tuple[Pod, ...]] | None = field(default=None, repr=False)
+
+    @property
+    def version(self) -> str | None:
+        return self.kube_version or self.snapshot.kube_version
+
+    def verdict(self, pod: Pod, snapshot: ClusterSnapshot | None = None) -> PodVerdict:
+        """The simulated scheduling verdict of a pod (memoised for the context's snapshot)."""
+        if snapshot is not None and snapshot is not self.snapshot:
+            return simulate(snapshot, pod, kube_version=self.version)
+        key = (pod.namespace, pod.name, id(pod.spec), id(pod.labels))
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self._verdicts[key] = simulate(self.snapshot, pod, kube_version=self.version)
+        return verdict
+
+    def pending_by_workload(self) -> Mapping[ObjectRef, tuple[Pod, ...]]:
+        """Unscheduled pods of kube-scheduler, grouped by owning workload (oldest first)."""
+        if self._pending is None:
+            groups: dict[ObjectRef, list[Pod]] = {}
+            for pod in self.snapshot.unscheduled_pods():
+                if pod.spec.scheduler_name != "default-scheduler":
+                    continue
+                groups.setdefault(self.snapshot.workload_of(pod).ref, []).append(pod)
+            self._pending = {
+                ref: tuple(sorted(pods, key=lambda p: (p.created or 0.0, p.name)))
+                for ref, pods in sorted(groups.items(), key=lambda kv: str(kv[0]))
+            }
+        return self._pending
+
+    def representative(self, pods: tuple[Pod, ...]) -> list[Pod]:
+        """One pod per distinct spec/labels among a workload's pending pods: pods of
+        one template get the same verdict, so they share one simulation."""
+        seen: set[tuple[int, int]] = set()
+        out = []
+        for pod in pods:
+            key = (id(pod.spec), id(pod.labels))
+            if key not in seen:
+                seen.add(key)
+                out.append(pod)
+        return out

@@ -1,0 +1,439 @@
+"""requests-missing-load-skew: pods without (or with far too small) requests blind the scheduler.
+
+kube-scheduler places pods by *requests*, never by real usage: NodeResourcesFit
+filters on allocatable minus the sum of requests and scores with
+LeastAllocated on the same sums (pkg/scheduler/framework/plugins/noderesources/
+fit.go, least_allocated.go; for scoring a container without requests counts
+as 100m cpu / 200Mi memory, pkg/scheduler/util/pod_resources.go
+GetNonzeroRequests). A node whose heavy pods request nothing looks nearly
+empty and keeps winning the score, so new pods pile onto the node that is
+already the busiest (seed 003: Cassandra with no requests).
+
+Fires when metrics.k8s.io shows a node's real usage of cpu or memory at or
+above ``thresholds.hot_node_usage`` of allocatable while the requests on it
+are at or below ``thresholds.low_requested_share``, and pods on that node use
+more than they request (no request, or more than
+``thresholds.under_request_factor`` times it) by at least
+``thresholds.unrequested_share`` of the node. One finding per owning
+workload of such pods. Without NodeMetrics and PodMetrics it says nothing.
+
+Remedies: requests for the workload sized from the highest observed usage of
+its pods plus ``thresholds.request_headroom`` (``kubectl set resources``),
+verified by recomputing the hot nodes' requested share and LeastAllocated
+rank with the new requests and by re-simulating each pod with them (it must
+still fit a node, or the next rollout would leave it Pending); and a
+namespace ``LimitRange`` default for containers that set none (unverified:
+it only affects pods created afterwards).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from analyzers.capacity import node_capacities
+from analyzers.findings import Finding, ObjectRef, Remedy, Severity
+from analyzers.quantity import format_units
+from analyzers.records import Deployment, FrozenMap, Pod, PodSpec, StatefulSet
+from analyzers.rules._describe import are, names, plural
+from analyzers.rules.context import RuleContext
+from analyzers.snapshot import ClusterSnapshot
+
+RULE_ID = "requests-missing-load-skew"
+
+_RESOURCES = ("cpu", "memory")
+# pkg/scheduler/util/pod_resources.go: DefaultMilliCPURequest, DefaultMemoryRequest.
+_NONZERO = {"cpu": 100, "memory": 200 * 1024 * 1024}
+# Rounding steps for proposed requests: 50m cpu, 64Mi memory.
+_STEP = {"cpu": 50, "memory": 64 * 1024 * 1024}
+
+
+@dataclass(frozen=True, slots=True)
+class _Hot:
+    node: str
+    resource: str
+    allocatable: int
+    usage: int
+    requested: int
+
+    @property
+    def usage_share(self) -> float:
+        return self.usage / self.allocatable
+
+    @property
+    def requested_share(self) -> float:
+        return self.requested / self.allocatable
+
+
+@dataclass(frozen=True, slots=True)
+class _Hidden:
+    """A pod whose usage the scheduler does not see."""
+
+    pod: Pod
+    resource: str
+    usage: int
+    request: int
+
+
+def analyze(ctx: RuleContext) -> list[Finding]:
+    snap = ctx.snapshot
+    if not snap.node_metrics or not snap.pod_metrics:
+        return []  # nothing to compare requests with: say nothing
+    th = ctx.thresholds
+    caps = node_capacities(snap)
+    by_node = snap.pods_by_node()
+    hot: list[_Hot] = []
+    for name, metrics in sorted(snap.node_metrics.items()):
+        cap = caps.get(name)
+        if cap is None:
+            continue
+        for res in _RESOURCES:
+            alloc = cap.allocatable(res)
+            usage = metrics.usage.get(res)
+            if alloc <= 0 or usage is None:
+                continue
+            requested = cap.requested.get(res, 0)
+            if usage / alloc >= th.hot_node_usage and requested / alloc <= th.low_requested_share:
+                hot.append(_Hot(name, res, alloc, usage, requested))
+    if not hot:
+        return []
+    hidden: dict[ObjectRef, list[_Hidden]] = {}
+    for h in hot:
+        for pod in by_node.get(h.node, ()):
+            pm = snap.pod_metrics.get(pod.key)
+            if pm is None:
+                continue
+            usage = pm.usage.get(h.resource, 0)
+            request = pod.spec.requests.get(h.resource, 0)
+            under = request == 0 or usage > th.under_request_factor * request
+            if under and usage - request >= th.unrequested_share * h.allocatable:
+                hidden.setdefault(snap.workload_of(pod).ref, []).append(
+                    _Hidden(pod, h.resource, usage, request)
+                )
+    findings = []
+    for ref, items in sorted(hidden.items(), key=lambda kv: str(kv[0])):
+        findings.append(_finding(ctx, ref, items, hot))
+    return findings
+
+
+def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_Hot]) -> Finding:
+    snap = ctx.snapshot
+    nodes = sorted({i.pod.node_name for i in items})
+    resources = sorted({i.resource for i in items})
+    hot_here = [h for h in hot if h.node in nodes]
+    pods = sorted({i.pod.key for i in items})
+    pod_names = [name for _, name in pods]
+    workload_pods = [
+        p for p in snap.pods_of_workload(ref) if p.node_name and not p.finished and p.deleted is None
+    ]
+    sized = _sized_requests(ctx, workload_pods, resources)
+
+    usage_words = []
+    for h in hot_here:
+        usage_words.append(
+            f"{h.node} uses {_q(h.resource, h.usage)} of {_q(h.resource, h.allocatable)} {h.resource} allocatable "
+            f"({h.usage_share:.0%}) while the pods there request only {_q(h.resource, h.requested)} "
+            f"({h.requested_share:.0%})"
+        )
+    pod_words = []
+    for i in sorted(items, key=lambda i: (i.pod.name, i.resource)):
+        asked = "nothing" if i.request == 0 else _q(i.resource, i.request)
+        pod_words.append(f"{i.pod.name} uses {_q(i.resource, i.usage)} {i.resource} and requests {asked}")
+    ranks = _rank_words(snap, nodes)
+    kind_name = (
+        f"{ref.kind} {ref.namespace}/{ref.name}" if ref.kind != "Pod" else f"Pod {ref.namespace}/{ref.name}"
+    )
+    explanation = (
+        f"{kind_name} runs pods whose real usage kube-scheduler cannot see: {'; '.join(pod_words)}. "
+        f"metrics.k8s.io shows {'; '.join(usage_words)}. kube-scheduler places pods by requests, not by real load: "
+        "NodeResourcesFit filters on allocatable minus requested and scores with LeastAllocated on requests (a "
+        "container without requests counts as 100m cpu / 200Mi there, pkg/scheduler/util/pod_resources.go), so "
+        f"{names(nodes)} {are(len(nodes))} seen as among the emptiest nodes"
+        + (f" ({ranks})" if ranks else "")
+        + " and keep receiving new pods although they are the busiest."
+    )
+    remedies = _remedies(ctx, ref, workload_pods, sized, hot_here, items)
+    evidence: dict[str, Any] = {
+        "hot_nodes": [
+            {
+                "node": h.node,
+                "resource": h.resource,
+                "allocatable": _q(h.resource, h.allocatable),
+                "usage": _q(h.resource, h.usage),
+                "requested": _q(h.resource, h.requested),
+                "usage_share": round(h.usage_share, 3),
+                "requested_share": round(h.requested_share, 3),
+            }
+            for h in hot_here
+        ],
+        "pods": [
+            {
+                "pod": i.pod.name,
+                "node": i.pod.node_name,
+                "resource": i.resource,
+                "usage": _q(i.resource, i.usage),
+                "request": _q(i.resource, i.request),
+            }
+            for i in items
+        ],
+        "proposed_requests": {res: _q(res, v) for res, v in sized.items()},
+        "least_allocated_rank": _ranks(snap, snap, nodes),
+    }
+    return Finding(
+        rule_id=RULE_ID,
+        severity=Severity.WARNING,
+        subject=ref,
+        title=(
+            f"{ref.name} requests {'too little' if any(i.request for i in items) else 'no'} "
+            f"{'/'.join(resources)}: the scheduler sees {names(nodes)} as nearly empty while "
+            f"{'it runs' if len(nodes) == 1 else 'they run'} at "
+            f"{max(h.usage_share for h in hot_here):.0%} real usage"
+        ),
+        explanation=explanation,
+        evidence=evidence,
+        remedies=tuple(remedies),
+        cause="requests-below-usage",
+        pods=tuple(f"{ns}/{name}" for ns, name in pods) if pod_names else (),
+    )
+
+
+def _q(resource: str, units: int) -> str:
+    if resource == "cpu":
+        return format_units("cpu", units)
+    if resource == "memory":
+        if units >= 2**30:
+            return f"{units / 2**30:.1f}Gi"
+        return f"{units / 2**20:.0f}Mi"
+    return format_units(resource, units)
+
+
+def _round_up(resource: str, value: float) -> int:
+    step = _STEP.get(resource, 1)
+    return int(math.ceil(value / step) * step)
+
+
+def _sized_requests(ctx: RuleContext, pods: Sequence[Pod], resources: Sequence[str]) -> dict[str, int]:
+    """The highest observed per-pod usage plus headroom, rounded up; for every resource
+    the workload under-requests (never below what it requests today)."""
+    snap = ctx.snapshot
+    out: dict[str, int] = {}
+    for res in _RESOURCES:
+        usages = [m.usage.get(res, 0) for p in pods if (m := snap.pod_metrics.get(p.key)) is not None]
+        if not usages:
+            continue
+        current = max((p.spec.requests.get(res, 0) for p in pods), default=0)
+        peak = max(usages)
+        if res not in resources and current and peak <= ctx.thresholds.under_request_factor * current:
+            continue
+        proposed = _round_up(res, peak * (1 + ctx.thresholds.request_headroom))
+        if proposed > current:
+            out[res] = proposed
+    return out
+
+
+def _nonzero(spec: PodSpec, res: str) -> int:
+    """GetNonzeroRequests, per pod: containers without a request count the default."""
+    value = spec.requests.get(res, 0)
+    if value == 0:
+        return _NONZERO[res] * max(spec.container_count, 1)
+    return value + _NONZERO[res] * spec.containers_without_requests
+
+
+def _scores(snap: ClusterSnapshot) -> dict[str, int]:
+    """NodeResourcesFit LeastAllocated score (cpu and memory, weight 1 each) of each
+    schedulable node for an incoming pod without requests (100m / 200Mi)."""
+    by_node = snap.pods_by_node()
+    out: dict[str, int] = {}
+    for name, node in snap.nodes.items():
+        if node.unschedulable:
+            continue
+        total = 0
+        for res in _RESOURCES:
+            alloc = node.allocatable.get(res, 0)
+            if alloc <= 0:
+                continue
+            requested = sum(_nonzero(p.spec, res) for p in by_node.get(name, ())) + _NONZERO[res]
+            total += max(0, (alloc - requested) * 100 // alloc)
+        out[name] = total // len(_RESOURCES)
+    return out
+
+
+def _ranks(snap: ClusterSnapshot, _unused: ClusterSnapshot, nodes: Sequence[str]) -> dict[str, Any]:
+    scores = _scores(snap)
+    order = sorted(scores, key=lambda n: (-scores[n], n))
+    return {
+        n: {"score": scores[n], "rank": order.index(n) + 1, "of": len(order)} for n in nodes if n in scores
+    }
+
+
+def _rank_words(snap: ClusterSnapshot, nodes: Sequence[str]) -> str:
+    ranks = _ranks(snap, snap, nodes)
+    if not ranks:
+        return ""
+    return "; ".join(
+        f"{n} scores {r['score']} and ranks {_ordinal(r['rank'])} of {r['of']} nodes for a new pod by LeastAllocated"
+        for n, r in ranks.items()
+    )
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _with_requests(pod: Pod, requests: Mapping[str, int]) -> Pod:
+    merged = FrozenMap({**pod.spec.requests, **requests})
+    without = pod.spec.containers_without_requests
+    if {"cpu", "memory"} <= set(merged):
+        without = 0
+    return replace(pod, spec=replace(pod.spec, requests=merged, containers_without_requests=without))
+
+
+def _remedies(
+    ctx: RuleContext,
+    ref: ObjectRef,
+    pods: Sequence[Pod],
+    sized: dict[str, int],
+    hot: Sequence[_Hot],
+    items: Sequence[_Hidden],
+) -> list[Remedy]:
+    out: list[Remedy] = []
+    workload = ctx.snapshot.workload_of(pods[0]).record if pods else None
+    if sized and isinstance(workload, Deployment | StatefulSet):
+        out.append(_set_requests(ctx, ref, workload, pods, sized, hot))
+    limit_range = _limit_range(ctx, ref.namespace, items)
+    if limit_range is not None:
+        out.append(limit_range)
+    return out
+
+
+def _set_requests(
+    ctx: RuleContext,
+    ref: ObjectRef,
+    workload: Deployment | StatefulSet,
+    pods: Sequence[Pod],
+    sized: dict[str, int],
+    hot: Sequence[_Hot],
+) -> Remedy:
+    snap = ctx.snapshot
+    kind = "deployment" if isinstance(workload, Deployment) else "statefulset"
+    headroom = ctx.thresholds.request_headroom
+    candidates = [("with headroom", sized)]
+    exact = {res: _round_up(res, v / (1 + headroom)) for res, v in sized.items()}
+    if exact != sized:
+        candidates.append(("at observed usage, no headroom", exact))
+    chosen, label, fits_text, ok_fit = sized, candidates[0][0], "", False
+    for label_i, requests in candidates:
+        ok_i, text_i = _still_fits(ctx, pods, requests)
+        if ok_i:
+            chosen, label, fits_text, ok_fit = requests, label_i, text_i, True
+            break
+        if not fits_text:
+            fits_text = text_i
+    # The hot nodes' requested share and LeastAllocated rank with the new requests.
+    resized = snap.replace(*[_with_requests(p, chosen) for p in pods])
+    caps_after = node_capacities(resized)
+    share_words = []
+    reflects = True
+    for h in hot:
+        after = caps_after[h.node].requested.get(h.resource, 0)
+        share = after / h.allocatable
+        share_words.append(
+            f"{h.node} {h.resource} requested {h.requested_share:.0%} \u2192 {share:.0%} (real usage {h.usage_share:.0%})"
+        )
+        if share < h.usage_share - 0.15:
+            reflects = False
+    nodes = sorted({h.node for h in hot})
+    before, after_ranks = _ranks(snap, snap, nodes), _ranks(resized, resized, nodes)
+    rank_words = "; ".join(
+        f"{n} LeastAllocated rank {before[n]['rank']} \u2192 {after_ranks[n]['rank']} of {after_ranks[n]['of']}"
+        for n in nodes
+        if n in before and n in after_ranks
+    )
+    request_arg = ",".join(f"{res}={format_units(res, v)}" for res, v in sorted(chosen.items()))
+    multi = max((p.spec.container_count for p in pods), default=1) > 1
+    command = f"kubectl set resources {kind}/{ref.name} -n {ref.namespace} --requests={request_arg}"
+    note = f"Sized from the highest observed usage of {ref.name}'s pods ({label}). " + (
+        "The pods run several containers and metrics are summed per pod: split these requests across the "
+        "containers with -c <container> instead of giving each the total."
+        if multi
+        else f"Changing the pod template rolls the {kind}'s pods."
+    )
+    verified = ok_fit and reflects and not multi
+    verification = (
+        "recomputed with the new requests: "
+        + "; ".join(share_words)
+        + (f"; {rank_words}" if rank_words else "")
+        + f"; {fits_text}"
+        + ("" if reflects else "; the requested share still lags real usage")
+        + ("; not verified per container (several containers per pod)" if multi else "")
+    )
+    return ctx.renderer.command(
+        f"Give {ref.name} requests that match its real usage: {request_arg.replace(',', ', ')}",
+        ref,
+        command,
+        note=note,
+        verified=verified,
+        verification=verification,
+    )
+
+
+def _still_fits(ctx: RuleContext, pods: Sequence[Pod], requests: Mapping[str, int]) -> tuple[bool, str]:
+    """Re-simulate each pod with the new requests (as the rollout re-creates it): it must fit a node."""
+    snap = ctx.snapshot.replace(*[_with_requests(p, requests) for p in pods])
+    placed = []
+    for pod in pods:
+        pending = replace(
+            _with_requests(pod, requests), node_name="", phase="Pending", ready=False, scheduled=None
+        )
+        what_if = snap.replace(pending)
+        verdict = ctx.verdict(pending, what_if)
+        if not verdict.fits:
+            return False, f"re-simulated {pod.name} with these requests: it would not fit ({verdict.message})"
+        fitting = [n.node for n in verdict.nodes if n.fits]
+        where = pod.node_name if pod.node_name in fitting else fitting[0]
+        placed.append(f"{pod.name} on {where}")
+        snap = what_if.replace(replace(pending, node_name=where, phase="Running", ready=True))
+    return (
+        True,
+        f"re-simulated each pod with them: {', '.join(placed)} still fit{'s' if len(placed) == 1 else ''}",
+    )
+
+
+def _limit_range(ctx: RuleContext, namespace: str, items: Sequence[_Hidden]) -> Remedy | None:
+    """A namespace default for containers that set no requests: the median usage of the
+    namespace's request-less pods (at least 100m / 128Mi)."""
+    snap = ctx.snapshot
+    requestless = [
+        p
+        for p in snap.pods_in_namespace(namespace)
+        if p.node_name and not p.finished and p.spec.containers_without_requests
+    ]
+    if not requestless:
+        return None
+    defaults: dict[str, str] = {}
+    for res, floor in (("cpu", 100), ("memory", 128 * 2**20)):
+        usages = sorted(
+            m.usage.get(res, 0) / max(p.spec.container_count, 1)
+            for p in requestless
+            if (m := snap.pod_metrics.get(p.key)) is not None
+        )
+        value = usages[len(usages) // 2] if usages else 0
+        defaults[res] = format_units(res, max(floor, _round_up(res, value)))
+    return ctx.renderer.manifest(
+        f"Default requests for every container in namespace {namespace} that sets none (LimitRange)",
+        ObjectRef("LimitRange", namespace, "default-requests"),
+        "limitrange.yaml.j2",
+        verified=False,
+        verification=(
+            f"not re-simulated: a LimitRange only fills in requests of pods created after it "
+            f"({plural(len(requestless), 'running pod')} in {namespace} without requests keep none until re-created); "
+            "defaults are the median per-container usage of those pods"
+        ),
+        name="default-requests",
+        namespace=namespace,
+        default_request=defaults,
+        default_limit={},
+    )

@@ -1,0 +1,211 @@
+"""One scheduling attempt, simulated: PreEnqueue, PreFilter, Filter over every
+node in the default plugin order, then DefaultPreemption, then the message.
+
+Plugin order: pkg/scheduler/apis/config/v1/default_plugins.go (SchedulingGates,
+NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
+NodeResourcesFit, VolumeRestrictions, ...Limits, VolumeBinding, VolumeZone,
+PodTopologySpread, InterPodAffinity, DefaultPreemption). The framework stops
+at a node's first failing filter (RunFilterPlugins); the simulator evaluates
+them all and keeps that order, so the first one is what kube-scheduler reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from analyzers.records import EMPTY_MAP, FrozenMap, Pod
+from analyzers.simulator import codes as C
+from analyzers.simulator.basic import NodeAffinity, NodeName, NodePorts, NodeUnschedulable, TaintToleration
+from analyzers.simulator.framework import Cycle, Outcome, Plugin, failure
+from analyzers.simulator.interpod import InterPodAffinity
+from analyzers.simulator.nodeinfo import NodeTable, has, mask_of, node_table
+from analyzers.simulator.preemption import NOT_ATTEMPTED, preempt
+from analyzers.simulator.render import fit_error
+from analyzers.simulator.resources import NodeResourcesFit
+from analyzers.simulator.results import FilterFailure, LazyNodes, NodeVerdict, PodVerdict, PreemptionVerdict
+from analyzers.simulator.spread import PodTopologySpread
+from analyzers.simulator.versions import wording_for
+from analyzers.simulator.volumes import VolumeBinding
+from analyzers.snapshot import ClusterSnapshot
+
+FILTERS: tuple[Plugin, ...] = (
+    NodeUnschedulable(),
+    NodeName(),
+    TaintToleration(),
+    NodeAffinity(),
+    NodePorts(),
+    NodeResourcesFit(),
+    VolumeBinding(),
+    PodTopologySpread(),
+    InterPodAffinity(),
+)
+# PreFilter order among the plugins that can reject a pod outright.
+PREFILTERS: tuple[Plugin, ...] = tuple(p for p in FILTERS if p.name in (C.NODE_AFFINITY, C.VOLUME_BINDING))
+
+GATED_MESSAGE = (
+    "Scheduling is blocked due to non-empty scheduling gates"  # PodScheduled=False, SchedulingGated
+)
+
+
+def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = None) -> PodVerdict:
+    """kube-scheduler's verdict for ``pod`` in ``snapshot``.
+
+    ``pod`` may be a pod of the snapshot or a hypothetical one (e.g. built from
+    a Deployment template); it is scheduled as if it had no node. The wording
+    follows ``kube_version``, else the snapshot's, else
+    :data:`~analyzers.simulator.versions.DEFAULT_KUBE_VERSION`."""
+    wording = wording_for(kube_version or snapshot.kube_version)
+    table = node_table(snapshot)
+    ns = snapshot.namespaces.get(pod.namespace)
+    cycle = Cycle(
+        snapshot=snapshot,
+        table=table,
+        pod=pod,
+        wording=wording,
+        priority=snapshot.priority_of(pod),
+        namespace_labels=ns.labels if ns is not None else EMPTY_MAP,
+    )
+    total = table.size
+
+    gated = None
+    if pod.spec.scheduling_gates:
+        gated = failure(
+            C.SCHEDULING_GATES,
+            C.UNRESOLVABLE,
+            (f"waiting for scheduling gates: [{' '.join(pod.spec.scheduling_gates)}]",),
+            (C.SCHEDULING_GATED,),
+        )
+
+    prefilter: FilterFailure | None = None
+    for plugin in PREFILTERS:
+        found = plugin.prefilter(cycle)
+        if found is not None and prefilter is None:
+            prefilter = found
+
+    outcomes: list[Outcome] = []
+    absent = _prefilter_result_outcome(cycle)
+    if absent is not None:
+        outcomes.append(absent)
+    for plugin in FILTERS:
+        out = plugin.filter_all(cycle)
+        if out is not None:
+            outcomes.append(out)
+            cycle.outcomes[plugin.name] = out
+
+    failing = 0
+    for out in outcomes:
+        failing |= out.mask
+    feasible = table.all_mask & ~failing
+    feasible_count = feasible.bit_count()
+    fits = feasible_count > 0 and gated is None and prefilter is None
+
+    reasons: dict[str, int] = {}
+    codes: dict[str, int] = {}
+    potential = 0
+    first_codes: dict[int, str] = {}
+    if not fits and gated is None:
+        if prefilter is not None:
+            for r, rc in zip(prefilter.reasons, prefilter.reason_codes, strict=True):
+                reasons[r] = reasons.get(r, 0) + total
+                codes[rc] = codes.get(rc, 0) + total
+        else:
+            remaining = table.all_mask
+            for out in outcomes:
+                first = out.mask & remaining
+                if first:
+                    out.count(first, reasons, codes)
+                    for m, f in out.groups:
+                        if f.code == C.UNSCHEDULABLE:
+                            potential |= m & first
+                    for i, (code, _, _) in out.varying.items():
+                        if code == C.UNSCHEDULABLE and has(first, i):
+                            potential |= 1 << i
+                remaining &= ~out.mask
+            nominated = table.index.get(pod.nominated_node) if pod.nominated_node else None
+            if nominated is not None:
+                for out in outcomes:
+                    node_code = out.code_of(nominated)
+                    if node_code is not None:
+                        first_codes[nominated] = node_code
+                        break
+
+    preemption: PreemptionVerdict = NOT_ATTEMPTED
+    message = ""
+    if gated is not None:
+        message = GATED_MESSAGE
+    elif not fits:
+        nominated = table.index.get(pod.nominated_node) if pod.nominated_node else None
+        if total:
+            preemption = preempt(
+                cycle,
+                FILTERS,
+                outcomes,
+                potential=potential,
+                nominated_code=first_codes.get(nominated) if nominated is not None else None,
+                prefilter_failed=prefilter is not None,
+            )
+        message = fit_error(
+            total,
+            wording,
+            reasons=reasons,
+            prefilter=prefilter.reasons if prefilter is not None else (),
+            postfilter=preemption.message,
+        )
+
+    return PodVerdict(
+        pod=pod.key,
+        kube_version=wording.label,
+        total_nodes=total,
+        fits=fits,
+        feasible_nodes=feasible_count,
+        message=message,
+        reasons=FrozenMap(reasons),
+        reason_counts=FrozenMap(codes),
+        preemption=preemption,
+        gated=gated,
+        prefilter=prefilter,
+        _nodes=LazyNodes(lambda: _node_verdicts(table, outcomes, prefilter)),
+    )
+
+
+def simulate_pending(
+    snapshot: ClusterSnapshot, *, kube_version: str | None = None
+) -> Mapping[tuple[str, str], PodVerdict]:
+    """Verdicts for every pod waiting for kube-scheduler (no node, not finished,
+    not being deleted, ``schedulerName: default-scheduler``), in key order."""
+    pods = sorted(
+        (p for p in snapshot.unscheduled_pods() if p.spec.scheduler_name == "default-scheduler"),
+        key=lambda p: p.key,
+    )
+    return {p.key: simulate(snapshot, p, kube_version=kube_version) for p in pods}
+
+
+def _prefilter_result_outcome(cycle: Cycle) -> Outcome | None:
+    """Nodes left out by NodeAffinity's PreFilterResult (matchFields metadata.name)."""
+    names = cycle.state.get("prefilter_node_names")
+    reason = cycle.wording.prefilter_result_reason
+    if not names or reason is None:
+        return None
+    table = cycle.table
+    kept = mask_of([table.index[n] for n in names if n in table.index], table.size)
+    absent = table.all_mask & ~kept
+    if not absent:
+        return None
+    out = Outcome(C.NODE_AFFINITY)
+    out.add_group(absent, failure(C.NODE_AFFINITY, C.UNRESOLVABLE, (reason,), (C.NODE_AFFINITY_MISMATCH,)))
+    return out
+
+
+def _node_verdicts(
+    table: NodeTable, outcomes: list[Outcome], prefilter: FilterFailure | None
+) -> tuple[NodeVerdict, ...]:
+    out = []
+    for i, name in enumerate(table.names):
+        found: list[FilterFailure] = [prefilter] if prefilter is not None else []
+        for o in outcomes:
+            if has(o.mask, i):
+                f = o.failure(i)
+                if f is not None:
+                    found.append(f)
+        out.append(NodeVerdict(name, not found, tuple(found)))
+    return tuple(out)

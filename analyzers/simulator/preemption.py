@@ -1,0 +1,278 @@
+"""DefaultPreemption, the PostFilter (pkg/scheduler/framework/plugins/
+defaultpreemption/default_preemption.go and pkg/scheduler/framework/preemption/
+preemption.go).
+
+1. PodEligibleToPreemptOthers: ``preemptionPolicy: Never`` → ``preemption: not
+   eligible due to preemptionPolicy=Never.``; a lower-priority pod already
+   terminating on the pod's nominated node → ``... a terminating pod on the
+   nominated node.``
+2. Only nodes whose (first) failing status is Unschedulable are tried; the
+   others count as ``Preemption is not helpful for scheduling``.
+3. SelectVictimsOnNode: no pod of lower priority → ``No preemption victims
+   found for incoming pod``; remove them all and run every filter again -- a
+   node that still fails reports that filter's reasons; otherwise reprieve
+   victims (PDB-violating first, each group by importance: priority, then
+   earliest start) while the pod still fits.
+4. DryRunPreemption stops once it has max(10% of the tried nodes, 100)
+   candidates (one of them not violating a PDB). Any candidate → preemption
+   succeeds and kube-scheduler prints no ``preemption:`` clause; none → the
+   clause is ``preemption: 0/N nodes are available: <histogram>.``
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from analyzers.records import EMPTY_MAP, FrozenMap, Pod
+from analyzers.simulator import codes as C
+from analyzers.simulator.framework import Cycle, Outcome, Plugin
+from analyzers.simulator.nodeinfo import bits
+from analyzers.simulator.render import (
+    DRA_NO_CLAIMS,
+    NO_VICTIMS,
+    NOT_ELIGIBLE_NEVER,
+    NOT_ELIGIBLE_TERMINATING,
+    NOT_HELPFUL,
+    preemption_fit_error,
+)
+from analyzers.simulator.resources import checked_requests, resource_outcome
+from analyzers.simulator.results import FilterFailure, PreemptionVerdict
+
+MIN_CANDIDATE_NODES_PERCENTAGE = 10  # DefaultPreemptionArgs defaults (apis/config/v1/defaults.go)
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    node: int
+    victims: tuple[Pod, ...]
+    pdb_violations: int
+
+
+def preemption_policy(cycle: Cycle) -> str:
+    spec = cycle.pod.spec
+    if spec.preemption_policy:
+        return spec.preemption_policy
+    pc = cycle.snapshot.priority_classes.get(spec.priority_class_name) if spec.priority_class_name else None
+    if pc is None:
+        pc = next((p for p in cycle.snapshot.priority_classes.values() if p.global_default), None)
+    return pc.preemption_policy if pc is not None else "PreemptLowerPriority"
+
+
+def num_candidates(nodes: int) -> int:
+    n = nodes * MIN_CANDIDATE_NODES_PERCENTAGE // 100
+    n = max(n, MIN_CANDIDATE_NODES_ABSOLUTE)
+    return min(n, nodes)
+
+
+def run_filters_on_node(
+    cycle: Cycle, plugins: Sequence[Plugin], i: int, removed: Sequence[Pod]
+) -> FilterFailure | None:
+    for plugin in plugins:
+        found = plugin.filter_node(cycle, i, removed)
+        if found is not None:
+            return found
+    return None
+
+
+def _importance_key(cycle: Cycle, pod: Pod) -> tuple[int, float]:
+    # util.MoreImportantPod: higher priority first, then the earlier start time.
+    created = pod.created if pod.created is not None else float("inf")
+    return (-cycle.snapshot.priority_of(pod), created)
+
+
+def _split_by_pdb(cycle: Cycle, pods: Sequence[Pod]) -> tuple[list[Pod], list[Pod]]:
+    """filterPodsWithPDBViolation: a PDB with a nil or empty selector matches nothing."""
+    pdbs = [p for p in cycle.snapshot.pdbs.values() if p.selector is not None and not p.selector.is_empty]
+    allowed = [p.status_disruptions_allowed or 0 for p in pdbs]
+    violating: list[Pod] = []
+    fine: list[Pod] = []
+    for pod in pods:
+        hit = False
+        if pod.labels:
+            for j, pdb in enumerate(pdbs):
+                if (
+                    pdb.namespace != pod.namespace
+                    or pdb.selector is None
+                    or not pdb.selector.matches(pod.labels)
+                ):
+                    continue
+                allowed[j] -= 1
+                if allowed[j] < 0:
+                    hit = True
+        (violating if hit else fine).append(pod)
+    return violating, fine
+
+
+def select_victims(cycle: Cycle, plugins: Sequence[Plugin], i: int) -> _Candidate | FilterFailure:
+    lower = [p for p, prio in zip(cycle.table.pods[i], cycle.table.priorities[i], strict=True) if prio < cycle.priority]
+    if not lower:
+        return FilterFailure(C.DEFAULT_PREEMPTION, C.UNRESOLVABLE, (NO_VICTIMS,), (C.PREEMPTION_NO_VICTIMS,))
+    status = run_filters_on_node(cycle, plugins, i, lower)
+    if status is not None:
+        return status
+    lower.sort(key=lambda p: _importance_key(cycle, p))
+    violating, fine = _split_by_pdb(cycle, lower)
+    removed = list(lower)
+    victims: list[Pod] = []
+    violations = 0
+    for group_violates, group in ((True, violating), (False, fine)):
+        for pod in group:
+            trial = [p for p in removed if p is not pod]
+            if run_filters_on_node(cycle, plugins, i, trial) is None:
+                removed = trial
+            else:
+                victims.append(pod)
+                if group_violates:
+                    violations += 1
+    if not victims:
+        name = cycle.table.names[i]
+        return FilterFailure(
+            C.DEFAULT_PREEMPTION, "Error", (f'expected at least one victim pod on node "{name}"',), (C.OTHER,)
+        )
+    if violating and fine:
+        victims.sort(key=lambda p: _importance_key(cycle, p))
+    return _Candidate(i, tuple(victims), violations)
+
+
+def preempt(
+    cycle: Cycle,
+    plugins: Sequence[Plugin],
+    outcomes: Sequence[Outcome],
+    *,
+    potential: int,
+    nominated_code: str | None,
+    prefilter_failed: bool,
+) -> PreemptionVerdict:
+    """Run DefaultPreemption for a pod no node fits. ``potential`` is the bit set of
+    nodes whose first failing status is Unschedulable; ``nominated_code`` the
+    status code of the pod's nominated node (None when it has none or it passed)."""
+    wording = cycle.wording
+    table = cycle.table
+    total = table.size
+    clause = wording.preemption_clause
+
+    def verdict(eligible: bool, message: str, **kw: object) -> PreemptionVerdict:
+        if message and wording.dra_postfilter:
+            message = f"{DRA_NO_CLAIMS}, {message}"
+        return PreemptionVerdict(attempted=clause, eligible=eligible, message=message if clause else "", **kw)  # type: ignore[arg-type]
+
+    if preemption_policy(cycle) == "Never":
+        return verdict(
+            False,
+            f"preemption: {NOT_ELIGIBLE_NEVER}",
+            reason_counts=FrozenMap({C.PREEMPTION_NOT_ELIGIBLE: 1}),
+        )
+    nominated = table.index.get(cycle.pod.nominated_node) if cycle.pod.nominated_node else None
+    if nominated is not None and nominated_code != C.UNRESOLVABLE:
+        for p in table.pods[nominated]:
+            if p.deleted is not None and cycle.snapshot.priority_of(p) < cycle.priority:
+                return verdict(
+                    False,
+                    f"preemption: {NOT_ELIGIBLE_TERMINATING}",
+                    reason_counts=FrozenMap({C.PREEMPTION_NOT_ELIGIBLE: 1}),
+                )
+
+    reasons: dict[str, int] = {}
+    codes: dict[str, int] = {}
+    if prefilter_failed and wording.prefilter_preemption_no_victims:
+        # 1.26-1.28 left every node without a status after a PreFilter rejection,
+        # so all nodes were tried; each is reported as having no victims
+        # (approximation: nodes with lower-priority pods erred out upstream).
+        reasons[NO_VICTIMS] = total
+        codes[C.PREEMPTION_NO_VICTIMS] = total
+        msg = f"preemption: {preemption_fit_error(total, reasons)}"
+        return verdict(True, msg, reasons=FrozenMap(reasons), reason_counts=FrozenMap(codes))
+
+    to_try, settled = _triage(cycle, outcomes, potential, reasons, codes)
+    tried = bits(to_try)
+    wanted = num_candidates(potential.bit_count())
+    candidates: list[_Candidate] = []
+    statuses: dict[int, FilterFailure] = {}
+    found_fine = 0
+    for i in tried:
+        result = select_victims(cycle, plugins, i)
+        if isinstance(result, _Candidate):
+            candidates.append(result)
+            if result.pdb_violations == 0:
+                found_fine += 1
+            if found_fine > 0 and len(candidates) >= wanted:
+                break
+        else:
+            statuses[i] = result
+    if candidates:
+        ordered = [c for c in candidates if c.pdb_violations == 0] + [
+            c for c in candidates if c.pdb_violations
+        ]
+        return verdict(
+            True,
+            "",
+            candidates=tuple(table.names[c.node] for c in ordered),
+            victims=FrozenMap(
+                {table.names[c.node]: tuple((p.namespace, p.name) for p in c.victims) for c in ordered}
+            ),
+        )
+    for status in statuses.values():
+        for r, rc in zip(status.reasons, status.reason_codes, strict=True):
+            reasons[r] = reasons.get(r, 0) + 1
+            codes[rc] = codes.get(rc, 0) + 1
+    absent = total - settled - len(statuses)
+    if absent:
+        reasons[NOT_HELPFUL] = reasons.get(NOT_HELPFUL, 0) + absent
+        codes[C.PREEMPTION_NOT_HELPFUL] = codes.get(C.PREEMPTION_NOT_HELPFUL, 0) + absent
+    msg = f"preemption: {preemption_fit_error(total, reasons)}"
+    return verdict(True, msg, reasons=FrozenMap(reasons), reason_counts=FrozenMap(codes))
+
+
+def _triage(
+    cycle: Cycle, outcomes: Sequence[Outcome], potential: int, reasons: dict[str, int], codes: dict[str, int]
+) -> tuple[int, int]:
+    """SelectVictimsOnNode's first step (evict every lower-priority pod, filter
+    again) for all potential nodes at once, as far as it can be done with bit
+    sets: nodes without victims, and nodes that still lack resources once their
+    victims are gone (NodeResourcesFit is the only pod-dependent filter before
+    the later ones, NodePorts aside). When the pod has no host-port conflict,
+    spread constraint or inter-pod term, evicting can change nothing else, so
+    every potential node is settled here. Tallies the settled nodes' statuses;
+    returns (nodes still to try one by one, number of nodes settled)."""
+    table = cycle.table
+    low_req, low_count, has_lower = table.lower_priority(cycle.priority)
+    none = (potential & ~has_lower).bit_count()
+    if none:
+        reasons[NO_VICTIMS] = reasons.get(NO_VICTIMS, 0) + none
+        codes[C.PREEMPTION_NO_VICTIMS] = codes.get(C.PREEMPTION_NO_VICTIMS, 0) + none
+    rest = potential & has_lower
+    if not rest:
+        return 0, none
+    zeros = [0] * table.size
+    free_after = {
+        r: [f + q for f, q in zip(table.free[r], low_req.get(r, zeros), strict=True)]
+        for r, _ in checked_requests(cycle.pod)
+        if r in table.free
+    }
+    count_after = [c - q for c, q in zip(table.pod_count, low_count, strict=True)]
+    after = resource_outcome(cycle, free_after, count_after, rest)
+    ports = cycle.outcomes.get(C.NODE_PORTS_PLUGIN)
+    if ports is None and "spread" not in cycle.state and "interpod" not in cycle.state:
+        remaining = rest
+        seq = [after if o.plugin == C.NODE_RESOURCES_FIT else o for o in outcomes]
+        if after is not None and not any(o.plugin == C.NODE_RESOURCES_FIT for o in outcomes):
+            seq.append(after)
+        for out in seq:
+            if out is None:
+                continue
+            first = out.mask & remaining
+            if first:
+                out.count(first, reasons, codes)
+            remaining &= ~out.mask
+        return remaining, none + (rest & ~remaining).bit_count()
+    if after is None:
+        return rest, none
+    settled = after.mask & rest & ~(ports.mask if ports is not None else 0)
+    if settled:
+        after.count(settled, reasons, codes)
+    return rest & ~settled, none + settled.bit_count()
+
+
+NOT_ATTEMPTED = PreemptionVerdict(attempted=False, eligible=True, victims=EMPTY_MAP)

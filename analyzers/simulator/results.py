@@ -1,0 +1,161 @@
+"""The simulator's results: frozen, slotted values (with ``as_dict`` for JSON)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from analyzers.records import EMPTY_MAP, FrozenMap
+
+
+@dataclass(frozen=True, slots=True)
+class FilterFailure:
+    """One plugin's rejection of one node (or of the pod, at PreEnqueue/PreFilter).
+
+    ``reasons`` are kube-scheduler's texts for this version; ``reason_codes`` the
+    canonical codes, one per reason; ``detail`` structured numbers or objects
+    behind the reason (e.g. ``{"resources": [{"resource": "nvidia.com/gpu",
+    "requested": 1, "used": 1, "free": 0, "allocatable": 1}]}``, the taint, the
+    missing label)."""
+
+    plugin: str
+    code: str  # "Unschedulable" | "UnschedulableAndUnresolvable"
+    reasons: tuple[str, ...]
+    reason_codes: tuple[str, ...]
+    detail: FrozenMap[Any] = EMPTY_MAP
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "plugin": self.plugin,
+            "code": self.code,
+            "reasons": list(self.reasons),
+            "reason_codes": list(self.reason_codes),
+        }
+        if self.detail:
+            out["detail"] = _plain(self.detail)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class NodeVerdict:
+    """One node: every failing filter in kube-scheduler's order (the first is the
+    one kube-scheduler reports); empty when the pod fits the node."""
+
+    node: str
+    fits: bool
+    filters: tuple[FilterFailure, ...] = ()
+
+    @property
+    def first(self) -> FilterFailure | None:
+        return self.filters[0] if self.filters else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "fits": self.fits, "filters": [f.as_dict() for f in self.filters]}
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionVerdict:
+    """What DefaultPreemption (the PostFilter) would do.
+
+    ``attempted`` is False when no PostFilter runs (the pod fits, is gated, or the
+    version prints no preemption clause). ``candidates`` are nodes where evicting
+    lower-priority pods makes the pod fit, with their ``victims``; ``message`` is
+    the PostFilter text exactly as appended to the event (``preemption: ...``,
+    with ``no new claims to deallocate, `` in front on DRA-enabled versions), or
+    "" when preemption found a candidate (kube-scheduler then prints no clause)."""
+
+    attempted: bool
+    eligible: bool
+    candidates: tuple[str, ...] = ()
+    victims: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=lambda: EMPTY_MAP)
+    message: str = ""
+    reasons: Mapping[str, int] = field(default_factory=lambda: EMPTY_MAP)
+    reason_counts: Mapping[str, int] = field(default_factory=lambda: EMPTY_MAP)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "attempted": self.attempted,
+            "eligible": self.eligible,
+            "candidates": list(self.candidates),
+            "victims": {node: [f"{ns}/{name}" for ns, name in pods] for node, pods in self.victims.items()},
+            "message": self.message,
+            "reasons": dict(self.reasons),
+            "reason_counts": dict(self.reason_counts),
+        }
+
+
+class LazyNodes:
+    """Builds the per-node verdicts on first use (the aggregate needs only counts)."""
+
+    __slots__ = ("_build", "_value")
+
+    def __init__(self, build: Callable[[], tuple[NodeVerdict, ...]]) -> None:
+        self._build: Callable[[], tuple[NodeVerdict, ...]] | None = build
+        self._value: tuple[NodeVerdict, ...] | None = None
+
+    def get(self) -> tuple[NodeVerdict, ...]:
+        if self._value is None:
+            assert self._build is not None
+            self._value = self._build()
+            self._build = None
+        return self._value
+
+
+@dataclass(frozen=True, slots=True)
+class PodVerdict:
+    """kube-scheduler's verdict for one pod, simulated.
+
+    ``fits`` is True when some node passes every filter and the pod is not
+    gated (kube-scheduler would bind it now). ``message`` is the rendered
+    ``0/N nodes are available: ...`` text ("" when it fits; the PodScheduled
+    condition message for a gated pod). ``reasons`` counts nodes per reason text
+    of the filter part (each node once, under its first failing filter), and
+    ``reason_counts`` the same per canonical code, summed (a node failing cpu
+    and memory counts twice, as the message prints it); a PreFilter rejection
+    counts every node. ``nodes`` is built on first access."""
+
+    pod: tuple[str, str]
+    kube_version: str
+    total_nodes: int
+    fits: bool
+    feasible_nodes: int
+    message: str
+    reasons: Mapping[str, int]
+    reason_counts: Mapping[str, int]
+    preemption: PreemptionVerdict
+    gated: FilterFailure | None = None
+    prefilter: FilterFailure | None = None
+    _nodes: LazyNodes = field(default_factory=lambda: LazyNodes(tuple), repr=False, compare=False)
+
+    @property
+    def nodes(self) -> tuple[NodeVerdict, ...]:
+        return self._nodes.get()
+
+    def node(self, name: str) -> NodeVerdict | None:
+        return next((n for n in self.nodes if n.node == name), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.pod[0],
+            "name": self.pod[1],
+            "kube_version": self.kube_version,
+            "total_nodes": self.total_nodes,
+            "fits": self.fits,
+            "feasible_nodes": self.feasible_nodes,
+            "gated": self.gated.as_dict() if self.gated else None,
+            "prefilter": self.prefilter.as_dict() if self.prefilter else None,
+            "nodes": [n.as_dict() for n in self.nodes],
+            "message": self.message,
+            "reasons": dict(self.reasons),
+            "reason_counts": dict(self.reason_counts),
+            "preemption": self.preemption.as_dict(),
+        }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value

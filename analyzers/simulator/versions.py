@@ -1,0 +1,136 @@
+"""How kube-scheduler words its verdict, by version.
+
+Every difference the simulator knows is one field of :class:`Wording`, with the
+upstream change it comes from. Where a change was cherry-picked to patch
+releases we follow the patch number when the caller gives one.
+
+- TaintToleration (pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go):
+  1.18-1.23 ``node(s) had taint {k: v}, that the pod didn't tolerate``; 1.24+
+  ``node(s) had untolerated taint {k: v}``; ``node(s) had untolerated taint(s)``
+  from kubernetes/kubernetes#134740 (1.35, cherry-picked to 1.34 by #135023 --
+  we assume 1.34.2+).
+- NodeAffinity (.../nodeaffinity/node_affinity.go): ``node(s) didn't match node
+  selector`` (<=1.19), ``node(s) didn't match Pod's node affinity`` (1.20),
+  ``node(s) didn't match Pod's node affinity/selector`` (1.21+).
+- InterPodAffinity (.../interpodaffinity/filtering.go): until 1.21 the generic
+  ``node(s) didn't match pod affinity/anti-affinity`` is printed next to the
+  specific reason and existing pods' anti-affinity is checked first.
+- VolumeBinding (.../volumebinding/binder.go): ``node(s) had volume node
+  affinity conflict`` became ``node(s) didn't match PersistentVolume's node
+  affinity`` in 1.33 (#129887).
+- NodeResourcesFit (.../noderesources/fit.go): since 1.34 (#131345) a request
+  larger than the node's allocatable is UnschedulableAndUnresolvable, so
+  preemption says ``Preemption is not helpful`` for such nodes.
+- FitError.Error() (pkg/scheduler/framework/types.go): the ``preemption:``
+  clause exists since 1.24 (#107775); PreFilter messages are printed without a
+  count since 1.26; 1.26-1.28 end a message with a PostFilter clause in ``..``
+  (SeparatorFormat " %v." around a message that already ends in "."); in
+  1.26-1.28 a PreFilter rejection left the node statuses empty, so preemption
+  reported ``No preemption victims found for incoming pod`` for every node.
+- PreFilterResult (pkg/scheduler/schedule_one.go): nodes outside a NodeAffinity
+  ``matchFields metadata.name`` set are reported as ``node is filtered out by
+  the prefilter result`` (1.26-1.30) and ``node(s) didn't satisfy plugin(s)
+  [NodeAffinity]`` (1.31+, NodeToStatus.SetAbsentNodesStatus).
+- DynamicResources PostFilter (.../dynamicresources/dynamicresources.go): with
+  DRA on by default (1.34 GA) a pod without claims adds ``no new claims to
+  deallocate`` before the preemption clause.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+DEFAULT_KUBE_VERSION = "1.33"
+OLDEST = (1, 18, 0)
+
+_VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+class VersionError(ValueError):
+    pass
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    """``"1.29"``, ``"v1.29.3"``, ``"1.30.2-eks-abc"``, ``"v1.31.0+k3s1"`` → (1, 29, 3)."""
+    match = _VERSION_RE.match(text)
+    if match is None:
+        raise VersionError(f"not a Kubernetes version: {text!r} (expected e.g. 1.29 or v1.29.3)")
+    major, minor, patch = match.groups()
+    return (int(major), int(minor), int(patch or 0))
+
+
+@dataclass(frozen=True, slots=True)
+class Wording:
+    """The reason texts and message layout of one kube-scheduler version."""
+
+    version: tuple[int, int, int]
+    taint_style: str  # "legacy" | "keyed" | "generic"
+    node_affinity_reason: str
+    interpod_generic_reason: bool
+    pv_node_conflict_reason: str
+    prefilter_counted: bool
+    double_dot: bool
+    preemption_clause: bool
+    prefilter_preemption_no_victims: bool
+    prefilter_result_reason: str | None
+    resource_unresolvable: bool
+    dra_postfilter: bool
+
+    @property
+    def label(self) -> str:
+        return ".".join(str(p) for p in self.version)
+
+    def taint_reason(self, key: str, value: str) -> str:
+        if self.taint_style == "generic":
+            return "node(s) had untolerated taint(s)"
+        if self.taint_style == "legacy":
+            return f"node(s) had taint {{{key}: {value}}}, that the pod didn't tolerate"
+        return f"node(s) had untolerated taint {{{key}: {value}}}"
+
+
+@lru_cache(maxsize=64)
+def wording_for(kube_version: str | None) -> Wording:
+    """The wording of ``kube_version`` (default :data:`DEFAULT_KUBE_VERSION`).
+    Versions older than 1.18 are treated as 1.18 (the first framework scheduler)."""
+    v = parse_version(kube_version or DEFAULT_KUBE_VERSION)
+    if v < OLDEST:
+        v = OLDEST
+    minor = v[:2]
+    if minor >= (1, 35) or (minor == (1, 34) and v[2] >= 2):
+        taint_style = "generic"
+    elif minor >= (1, 24):
+        taint_style = "keyed"
+    else:
+        taint_style = "legacy"
+    if minor <= (1, 19):
+        node_affinity = "node(s) didn't match node selector"
+    elif minor == (1, 20):
+        node_affinity = "node(s) didn't match Pod's node affinity"
+    else:
+        node_affinity = "node(s) didn't match Pod's node affinity/selector"
+    if minor >= (1, 31):
+        prefilter_result: str | None = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+    elif minor >= (1, 26):
+        prefilter_result = "node is filtered out by the prefilter result"
+    else:
+        prefilter_result = None
+    return Wording(
+        version=v,
+        taint_style=taint_style,
+        node_affinity_reason=node_affinity,
+        interpod_generic_reason=minor <= (1, 21),
+        pv_node_conflict_reason=(
+            "node(s) didn't match PersistentVolume's node affinity"
+            if minor >= (1, 33)
+            else "node(s) had volume node affinity conflict"
+        ),
+        prefilter_counted=minor <= (1, 25),
+        double_dot=(1, 26) <= minor <= (1, 28),
+        preemption_clause=minor >= (1, 24),
+        prefilter_preemption_no_victims=(1, 26) <= minor <= (1, 28),
+        prefilter_result_reason=prefilter_result,
+        resource_unresolvable=minor >= (1, 34),
+        dra_postfilter=minor >= (1, 34),
+    )

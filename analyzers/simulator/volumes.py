@@ -1,0 +1,190 @@
+"""VolumeBinding, the basics (pkg/scheduler/framework/plugins/volumebinding/
+volume_binding.go and binder.go).
+
+PreFilter (UnschedulableAndUnresolvable):
+- a missing claim: ``persistentvolumeclaim "<name>" not found``;
+- a Lost claim: ``persistentvolumeclaim "<name>" bound to non-existent persistentvolume "<pv>"``;
+- an unbound claim of Immediate binding (or pre-bound via spec.volumeName but
+  not yet bound): ``pod has unbound immediate PersistentVolumeClaims``.
+
+Filter (UnschedulableAndUnresolvable), per node (FindPodVolumes):
+- a bound claim's PV whose node affinity excludes the node:
+  ``node(s) had volume node affinity conflict`` (1.33+: ``node(s) didn't match
+  PersistentVolume's node affinity``); a bound PV that does not exist:
+  ``node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)``;
+- a WaitForFirstConsumer claim with neither an available matching PV
+  (class, capacity, access modes, claimRef, node affinity) nor a provisioner
+  that may provision there (``kubernetes.io/no-provisioner`` never does;
+  allowedTopologies must match the node; a claim already given a selected
+  node only fits that node): ``node(s) didn't find available persistent
+  volumes to bind``.
+Storage capacity (CSIStorageCapacity) is not modelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analyzers.records import PersistentVolume, PersistentVolumeClaim
+from analyzers.simulator import codes as C
+from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
+from analyzers.simulator.nodeinfo import NodeTable
+from analyzers.simulator.results import FilterFailure
+
+REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+
+
+@dataclass(slots=True)
+class _Claims:
+    bound: list[PersistentVolumeClaim]
+    delayed: list[PersistentVolumeClaim]
+
+
+def _pv_mask(table: NodeTable, pv: PersistentVolume) -> int:
+    return table.all_mask if pv.node_affinity is None else table.selector_mask(pv.node_affinity)
+
+
+def _pv_matches_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
+    if pv.phase != "Available" and pv.claim != pvc.key:
+        return False
+    if pv.claim is not None and pv.claim != pvc.key:
+        return False
+    if pv.storage_class != (pvc.storage_class or ""):
+        return False
+    if pv.capacity_bytes < pvc.request_bytes:
+        return False
+    return all(m in pv.access_modes for m in pvc.access_modes)
+
+
+class VolumeBinding(Plugin):
+    name = C.VOLUME_BINDING
+
+    def prefilter(self, cycle: Cycle) -> FilterFailure | None:
+        pod = cycle.pod
+        if not pod.spec.pvc_names:
+            return None
+        snap = cycle.snapshot
+        claims = _Claims([], [])
+        unbound_immediate = []
+        for name in pod.spec.pvc_names:
+            pvc = snap.pvcs.get((pod.namespace, name))
+            if pvc is None:
+                return failure(
+                    self.name,
+                    C.UNRESOLVABLE,
+                    (f'persistentvolumeclaim "{name}" not found',),
+                    (C.PVC_NOT_FOUND,),
+                    detail(claim=name),
+                )
+            if pvc.phase == "Lost":
+                return failure(
+                    self.name,
+                    C.UNRESOLVABLE,
+                    (
+                        f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume "{pvc.volume_name}"',
+                    ),
+                    (C.PVC_LOST,),
+                    detail(claim=name, volume=pvc.volume_name),
+                )
+        for name in pod.spec.pvc_names:
+            pvc = snap.pvcs[(pod.namespace, name)]
+            if pvc.volume_name and pvc.phase == "Bound":
+                claims.bound.append(pvc)
+                continue
+            cls = snap.storage_classes.get(pvc.storage_class or "") if pvc.storage_class else None
+            delayed = cls is not None and cls.binding_mode == "WaitForFirstConsumer"
+            if delayed and not pvc.volume_name:
+                claims.delayed.append(pvc)
+            else:
+                unbound_immediate.append(name)
+        if unbound_immediate:
+            return failure(
+                self.name,
+                C.UNRESOLVABLE,
+                (REASON_UNBOUND_IMMEDIATE,),
+                (C.VOLUME_UNBOUND_PVC,),
+                detail(claims=tuple(unbound_immediate)),
+            )
+        cycle.state["claims"] = claims
+        return None
+
+    def filter_all(self, cycle: Cycle) -> Outcome | None:
+        claims: _Claims | None = cycle.state.get("claims")
+        if claims is None:
+            return None
+        table = cycle.table
+        snap = cycle.snapshot
+        all_mask = table.all_mask
+        conflict_fail = 0  # bound PV's node affinity excludes the node
+        missing_pv = False
+        conflict_pvs: list[str] = []
+        for pvc in claims.bound:
+            pv = snap.pvs.get(pvc.volume_name)
+            if pv is None:
+                missing_pv = True
+                continue
+            m = all_mask & ~_pv_mask(table, pv)
+            if m:
+                conflict_fail |= m
+                conflict_pvs.append(pv.name)
+        bind_fail = 0
+        unbindable: list[str] = []
+        if claims.delayed:
+            ok = all_mask
+            for pvc in claims.delayed:
+                ok &= self._claim_ok_mask(cycle, pvc)
+            bind_fail = all_mask & ~ok
+            unbindable = [c.name for c in claims.delayed]
+        if not (conflict_fail or bind_fail or missing_pv):
+            return None
+        out = Outcome(self.name)
+        wording = cycle.wording
+        missing = all_mask if missing_pv else 0
+        # binder.go appends: node conflict, bind conflict, (not enough space), PV not exist.
+        parts = [
+            (conflict_fail, wording.pv_node_conflict_reason, C.VOLUME_NODE_AFFINITY_CONFLICT),
+            (bind_fail, REASON_BIND_CONFLICT, C.VOLUME_NO_PV),
+            (missing, REASON_PV_NOT_EXIST, C.PVC_LOST),
+        ]
+        any_mask = conflict_fail | bind_fail | missing
+        for a in (0, 1):
+            for b in (0, 1):
+                for c in (0, 1):
+                    m = any_mask
+                    for flag, (pm, _, _) in zip((a, b, c), parts, strict=True):
+                        m = m & pm if flag else m & ~pm
+                    if not m:
+                        continue
+                    chosen = [p for flag, p in zip((a, b, c), parts, strict=True) if flag]
+                    out.add_group(
+                        m,
+                        failure(
+                            self.name,
+                            C.UNRESOLVABLE,
+                            tuple(p[1] for p in chosen),
+                            tuple(p[2] for p in chosen),
+                            detail(volumes=tuple(conflict_pvs), claims=tuple(unbindable)),
+                        ),
+                    )
+        return out
+
+    def _claim_ok_mask(self, cycle: Cycle, pvc: PersistentVolumeClaim) -> int:
+        table = cycle.table
+        if pvc.selected_node:
+            i = table.index.get(pvc.selected_node)
+            return 0 if i is None else 1 << i
+        ok = 0
+        for pv in cycle.snapshot.pvs.values():
+            if _pv_matches_claim(pv, pvc):
+                ok |= _pv_mask(table, pv)
+        cls = cycle.snapshot.storage_classes.get(pvc.storage_class or "")
+        if cls is not None and cls.provisioner and cls.provisioner != NO_PROVISIONER:
+            ok |= (
+                table.all_mask
+                if cls.allowed_topologies is None
+                else table.selector_mask(cls.allowed_topologies)
+            )
+        return ok

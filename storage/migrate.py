@@ -1,0 +1,65 @@
+"""Run the store's Alembic migrations from code.
+
+``unstick db upgrade`` and the automatic upgrade at start-up call
+:func:`upgrade`; it runs on the application's own async engine (Alembic gets
+the live connection, see ``storage/migrations/env.py``), so it works from an
+installed wheel without ``alembic.ini``. On PostgreSQL a transaction-scoped
+advisory lock serialises replicas that start together.
+"""
+
+from __future__ import annotations
+
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from alembic import command
+
+SCRIPT_LOCATION = "storage:migrations"
+# Arbitrary, fixed: "unstick" in ASCII, as a bigint advisory lock key.
+_ADVISORY_LOCK_KEY = 0x756E737469636B
+
+
+def alembic_config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", SCRIPT_LOCATION)
+    return cfg
+
+
+def head_revision() -> str:
+    """The newest revision the code knows."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:  # pragma: no cover - the package always ships a revision
+        raise RuntimeError("no migrations found in storage/migrations")
+    return head
+
+
+def _upgrade(connection: Connection, revision: str) -> None:
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
+    cfg = alembic_config()
+    cfg.attributes["connection"] = connection
+    command.upgrade(cfg, revision)
+
+
+async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
+    """Bring the schema to ``revision`` (default: the newest), in one transaction."""
+    async with engine.begin() as conn:
+        await conn.run_sync(_upgrade, revision)
+
+
+def _current(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    """The database's revision, None for an empty database."""
+    async with engine.connect() as conn:
+        return await conn.run_sync(_current)
+
+
+async def is_up_to_date(engine: AsyncEngine) -> bool:
+    return await current_revision(engine) == head_revision()

@@ -1,0 +1,221 @@
+"""The incident store's tables: incidents, their timeline, the notification
+outbox and the idempotency keys of the Kubernetes events already applied.
+
+One model module, one ``MetaData`` with a naming convention (so constraint
+names are the same on SQLite and PostgreSQL and migrations can refer to them),
+imported by the Alembic environment in ``storage/migrations/env.py``.
+
+Timestamps are stored as UTC and always come back timezone-aware
+(:class:`UTCDateTime`); SQLite keeps them as sortable ISO strings.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncAttrs
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# 64-bit ids on PostgreSQL; SQLite only auto-increments an INTEGER PRIMARY KEY.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+# JSONB on PostgreSQL (binary, indexable); JSON text elsewhere.
+Json = JSON().with_variant(JSONB(), "postgresql")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp on every backend.
+
+    Naive datetimes are refused on the way in: a naive value is a bug in the
+    caller (whose clock is it?), not something to guess about."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value!r}: pass a timezone-aware value")
+        value = value.astimezone(UTC)
+        # SQLite has no timezone type: store the UTC wall time.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class IncidentStatus(enum.StrEnum):
+    OPEN = "open"
+    RESOLVED = "resolved"
+
+
+class TimelineKind(enum.StrEnum):
+    OPENED = "opened"
+    UPDATED = "updated"
+    ROOT_CAUSE_CHANGED = "root_cause_changed"
+    SEVERITY_CHANGED = "severity_changed"
+    RESOLVED = "resolved"
+
+
+class NotificationEvent(enum.StrEnum):
+    """Why a notification is owed: users hear about these three, never about every event."""
+
+    OPENED = "opened"
+    ROOT_CAUSE_CHANGED = "root_cause_changed"
+    RESOLVED = "resolved"
+
+
+class NotificationStatus(enum.StrEnum):
+    PENDING = "pending"  # due at next_attempt_at
+    SENDING = "sending"  # claimed by a notifier until next_attempt_at (the lease)
+    SENT = "sent"
+    FAILED = "failed"  # given up: attempts exhausted or a permanent error
+
+
+class Base(AsyncAttrs, DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Incident(Base):
+    """One root cause on one workload in one cluster, from open to resolved.
+
+    At most one incident per (cluster, fingerprint) is open at a time (a
+    partial unique index). A resolved incident that recurs opens a new row
+    whose ``previous_id`` points at the earlier one."""
+
+    __tablename__ = "incidents"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(253))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    rule_id: Mapped[str] = mapped_column(String(100))
+    cause: Mapped[str] = mapped_column(String(253))
+    severity: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16))
+    subject_kind: Mapped[str] = mapped_column(String(100))
+    namespace: Mapped[str] = mapped_column(String(253))
+    subject_name: Mapped[str] = mapped_column(String(253))
+    title: Mapped[str] = mapped_column(Text)
+    explanation: Mapped[str] = mapped_column(Text)
+    evidence: Mapped[dict[str, Any]] = mapped_column(Json)
+    remedies: Mapped[list[dict[str, Any]]] = mapped_column(Json)
+    pods: Mapped[list[str]] = mapped_column(Json)
+    first_seen: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_seen: Mapped[datetime] = mapped_column(UTCDateTime)
+    resolved_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    occurrences: Mapped[int] = mapped_column(Integer)
+    last_message: Mapped[str] = mapped_column(Text)
+    previous_id: Mapped[int | None] = mapped_column(BigId, ForeignKey("incidents.id"))
+
+    __table_args__ = (
+        # The tracker's lookup, and the guarantee of one open incident per root cause.
+        Index(
+            "uq_incidents_open_fingerprint",
+            "cluster",
+            "fingerprint",
+            unique=True,
+            sqlite_where=text("status = 'open'"),
+            postgresql_where=text("status = 'open'"),
+        ),
+        # Recurrence lookup (latest resolved incident of a fingerprint).
+        Index("ix_incidents_fingerprint", "fingerprint", "cluster", "id"),
+        # Resolve lookup: open incidents of evaluated subjects.
+        Index("ix_incidents_subject", "cluster", "subject_kind", "namespace", "subject_name"),
+        # Listing: newest first, optionally narrowed by the common filters.
+        Index("ix_incidents_last_seen", "last_seen", "id"),
+        Index("ix_incidents_first_seen", "first_seen", "id"),
+        Index("ix_incidents_status_last_seen", "status", "last_seen", "id"),
+        Index("ix_incidents_namespace_last_seen", "namespace", "last_seen", "id"),
+        Index("ix_incidents_rule_last_seen", "rule_id", "last_seen", "id"),
+        Index("ix_incidents_name_last_seen", "subject_name", "last_seen", "id"),
+    )
+
+
+class TimelineEntry(Base):
+    """What happened to an incident, when, and the scheduler message that triggered it."""
+
+    __tablename__ = "incident_timeline"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    incident_id: Mapped[int] = mapped_column(BigId, ForeignKey("incidents.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    kind: Mapped[str] = mapped_column(String(32))
+    message: Mapped[str] = mapped_column(Text)
+    detail: Mapped[dict[str, Any]] = mapped_column(Json)
+
+    __table_args__ = (Index("ix_incident_timeline_incident", "incident_id", "at", "id"),)
+
+
+class Notification(Base):
+    """The notification outbox: one row per (incident event, sink).
+
+    Written in the tracker's transaction, so a notification exists exactly when
+    the incident change it announces was committed. Notifiers claim due rows
+    (:func:`storage.outbox.claim_due`), send, and record the outcome."""
+
+    __tablename__ = "notification_outbox"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    incident_id: Mapped[int] = mapped_column(BigId, ForeignKey("incidents.id", ondelete="CASCADE"))
+    sink: Mapped[str] = mapped_column(String(100))
+    event: Mapped[str] = mapped_column(String(32))
+    payload: Mapped[dict[str, Any]] = mapped_column(Json)
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The sink's handle on the message (e.g. a Slack thread ts), so that later
+    # notifications of the same incident can reply in the same thread.
+    thread_ref: Mapped[str | None] = mapped_column(String(255))
+
+    __table_args__ = (
+        Index("ix_notification_outbox_due", "status", "next_attempt_at", "id"),
+        Index("ix_notification_outbox_incident", "incident_id", "sink"),
+    )
+
+
+class AppliedEvent(Base):
+    """Idempotency keys of the Kubernetes events the tracker has counted.
+
+    The key is the event's uid plus its count (or series.count), so a replayed
+    event (a relist after 410 Gone, a redelivered Kafka message) is recognised,
+    while the same event firing again (count bumped) is a new occurrence."""
+
+    __tablename__ = "applied_events"
+
+    cluster: Mapped[str] = mapped_column(String(253), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    applied_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (Index("ix_applied_events_applied_at", "applied_at"),)
