@@ -14,10 +14,12 @@ pkg/apis/apps/v1/defaults.go).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
+import orjson
 import yaml
 
 from analyzers.quantity import QuantityError, to_units
@@ -89,7 +91,11 @@ def parse_documents(text: str | bytes, source: str = "<input>") -> Iterator[dict
         return
     docs: list[Any]
     if stripped[0] in "{[":
-        docs = list(_json_documents(stripped, source))
+        try:
+            docs = [orjson.loads(stripped)]
+        except orjson.JSONDecodeError:
+            # Several JSON documents one after another (kubectl get … -o json per object).
+            docs = list(_json_documents(stripped, source))
     else:
         try:
             docs = [d for d in yaml.safe_load_all(text) if d is not None]
@@ -202,7 +208,7 @@ class Decoder:
     """Decodes API dicts into records, interning shared values."""
 
     def __init__(self) -> None:
-        self._strings: dict[str, str] = {}
+        self._raw_specs: dict[tuple[bytes, tuple[str, ...]], PodSpec] = {}
         self._maps: dict[FrozenMap[Any], FrozenMap[Any]] = {}
         self._values: dict[Any, Any] = {}
         self._specs: dict[PodSpec, PodSpec] = {}
@@ -211,8 +217,9 @@ class Decoder:
     def s(self, value: Any) -> str:
         if not value:
             return ""
-        text = str(value)
-        return self._strings.setdefault(text, text)
+        if value.__class__ is str:
+            return sys.intern(value)
+        return sys.intern(str(value))
 
     def labels(self, value: Any) -> FrozenMap[str]:
         if not value:
@@ -298,9 +305,24 @@ class Decoder:
         )
 
     # -- pod spec ----------------------------------------------------------
-    def pod_spec(self, spec: Any) -> PodSpec:
+    def pod_spec(self, spec: Any, *, with_node_name: bool = True) -> PodSpec:
+        """The scheduling view of a pod spec. Pods of one template share one
+        object: the raw spec (less per-pod fields) is the cache key."""
         if not isinstance(spec, Mapping):
             raise ValueError("spec is missing")
+        try:
+            shared = {k: v for k, v in spec.items() if k not in _PER_POD_SPEC_FIELDS}
+            if with_node_name and spec.get("nodeName"):
+                shared["nodeName"] = spec["nodeName"]
+            key = (orjson.dumps(shared, option=orjson.OPT_SORT_KEYS), _claim_names(spec))
+        except TypeError:
+            return self._pod_spec(spec, with_node_name)
+        cached = self._raw_specs.get(key)
+        if cached is None:
+            cached = self._raw_specs[key] = self._pod_spec(spec, with_node_name)
+        return cached
+
+    def _pod_spec(self, spec: Mapping[str, Any], with_node_name: bool) -> PodSpec:
         requests, limits, without, count = self._pod_requests(spec)
         affinity = spec.get("affinity") or {}
         node_aff = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -361,13 +383,9 @@ class Decoder:
                 for c in spec.get("topologySpreadConstraints") or ()
             ),
             host_ports=tuple(host_ports),
-            pvc_names=tuple(
-                self.s(v["persistentVolumeClaim"].get("claimName"))
-                for v in spec.get("volumes") or ()
-                if isinstance(v, Mapping) and v.get("persistentVolumeClaim")
-            ),
+            pvc_names=tuple(self.s(n) for n in _claim_names(spec)),
             scheduling_gates=tuple(self.s(g.get("name")) for g in spec.get("schedulingGates") or ()),
-            node_name=self.s(spec.get("nodeName")),
+            node_name=self.s(spec.get("nodeName")) if with_node_name else "",
             scheduler_name=self.s(spec.get("schedulerName") or "default-scheduler"),
             priority_class_name=self.s(spec.get("priorityClassName")),
             priority=spec.get("priority"),
@@ -472,7 +490,7 @@ class Decoder:
             name=str(meta["name"]),
             uid=str(meta.get("uid") or ""),
             labels=self.labels(meta.get("labels")),
-            spec=self.pod_spec(spec),
+            spec=self.pod_spec(spec, with_node_name=False),
             node_name=self.s(spec.get("nodeName")),
             phase=self.s(status.get("phase") or "Pending"),
             owner=self.owner(meta),
@@ -807,6 +825,19 @@ class Decoder:
             usage=self.resources_from_units(total),
             timestamp=parse_time(obj.get("timestamp")),
         )
+
+
+# Pod spec fields that differ between pods of one template and do not matter to
+# scheduling analysis (volumes matter only through their claim names).
+_PER_POD_SPEC_FIELDS = frozenset({"nodeName", "hostname", "subdomain", "volumes", "serviceAccount"})
+
+
+def _claim_names(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(
+        str(v["persistentVolumeClaim"].get("claimName") or "")
+        for v in spec.get("volumes") or ()
+        if isinstance(v, Mapping) and isinstance(v.get("persistentVolumeClaim"), Mapping)
+    )
 
 
 def _add(into: dict[str, int], more: Mapping[str, int]) -> None:

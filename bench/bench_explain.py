@@ -199,8 +199,23 @@ def generate(count: int, seed: int) -> list[str]:
     return out
 
 
-def _rate(count: int, seconds: float) -> str:
-    return f"{count / seconds:>12,.0f} msg/s  ({seconds / count * 1e6:.2f} µs/msg)"
+class Timer:
+    """Wall time and this process's CPU time: on a shared machine the CPU time is
+    the cost on one core, the wall time includes waiting for it."""
+
+    def __enter__(self) -> Timer:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+
+    def rate(self, count: int) -> str:
+        return (
+            f"{count / self.cpu:>12,.0f} msg/s per core ({self.cpu / count * 1e6:6.2f} µs CPU/msg; "
+            f"wall {count / self.wall:,.0f} msg/s)"
+        )
 
 
 def main() -> int:
@@ -221,43 +236,40 @@ def main() -> int:
     gc.disable()
     try:
         clear_all_caches()
-        start = time.perf_counter()
-        for message in messages:
-            parse_message_uncached(message)
-        cold = time.perf_counter() - start
-        print(f"distinct, inner caches cold  : {_rate(len(messages), cold)}")
+        with Timer() as cold:
+            for message in messages:
+                parse_message_uncached(message)
+        print(f"distinct, inner caches cold: {cold.rate(len(messages))}")
 
-        start = time.perf_counter()
-        for message in messages:
-            parse_message_uncached(message)
-        warm = time.perf_counter() - start
-        print(f"distinct, inner caches warm  : {_rate(len(messages), warm)}")
+        with Timer() as warm:
+            for message in messages:
+                parse_message_uncached(message)
+        print(f"distinct, inner caches warm: {warm.rate(len(messages))}")
 
         rng = random.Random(args.seed + 1)
         weights = [1 / (rank + 1) ** 1.1 for rank in range(len(messages))]
         stream = rng.choices(messages, weights=weights, k=args.stream)
-        parse_message.cache_clear()
-        start = time.perf_counter()
-        for message in stream:
-            parse_message(message)
-        zipf = time.perf_counter() - start
+        clear_all_caches()
+        with Timer() as zipf:
+            for message in stream:
+                parse_message(message)
         info = parse_message.cache_info()
         hit_rate = info.hits / (info.hits + info.misses)
-        print(f"Zipf stream from empty cache:    {_rate(len(stream), zipf)}  hit rate {hit_rate:.1%}")
+        print(f"Zipf stream, empty caches:   {zipf.rate(len(stream))}, hit rate {hit_rate:.1%}")
 
         hot = messages[:1000]
         for message in hot:
             parse_message(message)
-        start = time.perf_counter()
-        for _ in range(100):
-            for message in hot:
-                parse_message(message)
-        hits = time.perf_counter() - start
-        print(f"cache hits only:                 {_rate(100 * len(hot), hits)}")
+        with Timer() as hits:
+            for _ in range(100):
+                for message in hot:
+                    parse_message(message)
+        print(f"cache hits only:             {hits.rate(100 * len(hot))}")
     finally:
         gc.enable()
-    target = len(messages) / cold
-    print(f"target >= 50,000 distinct msg/s: {'met' if target >= 50_000 else 'NOT met'} ({target:,.0f})")
+    distinct = len(messages) / cold.cpu
+    verdict = "met" if distinct >= 50_000 else "NOT met"
+    print(f"target >= 50,000 distinct msg/s per core: {verdict} ({distinct:,.0f})")
     return 0
 
 

@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analyzers.ingest import Decoder  # noqa: E402
-from analyzers.simulator import node_table, simulate  # noqa: E402
-from analyzers.snapshot import ClusterSnapshot  # noqa: E402
-from bench.generate import DEFAULT_TOLERATIONS, generate  # noqa: E402
+from analyzers.ingest import Decoder
+from analyzers.simulator import node_table, simulate
+from analyzers.snapshot import ClusterSnapshot
+from bench.generate import DEFAULT_TOLERATIONS, generate
 
 
 def timed(fn: Callable[[], object], runs: int) -> tuple[float, float, object]:
@@ -38,7 +38,13 @@ def timed(fn: Callable[[], object], runs: int) -> tuple[float, float, object]:
     return statistics.median(samples) * 1000, samples[int(len(samples) * 0.9) - 1] * 1000, result
 
 
-def hypothetical(decoder: Decoder, name: str, spec_extra: dict[str, object], labels: dict[str, str], requests: dict[str, str]):  # type: ignore[no-untyped-def]
+def hypothetical(
+    decoder: Decoder,
+    name: str,
+    spec_extra: dict[str, object],
+    labels: dict[str, str],
+    requests: dict[str, str],
+):  # type: ignore[no-untyped-def]
     obj = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -70,11 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     del objects
     table = node_table(snap)
     t3 = time.perf_counter()
-    print(f"cluster: {len(snap.nodes)} nodes, {len(snap.pods)} pods "
-          f"(generate {t1 - t0:.1f} s, load {t2 - t1:.1f} s)")
-    print(f"precompute (node table, once per snapshot): {(t3 - t2) * 1000:.0f} ms "
-          f"({len(table.label_index)} label keys, {sum(len(g) for g in table.pod_groups.values())} pod groups, "
-          f"{len(table.anti_affinity_groups)} anti-affinity groups)")
+    print(
+        f"cluster: {len(snap.nodes)} nodes, {len(snap.pods)} pods "
+        f"(generate {t1 - t0:.1f} s, load {t2 - t1:.1f} s)"
+    )
+    print(
+        f"precompute (node table, once per snapshot): {(t3 - t2) * 1000:.0f} ms "
+        f"({len(table.label_index)} label keys, {sum(len(g) for g in table.pod_groups.values())} pod groups, "
+        f"{len(table.anti_affinity_groups)} anti-affinity groups)"
+    )
 
     decoder = Decoder()
     app = {"app.kubernetes.io/name": "bench"}
@@ -90,10 +100,24 @@ def main(argv: list[str] | None = None) -> int:
             decoder,
             "spread",
             {
-                "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": {"app.kubernetes.io/name": "svc-014"}}, "topologyKey": "kubernetes.io/hostname"}]}},
-                "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-                                               "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "svc-016"}}}],
+                "affinity": {
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "svc-014"}},
+                                "topologyKey": "kubernetes.io/hostname",
+                            }
+                        ]
+                    }
+                },
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "topology.kubernetes.io/zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "svc-016"}},
+                    }
+                ],
             },
             {"app.kubernetes.io/name": "svc-016"},
             {"cpu": "500m", "memory": "1Gi"},
@@ -101,8 +125,18 @@ def main(argv: list[str] | None = None) -> int:
         "pod affinity (zone) to an existing workload": hypothetical(
             decoder,
             "affine",
-            {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app.kubernetes.io/name": "svc-010"}}, "topologyKey": "topology.kubernetes.io/zone"}]}}},
+            {
+                "affinity": {
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "svc-010"}},
+                                "topologyKey": "topology.kubernetes.io/zone",
+                            }
+                        ]
+                    }
+                }
+            },
             app,
             {"cpu": "64", "memory": "1Gi"},
         ),
@@ -116,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"      {msg[:160]}{'...' if len(msg) > 160 else ''}")
     pod = cases["pending pod (nodeSelector of a missing pool)"]
     median, p90, _ = timed(lambda: simulate(snap, pod).nodes, max(5, args.runs // 5))
-    print(f"  {median:7.2f} ms / {p90:7.2f} ms  same, with all {len(snap.nodes)} per-node verdicts materialised")
+    print(
+        f"  {median:7.2f} ms / {p90:7.2f} ms  same, with all {len(snap.nodes)} per-node verdicts materialised"
+    )
     return 0
 
 

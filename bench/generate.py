@@ -27,14 +27,59 @@ ZONES = ("eu-west-1a", "eu-west-1b", "eu-west-1c")
 POOLS: dict[str, tuple[float, int, int, int, str, list[Obj], dict[str, str]]] = {
     "general": (0.70, 16, 64, 110, "m6i.4xlarge", [], {}),
     "highmem": (0.15, 16, 128, 110, "r6i.4xlarge", [], {}),
-    "gpu": (0.05, 32, 256, 110, "g5.8xlarge", [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}], {"nvidia.com/gpu": "4"}),
-    "system": (0.05, 8, 32, 58, "m6i.2xlarge", [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}], {}),
-    "spot": (0.05, 16, 64, 110, "m6i.4xlarge", [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}], {}),
+    "gpu": (
+        0.05,
+        32,
+        256,
+        110,
+        "g5.8xlarge",
+        [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+        {"nvidia.com/gpu": "4"},
+    ),
+    "system": (
+        0.05,
+        8,
+        32,
+        58,
+        "m6i.2xlarge",
+        [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}],
+        {},
+    ),
+    "spot": (
+        0.05,
+        16,
+        64,
+        110,
+        "m6i.4xlarge",
+        [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}],
+        {},
+    ),
 }
-NAMESPACES = ("payments", "checkout", "search", "catalog", "identity", "analytics", "ml", "platform", "monitoring", "batch")
+NAMESPACES = (
+    "payments",
+    "checkout",
+    "search",
+    "catalog",
+    "identity",
+    "analytics",
+    "ml",
+    "platform",
+    "monitoring",
+    "batch",
+)
 DEFAULT_TOLERATIONS = [
-    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {
+        "key": "node.kubernetes.io/not-ready",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
+    {
+        "key": "node.kubernetes.io/unreachable",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
 ]
 CREATED = "2024-05-01T08:00:00Z"
 
@@ -57,7 +102,9 @@ def _node(i: int, pool: str, rng: random.Random) -> Obj:
     node_taints = list(taints)
     if rng.random() < 0.01:
         spec["unschedulable"] = True
-        node_taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule", "timeAdded": CREATED})
+        node_taints.append(
+            {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule", "timeAdded": CREATED}
+        )
     if node_taints:
         spec["taints"] = node_taints
     return {
@@ -91,11 +138,16 @@ def _node(i: int, pool: str, rng: random.Random) -> Obj:
     }
 
 
-def _container(name: str, cpu: str, mem: str, extra: dict[str, str] | None = None, ports: list[Obj] | None = None) -> Obj:
+def _container(
+    name: str, cpu: str, mem: str, extra: dict[str, str] | None = None, ports: list[Obj] | None = None
+) -> Obj:
     c: Obj = {
         "name": name,
         "image": f"registry.example.com/{name}:1.4.2",
-        "resources": {"requests": {"cpu": cpu, "memory": mem, **(extra or {})}, "limits": {"memory": mem, **(extra or {})}},
+        "resources": {
+            "requests": {"cpu": cpu, "memory": mem, **(extra or {})},
+            "limits": {"memory": mem, **(extra or {})},
+        },
     }
     if ports:
         c["ports"] = ports
@@ -125,10 +177,21 @@ def generate(
     out: list[Obj] = []
     for ns in NAMESPACES:
         out.append(
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns, "team": ns}}}
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns, "team": ns}},
+            }
         )
     for pc, value in (("critical-service", 100000), ("batch-low", -10)):
-        out.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": pc}, "value": value})
+        out.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": pc},
+                "value": value,
+            }
+        )
 
     # Nodes, by pool.
     pool_names = list(POOLS)
@@ -147,8 +210,18 @@ def generate(
 
     pod_objs: list[Obj] = []
 
-    def add_pods(kind: str, owner: str, ns: str, labels: dict[str, str], spec: Obj, placement: list[str], count: int,
-                 *, names: list[str] | None = None, start: int = 0) -> None:
+    def add_pods(
+        kind: str,
+        owner: str,
+        ns: str,
+        labels: dict[str, str],
+        spec: Obj,
+        placement: list[str],
+        count: int,
+        *,
+        names: list[str] | None = None,
+        start: int = 0,
+    ) -> None:
         for k in range(count):
             name = names[k] if names else f"{owner}-{rng.getrandbits(20):05x}{k % 100000:05d}"
             node_name = placement[(start + k) % len(placement)] if placement else ""
@@ -157,34 +230,118 @@ def generate(
                 "namespace": ns,
                 "uid": f"pod-{len(pod_objs):08d}",
                 "creationTimestamp": CREATED,
-                "labels": labels if kind != "StatefulSet" else {**labels, "statefulset.kubernetes.io/pod-name": name},
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": kind, "name": owner, "uid": f"{owner}-uid", "controller": True}],
+                "labels": labels
+                if kind != "StatefulSet"
+                else {**labels, "statefulset.kubernetes.io/pod-name": name},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": kind,
+                        "name": owner,
+                        "uid": f"{owner}-uid",
+                        "controller": True,
+                    }
+                ],
             }
-            status: Obj = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]}
+            status: Obj = {
+                "phase": "Running",
+                "conditions": [
+                    {"type": "PodScheduled", "status": "True"},
+                    {"type": "Ready", "status": "True"},
+                ],
+            }
             pod_spec = {**spec, "nodeName": node_name} if node_name else spec
-            pod_objs.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec, "status": status})
+            pod_objs.append(
+                {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec, "status": status}
+            )
 
     # DaemonSets: one pod per node (system ones tolerate everything).
     daemonsets = [
         ("kube-proxy", "kube-system", _container("kube-proxy", "100m", "64Mi"), True),
-        ("node-exporter", "monitoring", _container("node-exporter", "50m", "64Mi", ports=[{"containerPort": 9100, "hostPort": 9100, "protocol": "TCP"}]), True),
+        (
+            "node-exporter",
+            "monitoring",
+            _container(
+                "node-exporter",
+                "50m",
+                "64Mi",
+                ports=[{"containerPort": 9100, "hostPort": 9100, "protocol": "TCP"}],
+            ),
+            True,
+        ),
         ("fluent-bit", "platform", _container("fluent-bit", "100m", "128Mi"), False),
     ]
     ds_total = 0
     for ds, ns, container, everywhere in daemonsets:
-        labels = {"app.kubernetes.io/name": ds, "controller-revision-hash": "7c9f8d6b5", "pod-template-generation": "3"}
-        tolerations = [{"operator": "Exists"}] if everywhere else [*DEFAULT_TOLERATIONS, {"key": "spot", "operator": "Exists"}]
-        spec = {"containers": [container], "tolerations": tolerations, "schedulerName": "default-scheduler", "priorityClassName": "system-node-critical", "priority": 2000001000}
+        labels = {
+            "app.kubernetes.io/name": ds,
+            "controller-revision-hash": "7c9f8d6b5",
+            "pod-template-generation": "3",
+        }
+        tolerations = (
+            [{"operator": "Exists"}]
+            if everywhere
+            else [*DEFAULT_TOLERATIONS, {"key": "spot", "operator": "Exists"}]
+        )
+        spec = {
+            "containers": [container],
+            "tolerations": tolerations,
+            "schedulerName": "default-scheduler",
+            "priorityClassName": "system-node-critical",
+            "priority": 2000001000,
+        }
         targets = all_names if everywhere else untainted
-        out.append({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": ds, "namespace": ns, "uid": f"{ds}-uid"},
-                    "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": ds}}, "template": {"metadata": {"labels": labels}, "spec": spec}},
-                    "status": {"desiredNumberScheduled": len(targets), "currentNumberScheduled": len(targets), "numberReady": len(targets)}})
-        add_pods("DaemonSet", ds, ns, labels, spec, targets, len(targets), names=[f"{ds}-{k:05x}" for k in range(len(targets))])
+        out.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": ds, "namespace": ns, "uid": f"{ds}-uid"},
+                "spec": {
+                    "selector": {"matchLabels": {"app.kubernetes.io/name": ds}},
+                    "template": {"metadata": {"labels": labels}, "spec": spec},
+                },
+                "status": {
+                    "desiredNumberScheduled": len(targets),
+                    "currentNumberScheduled": len(targets),
+                    "numberReady": len(targets),
+                },
+            }
+        )
+        add_pods(
+            "DaemonSet",
+            ds,
+            ns,
+            labels,
+            spec,
+            targets,
+            len(targets),
+            names=[f"{ds}-{k:05x}" for k in range(len(targets))],
+        )
         ds_total += len(targets)
 
     # Other workloads share the remaining pods.
     remaining = max(workloads - len(daemonsets), 1)
     counts = _split(max(pods - ds_total - pending, remaining), remaining, rng)
+
+    def cap(w: int, n: int) -> int:
+        placement = (
+            names_by_pool["gpu"] if w % 20 == 3 else names_by_pool["highmem"] if w % 7 == 2 else untainted
+        )
+        if w % 12 == 5:
+            n = min(n, 60)
+        if w % 20 == 3:
+            n = min(n, 2 * len(placement))
+        if w % 10 == 4:
+            n = min(n, len(placement) // 2)
+        return max(n, 1)
+
+    capped = [cap(w, n) for w, n in enumerate(counts)]
+    free_slots = [w for w in range(len(counts)) if cap(w, 10**9) == 10**9]
+    deficit = sum(counts) - sum(capped)
+    for j, w in enumerate(free_slots):
+        share = deficit // len(free_slots) + (1 if j < deficit % len(free_slots) else 0)
+        capped[w] += share
+    counts = capped
     cursor = 0
     for w, replicas in enumerate(counts):
         ns = NAMESPACES[w % len(NAMESPACES)]
@@ -196,24 +353,45 @@ def generate(
         mem = rng.choice(("128Mi", "256Mi", "512Mi", "1Gi", "2Gi"))
         extra: dict[str, str] = {}
         placement = untainted
-        spec: Obj = {"schedulerName": "default-scheduler", "tolerations": DEFAULT_TOLERATIONS, "terminationGracePeriodSeconds": 30}
+        spec: Obj = {
+            "schedulerName": "default-scheduler",
+            "tolerations": DEFAULT_TOLERATIONS,
+            "terminationGracePeriodSeconds": 30,
+        }
         labels: dict[str, str] = {"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": ns}
         if w % 20 == 3:  # GPU workload
             extra = {"nvidia.com/gpu": "1"}
             placement = names_by_pool["gpu"]
-            spec["tolerations"] = [*DEFAULT_TOLERATIONS, {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+            spec["tolerations"] = [
+                *DEFAULT_TOLERATIONS,
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+            ]
             spec["nodeSelector"] = {"node-pool": "gpu"}
             replicas = min(replicas, 2 * len(placement))
         elif w % 7 == 2:
             spec["nodeSelector"] = {"node-pool": "highmem"}
             placement = names_by_pool["highmem"]
         if w % 10 == 4:
-            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}}, "topologyKey": "kubernetes.io/hostname"}]}}
+            spec["affinity"] = {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
+                            "topologyKey": "kubernetes.io/hostname",
+                        }
+                    ]
+                }
+            }
             replicas = min(replicas, len(placement) // 2)
         if w % 10 == 6:
-            spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
-                                                  "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}}}]
+            spec["topologySpreadConstraints"] = [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
+                }
+            ]
         if w % 9 == 1:
             spec["priorityClassName"] = "critical-service"
             spec["priority"] = 100000
@@ -227,23 +405,82 @@ def generate(
             rs = f"{app}-6d4f9b7c8"
             labels = {**labels, "pod-template-hash": "6d4f9b7c8"}
             template = {"metadata": {"labels": labels}, "spec": spec}
-            out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": app, "namespace": ns, "uid": f"{app}-d-uid", "generation": 1},
-                        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app.kubernetes.io/name": app}}, "template": template},
-                        "status": {"replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas, "updatedReplicas": replicas}})
-            out.append({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": rs, "namespace": ns, "uid": f"{rs}-uid",
+            out.append(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": app, "namespace": ns, "uid": f"{app}-d-uid", "generation": 1},
+                    "spec": {
+                        "replicas": replicas,
+                        "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
+                        "template": template,
+                    },
+                    "status": {
+                        "replicas": replicas,
+                        "readyReplicas": replicas,
+                        "availableReplicas": replicas,
+                        "updatedReplicas": replicas,
+                    },
+                }
+            )
+            out.append(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "metadata": {
+                        "name": rs,
+                        "namespace": ns,
+                        "uid": f"{rs}-uid",
                         "annotations": {"deployment.kubernetes.io/revision": "1"},
-                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": app, "uid": f"{app}-d-uid", "controller": True}]},
-                        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app.kubernetes.io/name": app, "pod-template-hash": "6d4f9b7c8"}}, "template": template},
-                        "status": {"replicas": replicas, "readyReplicas": replicas}})
+                        "ownerReferences": [
+                            {
+                                "apiVersion": "apps/v1",
+                                "kind": "Deployment",
+                                "name": app,
+                                "uid": f"{app}-d-uid",
+                                "controller": True,
+                            }
+                        ],
+                    },
+                    "spec": {
+                        "replicas": replicas,
+                        "selector": {
+                            "matchLabels": {"app.kubernetes.io/name": app, "pod-template-hash": "6d4f9b7c8"}
+                        },
+                        "template": template,
+                    },
+                    "status": {"replicas": replicas, "readyReplicas": replicas},
+                }
+            )
             kind, owner = "ReplicaSet", rs
         elif kind == "StatefulSet":
-            out.append({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": app, "namespace": ns, "uid": f"{app}-uid"},
-                        "spec": {"replicas": replicas, "serviceName": app, "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
-                                 "template": {"metadata": {"labels": labels}, "spec": spec}},
-                        "status": {"replicas": replicas, "readyReplicas": replicas}})
+            out.append(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "StatefulSet",
+                    "metadata": {"name": app, "namespace": ns, "uid": f"{app}-uid"},
+                    "spec": {
+                        "replicas": replicas,
+                        "serviceName": app,
+                        "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
+                        "template": {"metadata": {"labels": labels}, "spec": spec},
+                    },
+                    "status": {"replicas": replicas, "readyReplicas": replicas},
+                }
+            )
         else:
-            out.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": app, "namespace": ns, "uid": f"{app}-uid"},
-                        "spec": {"parallelism": replicas, "template": {"metadata": {"labels": labels}, "spec": spec}}, "status": {"active": replicas}})
+            out.append(
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "metadata": {"name": app, "namespace": ns, "uid": f"{app}-uid"},
+                    "spec": {
+                        "parallelism": replicas,
+                        "template": {"metadata": {"labels": labels}, "spec": spec},
+                    },
+                    "status": {"active": replicas},
+                }
+            )
         names = [f"{app}-{k}" for k in range(replicas)] if kind == "StatefulSet" else None
         add_pods(kind, owner, ns, labels, spec, placement, replicas, names=names, start=cursor)
         cursor += replicas
@@ -252,13 +489,31 @@ def generate(
     # Deployment pinned to a pool that does not exist.
     for k in range(pending):
         ns = NAMESPACES[k % len(NAMESPACES)]
-        spec = {"schedulerName": "default-scheduler", "tolerations": DEFAULT_TOLERATIONS,
-                "containers": [_container("pending", "2", "4Gi", {"nvidia.com/gpu": "8"} if k % 2 else None)]}
+        spec = {
+            "schedulerName": "default-scheduler",
+            "tolerations": DEFAULT_TOLERATIONS,
+            "containers": [_container("pending", "2", "4Gi", {"nvidia.com/gpu": "8"} if k % 2 else None)],
+        }
         if not k % 2:
             spec["nodeSelector"] = {"node-pool": "arm64"}
-        pod_objs.append({"apiVersion": "v1", "kind": "Pod",
-                         "metadata": {"name": f"pending-{k}", "namespace": ns, "uid": f"pending-{k}", "creationTimestamp": CREATED, "labels": {"app.kubernetes.io/name": "pending"}},
-                         "spec": spec, "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}})
+        pod_objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"pending-{k}",
+                    "namespace": ns,
+                    "uid": f"pending-{k}",
+                    "creationTimestamp": CREATED,
+                    "labels": {"app.kubernetes.io/name": "pending"},
+                },
+                "spec": spec,
+                "status": {
+                    "phase": "Pending",
+                    "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+                },
+            }
+        )
     out.extend(pod_objs)
     return out
 
@@ -279,8 +534,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         with open(args.output, "w", encoding="utf-8") as fh:
             json.dump(doc, fh)
-    print(f"{len(items)} objects ({sum(1 for o in items if o['kind'] == 'Pod')} pods, "
-          f"{sum(1 for o in items if o['kind'] == 'Node')} nodes)", file=sys.stderr)
+    print(
+        f"{len(items)} objects ({sum(1 for o in items if o['kind'] == 'Pod')} pods, "
+        f"{sum(1 for o in items if o['kind'] == 'Node')} nodes)",
+        file=sys.stderr,
+    )
     return 0
 
 

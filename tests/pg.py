@@ -68,8 +68,10 @@ def _free_port() -> int:
 
 
 class PostgresServer:
-    def __init__(self, bindir: Path | None = None) -> None:
+    def __init__(self, bindir: Path | None = None, *, durable: bool = False) -> None:
+        """``durable=False`` (tests) turns fsync and synchronous commit off; benchmarks keep them on."""
         self.bindir = bindir or find_bindir()
+        self.durable = durable
         self.root = Path(tempfile.mkdtemp(prefix="unstick-pg-"))
         self.data = self.root / "data"
         self.port = 0
@@ -112,6 +114,9 @@ class PostgresServer:
         log = open(self.root / "postgres.log", "wb")  # noqa: SIM115 - lives as long as the server
         for _ in range(5):
             self.port = _free_port()
+            settings = ["-c", "max_connections=200", "-c", "shared_buffers=128MB"]
+            if not self.durable:
+                settings += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
             self.proc = subprocess.Popen(
                 [
                     str(self.bindir / "postgres"),
@@ -123,16 +128,7 @@ class PostgresServer:
                     "127.0.0.1",
                     "-p",
                     str(self.port),
-                    "-c",
-                    "fsync=off",
-                    "-c",
-                    "synchronous_commit=off",
-                    "-c",
-                    "full_page_writes=off",
-                    "-c",
-                    "max_connections=200",
-                    "-c",
-                    "shared_buffers=64MB",
+                    *settings,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -144,16 +140,21 @@ class PostgresServer:
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
                     break  # port taken meanwhile, or a real failure: retry, then report
-                with (
-                    contextlib.suppress(OSError),
-                    socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
-                ):
-                    if (self.root / f".s.PGSQL.{self.port}").exists():
-                        return self
+                if (self.root / f".s.PGSQL.{self.port}").exists() and self._accepting():
+                    return self
                 time.sleep(0.05)
             self._kill()
         tail = (self.root / "postgres.log").read_text(errors="replace")[-2000:]
         raise RuntimeError(f"PostgreSQL did not start (bindir {self.bindir}):\n{tail}")
+
+    def _accepting(self) -> bool:
+        """True once the server accepts connections (not merely listening while it starts up)."""
+        probe = subprocess.run(
+            [str(self.bindir / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"],
+            capture_output=True,
+            check=False,
+        )
+        return probe.returncode == 0
 
     def _kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

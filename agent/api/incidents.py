@@ -6,7 +6,7 @@ from aiohttp import web
 
 from agent.api.errors import ApiError, bad_parameter, json_response
 from agent.api.keys import OPENAPI, SESSIONS, SETTINGS
-from agent.api.params import MAX_ID, parse_id, parse_list, parse_stats, single_values
+from agent.api.params import MAX_REMEDY, parse_id, parse_list, parse_stats, single_values
 from storage.queries import InvalidCursor, get_incident, incident_stats, list_incidents
 from storage.views import incident_detail_dict, incident_dict, remedy_dict
 
@@ -37,10 +37,8 @@ async def list_(request: web.Request) -> web.Response:
 async def show(request: web.Request) -> web.Response:
     _no_params(request)
     incident_id = parse_id("id", request.match_info["id"])
-    found = None
-    if incident_id <= MAX_ID:
-        async with request.app[SESSIONS]() as session:
-            found = await get_incident(session, incident_id)
+    async with request.app[SESSIONS]() as session:
+        found = await get_incident(session, incident_id)
     if found is None:
         raise ApiError(404, f"no incident {incident_id}")
     return json_response(incident_detail_dict(*found))
@@ -50,11 +48,9 @@ async def show(request: web.Request) -> web.Response:
 async def remedy_yaml(request: web.Request) -> web.Response:
     _no_params(request)
     incident_id = parse_id("id", request.match_info["id"])
-    n = parse_id("n", request.match_info["n"])
-    found = None
-    if incident_id <= MAX_ID:
-        async with request.app[SESSIONS]() as session:
-            found = await get_incident(session, incident_id)
+    n = parse_id("n", request.match_info["n"], minimum=0, maximum=MAX_REMEDY)
+    async with request.app[SESSIONS]() as session:
+        found = await get_incident(session, incident_id)
     if found is None:
         raise ApiError(404, f"no incident {incident_id}")
     incident, _ = found

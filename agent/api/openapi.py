@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from agent.api.params import MAX_LENGTHS, PATTERNS, SEVERITIES, SORTS
+from agent.api.params import MAX_ID, MAX_LENGTHS, MAX_REMEDY, PATTERNS, SEVERITIES, SORTS
 from agent.settings import ApiSettings
 from storage.models import TimelineKind
 from storage.queries import STATUSES
@@ -268,12 +268,13 @@ def _json_ok(description: str, schema: str) -> dict[str, Any]:
 
 
 def _id_param(name: str, description: str) -> dict[str, Any]:
+    bounds = {"minimum": 0, "maximum": MAX_REMEDY} if name == "n" else {"minimum": 1, "maximum": MAX_ID}
     return {
         "name": name,
         "in": "path",
         "required": True,
         "description": description,
-        "schema": {"type": "integer", "minimum": 0 if name == "n" else 1},
+        "schema": {"type": "integer", **bounds},
     }
 
 

@@ -20,7 +20,7 @@ from aiohttp import web
 from agent.api import auth
 from agent.api.errors import ApiError
 from agent.api.keys import CLOCK, JINJA, SESSIONS, SETTINGS, TOKENS
-from agent.api.params import MAX_ID, SEVERITIES, parse_id, parse_list
+from agent.api.params import SEVERITIES, parse_id, parse_list
 from storage.queries import (
     STATUSES,
     InvalidCursor,
@@ -225,10 +225,8 @@ async def incident_page(request: web.Request) -> web.Response:
         incident_id = parse_id("id", request.match_info["id"])
     except ApiError as exc:
         return render(request, "error.html.j2", status=400, title="Bad incident id", message=exc.message)
-    found = None
-    if incident_id <= MAX_ID:
-        async with request.app[SESSIONS]() as session:
-            found = await get_incident(session, incident_id)
+    async with request.app[SESSIONS]() as session:
+        found = await get_incident(session, incident_id)
     if found is None:
         return render(
             request,

@@ -191,14 +191,12 @@ def parse_stats(query: MultiMapping[str], *, strict: bool = True) -> IncidentFil
     return parse_filter(single_values(query, FILTER_PARAMS, strict=strict))
 
 
-MAX_ID = 2**63 - 1
+MAX_ID = 2**63 - 1  # BIGINT
+MAX_REMEDY = 999
 
 
-def parse_id(parameter: str, raw: str) -> int:
-    """A positive integer id; ids beyond 64 bits cannot exist (a 404 later, not a database error)."""
-    if not re.fullmatch(r"[0-9]{1,30}", raw):
-        raise bad_parameter(parameter, f"{parameter} must be a positive integer")
-    value = int(raw)
-    if value < 1 and parameter == "id":
-        raise bad_parameter(parameter, f"{parameter} must be a positive integer")
-    return value
+def parse_id(parameter: str, raw: str, *, minimum: int = 1, maximum: int = MAX_ID) -> int:
+    """An integer id in [minimum, maximum] (the OpenAPI document declares the same bounds)."""
+    if not re.fullmatch(r"[0-9]{1,19}", raw) or not minimum <= int(raw) <= maximum:
+        raise bad_parameter(parameter, f"{parameter} must be an integer from {minimum} to {maximum}")
+    return int(raw)

@@ -37,7 +37,7 @@ from analyzers.messages import (
 _FLUSH_EVERY = 1024
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "explain",
         help="explain a FailedScheduling or eviction message",
@@ -141,16 +141,16 @@ def run_jsonl(path: str, out: IO[bytes]) -> int:
 # --- text -----------------------------------------------------------------------------------
 
 
-def _nodes(count: int | None) -> str:
+def _nodes(count: int | None, uncounted: str) -> str:
     if count is None:
-        return "PreFilter"
+        return uncounted
     return f"{count} node" if count == 1 else f"{count} nodes"
 
 
-def _reason_lines(reasons: Iterable[Reason], *, detailed: bool) -> list[str]:
+def _reason_lines(reasons: Iterable[Reason], *, detailed: bool, uncounted: str = "-") -> list[str]:
     lines: list[str] = []
     for reason in reasons:
-        lines.append(f"  {_nodes(reason.count):<10} {reason.text}")
+        lines.append(f"  {_nodes(reason.count, uncounted):<10} {reason.text}")
         plugin = f" ({reason.plugin})" if reason.plugin else ""
         if detailed:
             lines.append(f"  {'':<10} {reason.code}{plugin}: {reason.info.meaning}.")
@@ -191,12 +191,16 @@ def render_text(parsed: ParsedMessage) -> str:
         if parsed.pod:
             head += f" {parsed.pod}"
         lines.append(head + ".")
-        if parsed.reasons and all(r.count is None for r in parsed.reasons) and parsed.total_nodes is not None:
+        prefilter = parsed.format == "fit-error-prefilter"
+        if prefilter:
             lines.append("Rejected at PreFilter, before any node was tried:")
-        lines.extend(_reason_lines(parsed.reasons, detailed=True))
+        lines.extend(
+            _reason_lines(parsed.reasons, detailed=True, uncounted="PreFilter" if prefilter else "-")
+        )
         for note in parsed.notes:
             lines.append(f"Note: {note}.")
-        lines.extend(_preemption_lines(parsed.preemption))
+        if parsed.format != "reasons":
+            lines.extend(_preemption_lines(parsed.preemption))
         if parsed.truncated:
             lines.append("The message is cut short: the last reason may be incomplete.")
     elif parsed.kind == EVICTION and parsed.eviction is not None:
@@ -213,7 +217,7 @@ def render_text(parsed: ParsedMessage) -> str:
         if ev.pod:
             lines.append(f"  pod: {ev.namespace + '/' if ev.namespace else ''}{ev.pod}")
         if ev.pdb:
-            lines.append(f"  PodDisruptionBudget: {ev.pdb}")
+            lines.append(f"  PodDisruptionBudget: {ev.namespace + '/' if ev.namespace else ''}{ev.pdb}")
         if ev.desired_healthy is not None and ev.current_healthy is not None:
             lines.append(
                 f"  it needs {ev.desired_healthy} healthy pods and has {ev.current_healthy}: "

@@ -177,8 +177,6 @@ def run_show(args: argparse.Namespace) -> int:
         engine = create_engine(settings.db.url)
         try:
             await _check_schema(engine, settings.db.url)
-            if incident_id > 2**63 - 1:
-                return None
             async with create_sessionmaker(engine)() as session:
                 return await get_incident(session, incident_id)
         finally:

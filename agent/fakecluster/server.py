@@ -383,7 +383,8 @@ class FakeCluster:
         self.requests: list[RequestRecord] = []
         self._random = random.Random(seed)
         self._rv = 0
-        self._objects: dict[Kind, dict[tuple[str, str], Obj]] = {k: {} for k in ALL_KINDS}
+        # kind name -> (namespace, name) -> object
+        self._objects: dict[str, dict[tuple[str, str], Obj]] = {k.kind: {} for k in ALL_KINDS}
         self._history: list[_Change] = []
         self._compacted = 0  # watches from a revision below this are too old
         self._snapshots: OrderedDict[tuple[str, int], list[tuple[str, tuple[str, str], Obj]]] = OrderedDict()
@@ -443,11 +444,11 @@ class FakeCluster:
 
     def objects(self, kind: str) -> list[Obj]:
         k = kind_for(kind)
-        return [self._objects[k][key] for key in sorted(self._objects[k], key=_sort_key)]
+        return [self._objects[k.kind][key] for key in sorted(self._objects[k.kind], key=_sort_key)]
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> Obj | None:
         k = kind_for(kind)
-        return self._objects[k].get(((namespace or "default") if k.namespaced else "", name))
+        return self._objects[k.kind].get(((namespace or "default") if k.namespaced else "", name))
 
     def apply(self, obj: Mapping[str, Any], *, copy: bool = True) -> Obj:
         """Create or replace an object (a ``List`` applies each item). Fills
@@ -478,9 +479,9 @@ class FakeCluster:
         if kind.group == METRICS_GROUP:
             # metrics-server objects are computed, not stored: no revision.
             meta.setdefault("creationTimestamp", _rfc3339(self.now()))
-            self._objects[kind][key] = new
+            self._objects[kind.kind][key] = new
             return new
-        prev = self._objects[kind].get(key)
+        prev = self._objects[kind.kind].get(key)
         if prev is not None:
             meta["uid"] = prev["metadata"].get("uid")
             meta["creationTimestamp"] = prev["metadata"].get("creationTimestamp")
@@ -489,7 +490,7 @@ class FakeCluster:
             meta.setdefault("creationTimestamp", _rfc3339(self.now()))
         self._rv += 1
         meta["resourceVersion"] = str(self._rv)
-        self._objects[kind][key] = new
+        self._objects[kind.kind][key] = new
         self._record(kind, key, "MODIFIED" if prev is not None else "ADDED", new, prev)
         return new
 
@@ -498,7 +499,7 @@ class FakeCluster:
         Returns the deleted object, or None when there was none."""
         k = kind_for(kind)
         key = ((namespace or "default") if k.namespaced else "", name)
-        prev = self._objects[k].pop(key, None)
+        prev = self._objects[k.kind].pop(key, None)
         if prev is None or k.group == METRICS_GROUP:
             return prev
         self._rv += 1
@@ -534,7 +535,7 @@ class FakeCluster:
         ref = {k: v for k, v in ref.items() if v is not None}
         ns = namespace or ref.get("namespace") or "default"
         now = _rfc3339(self.now())
-        for existing in self._objects[EVENT].values():
+        for existing in self._objects[EVENT.kind].values():
             io = existing.get("involvedObject", {})
             if (
                 existing["metadata"].get("namespace") == ns
@@ -600,7 +601,7 @@ class FakeCluster:
 
     # -- internals ---------------------------------------------------------
     def _ensure_namespace(self, name: str) -> None:
-        if ("", name) in self._objects[NAMESPACE]:
+        if ("", name) in self._objects[NAMESPACE.kind]:
             return
         self.apply(
             {
@@ -817,7 +818,7 @@ class FakeCluster:
 
     def _serve_get(self, kind: Kind, namespace: str | None, name: str) -> web.Response:
         key = ((namespace or "") if kind.namespaced else "", name)
-        obj = self._objects[kind].get(key)
+        obj = self._objects[kind.kind].get(key)
         if obj is None:
             return self._error(
                 404, f'{kind.plural}{"." + kind.group if kind.group else ""} "{name}" not found', details={"name": name, "kind": kind.plural}
@@ -846,7 +847,7 @@ class FakeCluster:
             snapshot = self._snapshots[snap_key]
         else:
             snapshot = sorted(
-                ((_sort_key(key), key, obj) for key, obj in self._objects[kind].items()), key=lambda entry: entry[0]
+                ((_sort_key(key), key, obj) for key, obj in self._objects[kind.kind].items()), key=lambda entry: entry[0]
             )
         list_rv = snap_key[1] if kind.group != METRICS_GROUP else 0
         idx = bisect.bisect_left(snapshot, start, key=lambda entry: entry[0]) if start else 0
@@ -917,8 +918,8 @@ class FakeCluster:
             w.position = self._rv + 1
         elif start_rv == 0:
             # "Any" version: the current state as synthetic ADDED events first.
-            for key in sorted(self._objects[kind], key=_sort_key):
-                obj = self._objects[kind][key]
+            for key in sorted(self._objects[kind.kind], key=_sort_key):
+                obj = self._objects[kind.kind][key]
                 if w.selects(key, obj):
                     pending.append(orjson.dumps({"type": "ADDED", "object": obj}, option=orjson.OPT_APPEND_NEWLINE))
             w.position = self._rv + 1

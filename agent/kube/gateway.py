@@ -16,10 +16,12 @@ Every client failure leaves this module as one of ``agent.kube.errors``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal, TypedDict
 
 import aiohttp
@@ -28,6 +30,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.exceptions import ApiException, ApiValueError
 from kubernetes_asyncio.config.config_exception import ConfigException
+from kubernetes_asyncio.config.kube_config import KUBE_CONFIG_DEFAULT_LOCATION
 
 from agent.kube.errors import (
     ConfigError,
@@ -193,6 +196,14 @@ class WatchStream:
         )
 
 
+def _log_refresh_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error(
+            "refreshing Kubernetes credentials failed; requests will fail once the token expires",
+            exc_info=task.exception(),
+        )
+
+
 class Gateway:
     """Reads the Kubernetes API and returns API-shaped dicts.
 
@@ -229,6 +240,7 @@ class Gateway:
         self._discovery_ttl = discovery_ttl
         self._user_agent = user_agent
         self._api: k8s_client.ApiClient | None = None
+        self._refresher: asyncio.Task[None] | None = None
         self._groups: dict[str, list[str]] | None = None
         self._groups_at = 0.0
 
@@ -243,18 +255,25 @@ class Gateway:
         configuration = k8s_client.Configuration()
         try:
             if self._in_cluster:
-                k8s_config.load_incluster_config(client_configuration=configuration)
+                k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             else:
-                path = self._kubeconfig or os.path.expanduser(k8s_config.KUBE_CONFIG_DEFAULT_LOCATION)
+                path = self._kubeconfig or os.path.expanduser(KUBE_CONFIG_DEFAULT_LOCATION)
                 if self._kubeconfig is None and self._in_cluster is None and not os.path.exists(path):
-                    k8s_config.load_incluster_config(client_configuration=configuration)
+                    k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
                 else:
-                    await k8s_config.load_kube_config(
+                    loader = await k8s_config.load_kube_config(
                         config_file=path,
                         context=self._context,
                         client_configuration=configuration,
                         persist_config=False,
                     )
+                    # exec plugins (EKS, AKS) and gcp tokens expire; the
+                    # library re-runs the plugin in this loop (it returns at
+                    # once for static tokens and certificates).
+                    self._refresher = asyncio.create_task(
+                        k8s_config.refresh_token(loader, configuration), name="kube credentials refresh"
+                    )
+                    self._refresher.add_done_callback(_log_refresh_failure)
         except (ConfigException, OSError) as exc:
             raise ConfigError(f"no usable Kubernetes configuration: {exc}") from exc
         api = k8s_client.ApiClient(configuration)
@@ -263,6 +282,11 @@ class Gateway:
         return self
 
     async def close(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresher
+            self._refresher = None
         if self._api is not None:
             api, self._api = self._api, None
             await api.close()
@@ -295,7 +319,7 @@ class Gateway:
                 _request_timeout=timeout,
             )
         except ApiException as exc:
-            headers = exc.headers or {}
+            headers: Mapping[str, str] = exc.headers or {}
             body = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
             raise error_from_response(exc.status or 0, body, headers) from exc
         except ApiValueError as exc:

@@ -295,22 +295,29 @@ class KindWatcher:
         return len(self._known)
 
     # -- the single pass ---------------------------------------------------
-    async def step(self) -> None:
+    async def step(self) -> bool:
         """List when no resourceVersion is held, then watch until the stream
-        ends. A 410 Gone (from the watch or a continue token) forgets the
-        version so that the next step relists; other errors propagate."""
+        ends. A 410 Gone from the watch forgets the version so that the next
+        step relists, and returns True; other errors propagate (a 410 on a
+        list that has no continue token to fall back from, too)."""
+        if self.resource_version is None:
+            await self.list_once()
         try:
-            if self.resource_version is None:
-                await self.list_once()
             await self.watch_once()
         except Gone as exc:
             # reflector.go: isExpiredError → return, and ListAndWatch relists.
             logger.info("%s: %s; relisting", self, exc, extra={"kind": self.kind.kind})
             self.resource_version = None
             self.stats.relists += 1
+            return True
+        return False
 
     async def list_once(self) -> None:
-        """A full, paginated list reconciled with what was delivered before."""
+        """A full, paginated list reconciled with what was delivered before.
+
+        The list carries no resourceVersion: a consistent read, which the API
+        server paginates with ``limit``/``continue`` (reflector.go notes that
+        RV="0" lists are served from the watch cache, which ignores limit)."""
         self.stats.lists += 1
         seen: set[tuple[str, str]] = set()
         token: str | None = None
@@ -343,15 +350,8 @@ class KindWatcher:
                 break
         for key in [k for k in self._known if k not in seen]:
             uid, rv = self._known.pop(key)
-            stub: RawObject = {
-                "apiVersion": self.kind.api_version,
-                "kind": self.kind.kind,
-                "metadata": {"name": key[1], "uid": uid, "resourceVersion": rv},
-            }
-            if key[0]:
-                stub["metadata"]["namespace"] = key[0]
             self.stats.synthesised_deletes += 1
-            await self.sink.delta(Delta(self.kind.kind, "DELETED", stub, final_state_unknown=True))
+            await self.sink.delta(Delta(self.kind.kind, "DELETED", self._stub(key, uid, rv), final_state_unknown=True))
         self.resource_version = list_rv or "0"
         self.stats.resource_version = self.resource_version
         if not self.stats.synced:
@@ -360,6 +360,13 @@ class KindWatcher:
                 await self._on_synced(self)
             else:
                 await self.sink.synced(self.kind.kind)
+
+    def _stub(self, key: tuple[str, str], uid: str, rv: str) -> RawObject:
+        """The last known identity of an object whose final state we missed."""
+        meta: dict[str, str] = {"name": key[1], "uid": uid, "resourceVersion": rv}
+        if key[0]:
+            meta["namespace"] = key[0]
+        return {"apiVersion": self.kind.api_version, "kind": self.kind.kind, "metadata": meta}
 
     async def _reconcile(self, obj: RawObject, seen: set[tuple[str, str]]) -> None:
         meta = obj.get("metadata")
@@ -375,15 +382,8 @@ class KindWatcher:
             type_: DeltaType = "ADDED"
         elif old[0] != uid:
             # Deleted and re-created under the same name while we were away.
-            stub = {
-                "apiVersion": self.kind.api_version,
-                "kind": self.kind.kind,
-                "metadata": {"name": key[1], "uid": old[0], "resourceVersion": old[1]},
-            }
-            if key[0]:
-                stub["metadata"]["namespace"] = key[0]
             self.stats.synthesised_deletes += 1
-            await self.sink.delta(Delta(self.kind.kind, "DELETED", stub, final_state_unknown=True))
+            await self.sink.delta(Delta(self.kind.kind, "DELETED", self._stub(key, *old), final_state_unknown=True))
             type_ = "ADDED"
         elif old[1] != rv:
             type_ = "MODIFIED"
@@ -455,11 +455,19 @@ class KindWatcher:
         between failed passes. Returns only when the API server does not
         serve this kind at all (404 on the first list)."""
         done = 0
+        gone_in_a_row = 0
         while _iterations is None or done < _iterations:
             done += 1
             delay = 0.0
             try:
-                await self.step()
+                if await self.step():
+                    gone_in_a_row += 1
+                    if gone_in_a_row > 1:
+                        # A watch that expires again right after a fresh list:
+                        # relist, but not in a tight loop.
+                        delay = self.backoff.next()
+                else:
+                    gone_in_a_row = 0
             except NotFound as exc:
                 if self.stats.synced:
                     delay = self.backoff.next()
@@ -612,7 +620,8 @@ async def poll_metrics_once(
             return MetricsUnavailable("metrics.k8s.io/v1beta1 is not served by this cluster (no metrics-server)")
         nodes = (await source.list_node_metrics())["items"]
         pods: list[RawObject] = []
-        for ns in namespaces or [None]:
+        scopes: Sequence[str | None] = namespaces or [None]
+        for ns in scopes:
             pods.extend((await source.list_pod_metrics(ns))["items"])
     except KubeError as exc:
         return MetricsUnavailable(f"metrics.k8s.io failed: {exc}")

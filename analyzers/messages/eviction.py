@@ -35,7 +35,7 @@ _EVICTING_NS_RE: Final = re.compile(r'evicting pod ([^\s/"]+)/([^\s"]+)')
 _EVICTING_OLD_RE: Final = re.compile(r'evicting pod "([^"]+)"')
 _EVICTED_RE: Final = re.compile(r"\bpod/([^\s/]+) evicted\b")
 _PDB_NEEDS_RE: Final = re.compile(
-    r"The disruption budget (\S+) needs (\d+) healthy pods? and has (\d+) currently"
+    r"The disruption budget (\S+) needs ([0-9]{1,9}) healthy pods? and has ([0-9]{1,9}) currently"
 )
 _PDB_DENIES_RE: Final = re.compile(r"The disruption budget (\S+) does not allow evicting pods currently[^.]*")
 _CA_RE: Final = re.compile(r"not enough pod disruption budget to move ([^\s/]+)/(\S+)")

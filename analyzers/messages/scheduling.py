@@ -37,7 +37,9 @@ from analyzers.messages.model import (
 from analyzers.messages.reasons import NO_NODES, OTHER, classify_reason, classify_truncated
 from analyzers.messages.text import until_terminator
 
-HEADER_RE: Final = re.compile(r"(\d+)/(\d+) nodes are (?:un)?available(?: to run pod ([^\s:]+))?:")
+HEADER_RE: Final = re.compile(
+    r"([0-9]{1,9})/([0-9]{1,9}) nodes are (?:un)?available(?: to run pod ([^\s:]+))?:"
+)
 _HEADER_ANCHOR: Final = " nodes are "
 
 
@@ -73,7 +75,7 @@ _ALL_NODES_HEADER_RE: Final = re.compile(r"()all nodes are unavailable:()()")
 _LEGACY_HEADER_RE: Final = re.compile(
     r"No nodes are available that match all of the (?:following )?predicates:*"
 )
-_LEGACY_TOKEN_RE: Final = re.compile(r"^(.*?)\s*\((\d+)\)$")
+_LEGACY_TOKEN_RE: Final = re.compile(r"^(.*?)\s*\(([0-9]{1,9})\)$")
 _PREEMPTION: Final = "preemption:"
 _PREEMPTION_PREFIX: Final = "preemption: "
 
@@ -81,21 +83,19 @@ _PREEMPTION_PREFIX: Final = "preemption: "
 # --- reason lists --------------------------------------------------------------------
 
 # ", " followed by a count starts the next reason; any other comma is part of a reason.
-_ITEM_SPLIT_RE: Final = re.compile(r",\s+(?=\d+ )")
-_TRAILING_COUNT_RE: Final = re.compile(r",\s*\d*$")
-_COMMA_WITHOUT_COUNT_RE: Final = re.compile(r",(?!\s+\d+ )")
+_ITEM_SPLIT_RE: Final = re.compile(r",\s+(?=[0-9]+ )")
+_TRAILING_COUNT_RE: Final = re.compile(r",\s*[0-9]*$")
+_COMMA_WITHOUT_COUNT_RE: Final = re.compile(r",(?!\s+[0-9]+ )")
 
 
 def _reason(count: int | None, text: str) -> Reason:
     return make_reason(count, text, classify_reason(text))
 
 
-@lru_cache(maxsize=65536)
 def _piece(piece: str) -> Reason:
-    # The same "<count> <reason>" recurs across otherwise distinct messages;
-    # Reason values are immutable, so they are shared.
+    """``"<count> <reason>"`` (or a reason without count) as a Reason."""
     count, _, rest = piece.partition(" ")
-    if count.isdigit():
+    if len(count) <= 9 and count.isascii() and count.isdigit():
         rest = rest.strip()
         return make_reason(int(count), rest, classify_reason(rest))
     piece = piece.strip()
@@ -117,10 +117,17 @@ def parse_reason_list(text: str, *, truncated: bool = False) -> tuple[Reason, ..
     if not text:
         return ()
     if text[0].isdigit():
-        if _COMMA_WITHOUT_COUNT_RE.search(text) is None:
-            reasons = list(map(_piece, text.split(", ")))
-        else:
-            reasons = list(map(_piece, _ITEM_SPLIT_RE.split(text)))
+        pieces = (
+            text.split(", ") if _COMMA_WITHOUT_COUNT_RE.search(text) is None else _ITEM_SPLIT_RE.split(text)
+        )
+        reasons = []
+        for piece in pieces:  # _piece, inlined: this loop is the parser's hottest
+            count, _, rest = piece.partition(" ")
+            if len(count) <= 9 and count.isascii() and count.isdigit():
+                rest = rest.strip()
+                reasons.append(make_reason(int(count), rest, classify_reason(rest)))
+            else:
+                reasons.append(_piece(piece))
     else:
         reasons = [_reason(None, text)]
     if truncated:
@@ -190,7 +197,9 @@ def _notes(rest: str) -> tuple[str, ...]:
 def parse_fit_error(text: str, header: re.Match[str]) -> ParsedMessage:
     """Parse a ``0/N nodes are available: ...`` message whose header is ``header``
     (matched in the cleaned ``text``)."""
-    body = text[header.end() :]
+    start, end = header.span()
+    total, pod = header.group(2, 3)
+    body = text[end:]
     preemption_at = body.find(_PREEMPTION)
     if body.count(_HEADER_ANCHOR) > (preemption_at >= 0) or "No nodes are" in body:
         cut = _next_message_start(body)
@@ -200,7 +209,7 @@ def parse_fit_error(text: str, header: re.Match[str]) -> ParsedMessage:
     if preemption_at < 0:
         reasons_text, _, found = until_terminator(body)
         # Only kube-scheduler ends its message with a full stop (Volcano does not).
-        truncated = not found and header.group(0).endswith(" available:")
+        truncated = not found and text.endswith(" available:", start, end)
         preemption = None
         notes: tuple[str, ...] = ()
     else:
@@ -213,14 +222,15 @@ def parse_fit_error(text: str, header: re.Match[str]) -> ParsedMessage:
         notes = _notes(rest) if rest and not rest.isspace() else ()
     reasons = parse_reason_list(reasons_text, truncated=truncated and preemption is None)
     prefilter = bool(reasons) and reasons[0].count is None and all(r.count is None for r in reasons)
+    stop = end + len(body)
     return make_scheduling(
         "fit-error-prefilter" if prefilter else "fit-error",
-        text[header.start() : header.end() + len(body)].strip(),
-        int(header.group(2)) if header.group(2) else None,
+        text if start == 0 and stop == len(text) else text[start:stop].strip(),
+        int(total) if total else None,
         reasons,
         preemption,
         notes,
-        header.group(3),
+        pod,
         truncated,
     )
 
@@ -272,7 +282,6 @@ def parse_scheduling(text: str) -> ParsedMessage | None:
 
 def clear_caches() -> None:
     """Empty the parser's inner caches (for benchmarks and tests)."""
-    _piece.cache_clear()
     _parse_preemption.cache_clear()
     classify_reason.cache_clear()
 

@@ -12,6 +12,9 @@ import re
 from typing import Final
 
 _QUOTES: Final = "\"'`"
+_TYPOGRAPHIC: Final = str.maketrans(
+    {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2026": "..."}
+)
 _LINE_MARKER_RE: Final = re.compile(r"(?m)^[ \t]*(?:#+|>+|//)[ \t]+")
 # A full stop glued to a closing quote or bracket (a message inside JSON, YAML
 # or prose) is spaced out, so that every sentence end is ". " or a final ".".
@@ -38,6 +41,12 @@ def clean(text: str) -> str:
         text = " ".join(text.split())
     else:
         text = text.strip()
+    if not text.isascii():
+        # Pasted through chat or a word processor: "didn’t", "“...”".
+        text = text.translate(_TYPOGRAPHIC)
+    if "''" in text:
+        # A YAML single-quoted scalar (kubectl get pod -o yaml) doubles apostrophes.
+        text = text.replace("''", "'")
     if text and text[0] in _QUOTES:
         while len(text) >= 2 and text[0] in _QUOTES and text[-1] == text[0]:
             text = text[1:-1].strip()

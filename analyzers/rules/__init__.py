@@ -32,12 +32,18 @@ class Rule:
 def _rules() -> tuple[Rule, ...]:
     from analyzers.rules import (
         pdb_blocks_eviction,
+        requests_missing_load_skew,
         rollout_surge_deadlock,
+        scheduling_gated,
+        volume_binding,
     )
 
     return (
         Rule(rollout_surge_deadlock.RULE_ID, rollout_surge_deadlock.analyze),
         Rule(pdb_blocks_eviction.RULE_ID, pdb_blocks_eviction.analyze),
+        Rule(scheduling_gated.RULE_ID, scheduling_gated.analyze),
+        Rule(volume_binding.RULE_ID, volume_binding.analyze),
+        Rule(requests_missing_load_skew.RULE_ID, requests_missing_load_skew.analyze, claims_pods=False),
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from analyzers.quantity import format_units
 from analyzers.records import Node, Pod
 from analyzers.simulator import PodVerdict
-from analyzers.simulator.results import FilterFailure
+from analyzers.simulator.results import FilterFailure, NodeVerdict
 
 # Taints that mark a node as being drained or removed (besides spec.unschedulable).
 DRAIN_TAINTS: Mapping[str, str] = {
@@ -101,10 +101,15 @@ def describe_verdict(pod: Pod, verdict: PodVerdict, *, limit: int = 3) -> str:
         return f"{pod.name} is held by schedulingGates ({'; '.join(verdict.gated.reasons)})"
     if verdict.prefilter is not None:
         return f"kube-scheduler rejects {pod.name} before trying any node: {'; '.join(verdict.prefilter.reasons)}"
+    return describe_nodes(verdict.nodes, limit=limit) or verdict.message
+
+
+def describe_nodes(nodes: Iterable[NodeVerdict], *, limit: int = 3) -> str:
+    """The failing nodes grouped by their first failing filter, with numbers."""
     cordoned: list[str] = []
     resources: list[tuple[str, FilterFailure]] = []
     others: dict[str, list[str]] = {}
-    for nv in verdict.nodes:
+    for nv in nodes:
         first = nv.first
         if nv.fits or first is None:
             continue
@@ -121,9 +126,9 @@ def describe_verdict(pod: Pod, verdict: PodVerdict, *, limit: int = 3) -> str:
         parts.append(describe_resources(node, failure))
     if len(resources) > limit:
         parts.append(f"{len(resources) - limit} more node(s) lack room as well")
-    for reason, nodes in sorted(others.items(), key=lambda kv: -len(kv[1])):
-        parts.append(f"{names(nodes, limit)}: {reason}")
-    return "; ".join(parts) or verdict.message
+    for reason, group in sorted(others.items(), key=lambda kv: -len(kv[1])):
+        parts.append(f"{names(group, limit)}: {reason}")
+    return "; ".join(parts)
 
 
 def fitting_nodes(verdict: PodVerdict) -> Sequence[str]:

@@ -137,10 +137,19 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
             f"({h.usage_share:.0%}) while the pods there request only {_q(h.resource, h.requested)} "
             f"({h.requested_share:.0%})"
         )
-    pod_words = []
+    per_pod: dict[str, list[_Hidden]] = {}
     for i in sorted(items, key=lambda i: (i.pod.name, i.resource)):
-        asked = "nothing" if i.request == 0 else _q(i.resource, i.request)
-        pod_words.append(f"{i.pod.name} uses {_q(i.resource, i.usage)} {i.resource} and requests {asked}")
+        per_pod.setdefault(i.pod.name, []).append(i)
+    pod_words = []
+    for name, rows in per_pod.items():
+        used = " and ".join(f"{_q(i.resource, i.usage)} {i.resource}" for i in rows)
+        if all(i.request == 0 for i in rows):
+            asked = "requests nothing" if len(rows) == 1 else "requests neither"
+        else:
+            asked = "requests " + " and ".join(
+                f"{_q(i.resource, i.request) if i.request else 'no'} {i.resource}" for i in rows
+            )
+        pod_words.append(f"{name} on {rows[0].pod.node_name} uses {used} and {asked}")
     ranks = _rank_words(snap, nodes)
     kind_name = (
         f"{ref.kind} {ref.namespace}/{ref.name}" if ref.kind != "Pod" else f"Pod {ref.namespace}/{ref.name}"
@@ -179,7 +188,7 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
             for i in items
         ],
         "proposed_requests": {res: _q(res, v) for res, v in sized.items()},
-        "least_allocated_rank": _ranks(snap, snap, nodes),
+        "least_allocated_rank": _ranks(snap, nodes),
     }
     return Finding(
         rule_id=RULE_ID,
@@ -200,6 +209,8 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
 
 
 def _q(resource: str, units: int) -> str:
+    if units == 0:
+        return "0"
     if resource == "cpu":
         return format_units("cpu", units)
     if resource == "memory":
@@ -260,7 +271,7 @@ def _scores(snap: ClusterSnapshot) -> dict[str, int]:
     return out
 
 
-def _ranks(snap: ClusterSnapshot, _unused: ClusterSnapshot, nodes: Sequence[str]) -> dict[str, Any]:
+def _ranks(snap: ClusterSnapshot, nodes: Sequence[str]) -> dict[str, Any]:
     scores = _scores(snap)
     order = sorted(scores, key=lambda n: (-scores[n], n))
     return {
@@ -269,7 +280,7 @@ def _ranks(snap: ClusterSnapshot, _unused: ClusterSnapshot, nodes: Sequence[str]
 
 
 def _rank_words(snap: ClusterSnapshot, nodes: Sequence[str]) -> str:
-    ranks = _ranks(snap, snap, nodes)
+    ranks = _ranks(snap, nodes)
     if not ranks:
         return ""
     return "; ".join(
@@ -303,7 +314,7 @@ def _remedies(
     workload = ctx.snapshot.workload_of(pods[0]).record if pods else None
     if sized and isinstance(workload, Deployment | StatefulSet):
         out.append(_set_requests(ctx, ref, workload, pods, sized, hot))
-    limit_range = _limit_range(ctx, ref.namespace, items)
+    limit_range = _limit_range(ctx, ref, items)
     if limit_range is not None:
         out.append(limit_range)
     return out
@@ -325,6 +336,7 @@ def _set_requests(
     if exact != sized:
         candidates.append(("at observed usage, no headroom", exact))
     chosen, label, fits_text, ok_fit = sized, candidates[0][0], "", False
+    rejected = ""
     for label_i, requests in candidates:
         ok_i, text_i = _still_fits(ctx, pods, requests)
         if ok_i:
@@ -332,6 +344,9 @@ def _set_requests(
             break
         if not fits_text:
             fits_text = text_i
+        if not rejected:
+            shown = ", ".join(f"{format_units(r, v)} {r}" for r, v in sorted(requests.items()))
+            rejected = f" With {headroom:.0%} headroom ({shown}) they would not fit: {text_i}."
     # The hot nodes' requested share and LeastAllocated rank with the new requests.
     resized = snap.replace(*[_with_requests(p, chosen) for p in pods])
     caps_after = node_capacities(resized)
@@ -346,7 +361,7 @@ def _set_requests(
         if share < h.usage_share - 0.15:
             reflects = False
     nodes = sorted({h.node for h in hot})
-    before, after_ranks = _ranks(snap, snap, nodes), _ranks(resized, resized, nodes)
+    before, after_ranks = _ranks(snap, nodes), _ranks(resized, nodes)
     rank_words = "; ".join(
         f"{n} LeastAllocated rank {before[n]['rank']} \u2192 {after_ranks[n]['rank']} of {after_ranks[n]['of']}"
         for n in nodes
@@ -355,7 +370,7 @@ def _set_requests(
     request_arg = ",".join(f"{res}={format_units(res, v)}" for res, v in sorted(chosen.items()))
     multi = max((p.spec.container_count for p in pods), default=1) > 1
     command = f"kubectl set resources {kind}/{ref.name} -n {ref.namespace} --requests={request_arg}"
-    note = f"Sized from the highest observed usage of {ref.name}'s pods ({label}). " + (
+    note = f"Sized from the highest observed usage of {ref.name}'s pods ({label}).{rejected if ok_fit else ''} " + (
         "The pods run several containers and metrics are summed per pod: split these requests across the "
         "containers with -c <container> instead of giving each the total."
         if multi
@@ -385,8 +400,9 @@ def _still_fits(ctx: RuleContext, pods: Sequence[Pod], requests: Mapping[str, in
     snap = ctx.snapshot.replace(*[_with_requests(p, requests) for p in pods])
     placed = []
     for pod in pods:
+        resized = _with_requests(pod, requests)
         pending = replace(
-            _with_requests(pod, requests), node_name="", phase="Pending", ready=False, scheduled=None
+            resized, spec=replace(resized.spec, node_name=""), node_name="", phase="Pending", ready=False, scheduled=None
         )
         what_if = snap.replace(pending)
         verdict = ctx.verdict(pending, what_if)
@@ -402,10 +418,13 @@ def _still_fits(ctx: RuleContext, pods: Sequence[Pod], requests: Mapping[str, in
     )
 
 
-def _limit_range(ctx: RuleContext, namespace: str, items: Sequence[_Hidden]) -> Remedy | None:
-    """A namespace default for containers that set no requests: the median usage of the
-    namespace's request-less pods (at least 100m / 128Mi)."""
+def _limit_range(ctx: RuleContext, ref: ObjectRef, items: Sequence[_Hidden]) -> Remedy | None:
+    """A safety net for the namespace: a default request for every container that sets
+    none, so no pod is invisible to the scheduler again. Sized from the median
+    per-container usage of the *other* request-less pods of the namespace (the
+    workload above gets its own requests), at least 100m / 128Mi."""
     snap = ctx.snapshot
+    namespace = ref.namespace
     requestless = [
         p
         for p in snap.pods_in_namespace(namespace)
@@ -413,11 +432,12 @@ def _limit_range(ctx: RuleContext, namespace: str, items: Sequence[_Hidden]) -> 
     ]
     if not requestless:
         return None
+    others = [p for p in requestless if snap.workload_of(p).ref != ref]
     defaults: dict[str, str] = {}
     for res, floor in (("cpu", 100), ("memory", 128 * 2**20)):
         usages = sorted(
             m.usage.get(res, 0) / max(p.spec.container_count, 1)
-            for p in requestless
+            for p in others
             if (m := snap.pod_metrics.get(p.key)) is not None
         )
         value = usages[len(usages) // 2] if usages else 0
@@ -428,9 +448,10 @@ def _limit_range(ctx: RuleContext, namespace: str, items: Sequence[_Hidden]) -> 
         "limitrange.yaml.j2",
         verified=False,
         verification=(
-            f"not re-simulated: a LimitRange only fills in requests of pods created after it "
-            f"({plural(len(requestless), 'running pod')} in {namespace} without requests keep none until re-created); "
-            "defaults are the median per-container usage of those pods"
+            "not re-simulated: a LimitRange only fills in requests of pods created after it "
+            f"({plural(len(requestless), 'running pod')} in {namespace} without requests keep none until "
+            "re-created); the defaults are a floor (the median per-container usage of the other request-less "
+            f"pods, at least 100m / 128Mi), not a sizing: {ref.name} still needs its own requests"
         ),
         name="default-requests",
         namespace=namespace,

@@ -68,7 +68,7 @@ class NodeName(Plugin):
     name = C.NODE_NAME
 
     def filter_all(self, cycle: Cycle) -> Outcome | None:
-        wanted = cycle.pod.spec.node_name
+        wanted = cycle.pod.spec.node_name or cycle.pod.node_name
         if not wanted:
             return None
         table = cycle.table

@@ -18,7 +18,7 @@ from analyzers.simulator import codes as C
 from analyzers.simulator.basic import NodeAffinity, NodeName, NodePorts, NodeUnschedulable, TaintToleration
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, failure
 from analyzers.simulator.interpod import InterPodAffinity
-from analyzers.simulator.nodeinfo import NodeTable, has, mask_of, node_table
+from analyzers.simulator.nodeinfo import NodeTable, bits, has, mask_of, node_table
 from analyzers.simulator.preemption import NOT_ATTEMPTED, preempt
 from analyzers.simulator.render import fit_error
 from analyzers.simulator.resources import NodeResourcesFit
@@ -199,11 +199,13 @@ def _prefilter_result_outcome(cycle: Cycle) -> Outcome | None:
 def _node_verdicts(
     table: NodeTable, outcomes: list[Outcome], prefilter: FilterFailure | None
 ) -> tuple[NodeVerdict, ...]:
+    failing = [(o, frozenset(bits(o.mask))) for o in outcomes]
+    head: list[FilterFailure] = [prefilter] if prefilter is not None else []
     out = []
     for i, name in enumerate(table.names):
-        found: list[FilterFailure] = [prefilter] if prefilter is not None else []
-        for o in outcomes:
-            if has(o.mask, i):
+        found = list(head)
+        for o, idx in failing:
+            if i in idx:
                 f = o.failure(i)
                 if f is not None:
                     found.append(f)

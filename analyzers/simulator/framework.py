@@ -18,8 +18,6 @@ from analyzers.simulator.results import FilterFailure
 from analyzers.simulator.versions import Wording
 from analyzers.snapshot import ClusterSnapshot
 
-_FAILURES: dict[tuple[Any, ...], FilterFailure] = {}
-
 
 def failure(
     plugin: str,
@@ -28,16 +26,9 @@ def failure(
     reason_codes: tuple[str, ...],
     detail: FrozenMap[Any] = EMPTY_MAP,
 ) -> FilterFailure:
-    """A FilterFailure; detail-less ones are interned (one object shared by many nodes)."""
-    if detail:
-        return FilterFailure(plugin, code, reasons, reason_codes, detail)
-    key = (plugin, code, reasons, reason_codes)
-    found = _FAILURES.get(key)
-    if found is None:
-        if len(_FAILURES) > 10_000:
-            _FAILURES.clear()
-        found = _FAILURES[key] = FilterFailure(plugin, code, reasons, reason_codes)
-    return found
+    """A FilterFailure. A plugin makes one per group of nodes failing alike, and
+    every node of the group shares it."""
+    return FilterFailure(plugin, code, reasons, reason_codes, detail)
 
 
 def detail(**items: Any) -> FrozenMap[Any]:

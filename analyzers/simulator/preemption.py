@@ -21,7 +21,7 @@ preemption.go).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from analyzers.records import EMPTY_MAP, FrozenMap, Pod
@@ -106,7 +106,11 @@ def _split_by_pdb(cycle: Cycle, pods: Sequence[Pod]) -> tuple[list[Pod], list[Po
 
 
 def select_victims(cycle: Cycle, plugins: Sequence[Plugin], i: int) -> _Candidate | FilterFailure:
-    lower = [p for p, prio in zip(cycle.table.pods[i], cycle.table.priorities[i], strict=True) if prio < cycle.priority]
+    lower = [
+        p
+        for p, prio in zip(cycle.table.pods[i], cycle.table.priorities[i], strict=True)
+        if prio < cycle.priority
+    ]
     if not lower:
         return FilterFailure(C.DEFAULT_PREEMPTION, C.UNRESOLVABLE, (NO_VICTIMS,), (C.PREEMPTION_NO_VICTIMS,))
     status = run_filters_on_node(cycle, plugins, i, lower)
@@ -153,10 +157,26 @@ def preempt(
     total = table.size
     clause = wording.preemption_clause
 
-    def verdict(eligible: bool, message: str, **kw: object) -> PreemptionVerdict:
+    def verdict(
+        eligible: bool,
+        message: str,
+        *,
+        reasons: Mapping[str, int] = EMPTY_MAP,
+        reason_counts: Mapping[str, int] = EMPTY_MAP,
+        candidates: tuple[str, ...] = (),
+        victims: Mapping[str, tuple[tuple[str, str], ...]] = EMPTY_MAP,
+    ) -> PreemptionVerdict:
         if message and wording.dra_postfilter:
             message = f"{DRA_NO_CLAIMS}, {message}"
-        return PreemptionVerdict(attempted=clause, eligible=eligible, message=message if clause else "", **kw)  # type: ignore[arg-type]
+        return PreemptionVerdict(
+            attempted=clause,
+            eligible=eligible,
+            candidates=candidates,
+            victims=victims,
+            message=message if clause else "",
+            reasons=reasons,
+            reason_counts=reason_counts,
+        )
 
     if preemption_policy(cycle) == "Never":
         return verdict(

@@ -50,7 +50,9 @@ class NodeResourcesFit(Plugin):
         table = cycle.table
         out = resource_outcome(cycle, table.free, table.pod_count, table.all_mask)
         if out is not None:
-            out.make = lambda i: self._node_failure(cycle, i, ()) or failure(self.name, C.UNSCHEDULABLE, (), ())
+            out.make = lambda i: (
+                self._node_failure(cycle, i, ()) or failure(self.name, C.UNSCHEDULABLE, (), ())
+            )
         return out
 
     def filter_node(self, cycle: Cycle, i: int, removed: Sequence[Pod]) -> FilterFailure | None:

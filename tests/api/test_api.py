@@ -289,7 +289,8 @@ async def test_cursor_from_another_sort_is_refused(client: TestClient, auth: dic
     ("path", "status", "parameter"),
     [
         ("/api/v1/incidents/999", 404, None),
-        ("/api/v1/incidents/99999999999999999999999", 404, None),
+        ("/api/v1/incidents/9223372036854775807", 404, None),
+        ("/api/v1/incidents/9223372036854775808", 400, "id"),
         ("/api/v1/incidents/abc", 400, "id"),
         ("/api/v1/incidents/0", 400, "id"),
         ("/api/v1/incidents/1?verbose=1", 400, "verbose"),

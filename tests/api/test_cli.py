@@ -113,7 +113,7 @@ def test_incidents_show_json_matches_the_api_detail(db: str, capsys: pytest.Capt
     ("argv", "message"),
     [
         (("incidents", "show", "999"), "no incident 999"),
-        (("incidents", "show", "x1"), "ID: id must be a positive integer"),
+        (("incidents", "show", "x1"), "ID: id must be an integer from 1 to"),
         (("incidents", "list", "--since", "last tuesday"), "--since: since must be an RFC 3339"),
         (("incidents", "list", "--limit", "1000"), "--limit: limit must be between 1 and 500"),
         (("incidents", "list", "-n", "Bad_NS"), "--namespace: namespace 'Bad_NS' does not match"),

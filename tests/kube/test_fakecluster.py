@@ -28,12 +28,21 @@ async def get(http: aiohttp.ClientSession, cluster: FakeCluster, path: str, **pa
         return resp.status, await resp.json()
 
 
-async def watch_lines(http: aiohttp.ClientSession, cluster: FakeCluster, path: str, **params: str) -> list[dict[str, Any]]:
+async def watch_lines(
+    http: aiohttp.ClientSession, cluster: FakeCluster, path: str, expect: int | None = None, **params: str
+) -> list[dict[str, Any]]:
+    """Watch frames until the stream ends, or until ``expect`` frames came."""
     params.setdefault("watch", "true")
+    params.setdefault("timeoutSeconds", "5")
+    frames: list[dict[str, Any]] = []
     async with http.get(cluster.url + path, params=params) as resp:
         assert resp.status == 200
         assert resp.headers["Content-Type"].startswith("application/json")
-        return [orjson.loads(line) async for line in resp.content]
+        async for line in resp.content:
+            frames.append(orjson.loads(line))
+            if expect is not None and len(frames) >= expect:
+                break
+    return frames
 
 
 async def test_resource_version_is_global_and_monotonic(cluster: FakeCluster) -> None:
@@ -92,7 +101,7 @@ async def test_watch_replays_history_after_the_version(http: aiohttp.ClientSessi
     cluster.apply(pod("b"))
     cluster.apply(node("n"))
     cluster.delete("Pod", "a")
-    frames = await watch_lines(http, cluster, "/api/v1/pods", resourceVersion=rv, timeoutSeconds="1")
+    frames = await watch_lines(http, cluster, "/api/v1/pods", 2, resourceVersion=rv)
     assert [(f["type"], f["object"]["metadata"]["name"]) for f in frames] == [("ADDED", "b"), ("DELETED", "a")]
     assert frames[0]["object"]["kind"] == "Pod" and frames[0]["object"]["apiVersion"] == "v1"
 
@@ -100,7 +109,7 @@ async def test_watch_replays_history_after_the_version(http: aiohttp.ClientSessi
 async def test_watch_from_zero_starts_with_the_current_state(http: aiohttp.ClientSession, cluster: FakeCluster) -> None:
     cluster.apply(pod("a"))
     cluster.apply(pod("a", phase="Failed"))
-    frames = await watch_lines(http, cluster, "/api/v1/namespaces/default/pods", resourceVersion="0", timeoutSeconds="1")
+    frames = await watch_lines(http, cluster, "/api/v1/namespaces/default/pods", 1, resourceVersion="0")
     assert [(f["type"], f["object"]["status"]["phase"]) for f in frames] == [("ADDED", "Failed")]
 
 
@@ -108,7 +117,7 @@ async def test_too_old_version_is_an_error_event(http: aiohttp.ClientSession, cl
     cluster.apply(pod("a"))
     cluster.apply(pod("b"))
     oldest = cluster.compact()
-    frames = await watch_lines(http, cluster, "/api/v1/pods", resourceVersion="1", timeoutSeconds="5")
+    frames = await watch_lines(http, cluster, "/api/v1/pods", resourceVersion="1")
     assert frames == [
         {
             "type": "ERROR",
@@ -130,19 +139,17 @@ async def test_history_window_is_bounded() -> None:
         for i in range(30):
             cluster.apply(pod(f"p{i}"))
         async with aiohttp.ClientSession() as http:
-            frames = await watch_lines(http, cluster, "/api/v1/pods", resourceVersion="5", timeoutSeconds="1")
+            frames = await watch_lines(http, cluster, "/api/v1/pods", resourceVersion="5")
             assert frames[0]["type"] == "ERROR" and frames[0]["object"]["code"] == 410
             recent = str(cluster.resource_version - 3)
-            frames = await watch_lines(http, cluster, "/api/v1/pods", resourceVersion=recent, timeoutSeconds="1")
+            frames = await watch_lines(http, cluster, "/api/v1/pods", 3, resourceVersion=recent)
             assert len(frames) == 3
 
 
 async def test_bookmarks_carry_only_the_version() -> None:
     async with FakeCluster(bookmark_interval=0.05) as cluster, aiohttp.ClientSession() as http:
         cluster.apply(node("n"))
-        frames = await watch_lines(
-            http, cluster, "/api/v1/pods", resourceVersion="1", allowWatchBookmarks="true", timeoutSeconds="1"
-        )
+        frames = await watch_lines(http, cluster, "/api/v1/pods", 2, resourceVersion="1", allowWatchBookmarks="true")
         bookmarks = [f for f in frames if f["type"] == "BOOKMARK"]
         assert bookmarks, frames
         assert bookmarks[-1]["object"] == {

@@ -189,10 +189,14 @@ async def test_server_side_selectors(cluster: FakeCluster, gateway: Gateway) -> 
 
 async def test_watch_yields_api_shaped_dicts(cluster: FakeCluster, gateway: Gateway) -> None:
     rv = str(cluster.resource_version)
-    async with gateway.watch(POD, resource_version=rv, timeout_seconds=1) as stream:
+    events = []
+    async with gateway.watch(POD, resource_version=rv, timeout_seconds=5) as stream:
         cluster.apply(pod("web-1"))
         cluster.delete("Pod", "web-1")
-        events = [e async for e in stream]
+        async for e in stream:
+            events.append(e)
+            if len(events) == 2:
+                break
     assert [e["type"] for e in events] == ["ADDED", "DELETED"]
     assert all(e["object"]["kind"] == "Pod" and e["object"]["apiVersion"] == "v1" for e in events)
     assert int(events[1]["object"]["metadata"]["resourceVersion"]) == cluster.resource_version
@@ -202,10 +206,14 @@ async def test_watch_yields_api_shaped_dicts(cluster: FakeCluster, gateway: Gate
 async def test_watch_with_a_selector_sees_objects_leave_it(cluster: FakeCluster, gateway: Gateway) -> None:
     cluster.apply(pod("web-1"))
     rv = str(cluster.resource_version)
-    async with gateway.watch(POD, resource_version=rv, field_selector="spec.nodeName=", timeout_seconds=1) as stream:
+    events = []
+    async with gateway.watch(POD, resource_version=rv, field_selector="spec.nodeName=", timeout_seconds=5) as stream:
         cluster.apply(pod("web-2"))
         cluster.apply(pod("web-1", node_name="node-a"))  # scheduled: leaves the selection
-        events = [(e["type"], e["object"]["metadata"]["name"]) async for e in stream]
+        async for e in stream:
+            events.append((e["type"], e["object"]["metadata"]["name"]))
+            if len(events) == 2:
+                break
     assert events == [("ADDED", "web-2"), ("DELETED", "web-1")]
 
 

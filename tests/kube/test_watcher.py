@@ -305,3 +305,23 @@ def test_backoff_grows_caps_and_resets() -> None:
     assert [backoff.next() for _ in range(5)] == [1.25, 2.5, 5.0, 10.0, 10.0]
     now[0] = 61.0
     assert backoff.next() == 1.25
+
+
+async def test_gone_on_a_plain_list_backs_off(cluster: FakeCluster, gateway: Gateway, sink: Any, sleep: Any) -> None:
+    cluster.faults.fail(410, verb="list", kind="Pod", times=2)
+    watcher = make_watcher(gateway, sink, sleep)
+    async with running(watcher.run()):
+        await sink.wait_for(lambda s: s.synced_kinds == ["Pod"])
+    assert sleep.delays == [0.8, 1.6]  # no tight relist loop
+    assert watcher.stats.errors == {"Gone": 2}
+
+
+async def test_repeated_gone_right_after_relisting_backs_off(
+    cluster: FakeCluster, gateway: Gateway, sink: Any, sleep: Any
+) -> None:
+    cluster.faults.gone_on_next_watch(kind="Pod", times=3)
+    watcher = make_watcher(gateway, sink, sleep)
+    async with running(watcher.run()):
+        await cluster.wait_for_watches("Pod", count=4)
+    assert watcher.stats.relists == 3
+    assert sleep.delays == [0.8, 1.6]  # the first relist is immediate

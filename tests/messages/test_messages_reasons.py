@@ -35,7 +35,11 @@ TABLE = [
     # interpodaffinity/filtering.go
     ("node(s) didn't match pod affinity rules", r.POD_AFFINITY_MISMATCH, "InterPodAffinity"),
     ("node(s) didn't match pod anti-affinity rules", r.POD_ANTI_AFFINITY_MISMATCH, "InterPodAffinity"),
-    ("node(s) didn't satisfy existing pods anti-affinity rules", r.EXISTING_POD_ANTI_AFFINITY, "InterPodAffinity"),
+    (
+        "node(s) didn't satisfy existing pods anti-affinity rules",
+        r.EXISTING_POD_ANTI_AFFINITY,
+        "InterPodAffinity",
+    ),
     ("node(s) didn't match pod affinity/anti-affinity", r.POD_AFFINITY_MISMATCH, "InterPodAffinity"),
     ("node(s) didn't match pod affinity/anti-affinity rules", r.POD_AFFINITY_MISMATCH, "InterPodAffinity"),
     ("MatchInterPodAffinity", r.POD_AFFINITY_MISMATCH, "InterPodAffinity"),
@@ -50,9 +54,17 @@ TABLE = [
     ("pod has unbound immediate PersistentVolumeClaims", r.VOLUME_UNBOUND_PVC, "VolumeBinding"),
     ("node(s) didn't find available persistent volumes to bind", r.VOLUME_NO_PV, "VolumeBinding"),
     ("node(s) had volume node affinity conflict", r.VOLUME_NODE_AFFINITY_CONFLICT, "VolumeBinding"),
-    ("node(s) didn't match PersistentVolume's node affinity", r.VOLUME_NODE_AFFINITY_CONFLICT, "VolumeBinding"),
+    (
+        "node(s) didn't match PersistentVolume's node affinity",
+        r.VOLUME_NODE_AFFINITY_CONFLICT,
+        "VolumeBinding",
+    ),
     ("node(s) did not have enough free storage", r.VOLUME_INSUFFICIENT_STORAGE, "VolumeBinding"),
-    ("node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)", r.PVC_LOST, "VolumeBinding"),
+    (
+        "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)",
+        r.PVC_LOST,
+        "VolumeBinding",
+    ),
     ('persistentvolumeclaim "data-web-0" not found', r.PVC_NOT_FOUND, "VolumeBinding"),
     ('persistentvolumeclaim "data-web-0" is being deleted', r.PVC_BEING_DELETED, "VolumeBinding"),
     (
@@ -160,7 +172,9 @@ def test_tolerates_full_stops_spaces_repeats_and_case(text: str) -> None:
     assert classify_reason(text).code != r.OTHER
 
 
-@pytest.mark.parametrize("text", ["", "node(s) were eaten by a grue", "42", "Insufficient", "{", "node(s) had"])
+@pytest.mark.parametrize(
+    "text", ["", "node(s) were eaten by a grue", "42", "Insufficient", "{", "node(s) had"]
+)
 def test_unknown_text_is_other_without_plugin(text: str) -> None:
     info = classify_reason(text)
     assert (info.code, info.plugin) == (r.OTHER, None)

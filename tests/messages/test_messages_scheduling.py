@@ -66,7 +66,9 @@ def test_prefilter_reason_without_count_and_double_full_stop_of_1_26() -> None:
 
 
 def test_prefilter_reason_printed_with_count_before_1_26() -> None:
-    parsed = parse_message_uncached("0/1 nodes are available: 1 pod has unbound immediate PersistentVolumeClaims.")
+    parsed = parse_message_uncached(
+        "0/1 nodes are available: 1 pod has unbound immediate PersistentVolumeClaims."
+    )
     assert pairs(parsed) == [(1, "pod has unbound immediate PersistentVolumeClaims", r.VOLUME_UNBOUND_PVC)]
     assert parsed.format == "fit-error"
 
@@ -221,7 +223,10 @@ def test_predicate_descriptions_of_1_10_to_1_17() -> None:
         "0/4 nodes are available: 1 node(s) had taints that the pod didn't tolerate, 3 node(s) didn't match "
         "node selector."
     )
-    assert [(x.count, x.code) for x in parsed.reasons] == [(1, r.UNTOLERATED_TAINT), (3, r.NODE_AFFINITY_MISMATCH)]
+    assert [(x.count, x.code) for x in parsed.reasons] == [
+        (1, r.UNTOLERATED_TAINT),
+        (3, r.NODE_AFFINITY_MISMATCH),
+    ]
     assert parsed.preemption is None
 
 
@@ -232,7 +237,9 @@ def test_kubectl_describe_event_columns() -> None:
         "3 Preemption is not helpful for scheduling."
     )
     assert parsed.total_nodes == 3
-    assert pairs(parsed) == [(3, "node(s) didn't match Pod's node affinity/selector", r.NODE_AFFINITY_MISMATCH)]
+    assert pairs(parsed) == [
+        (3, "node(s) didn't match Pod's node affinity/selector", r.NODE_AFFINITY_MISMATCH)
+    ]
     assert parsed.message.startswith("0/3 nodes are available:")
 
 
@@ -323,7 +330,7 @@ def test_several_events_pasted_at_once_are_not_mixed_up() -> None:
         'message: "0/1 nodes are available: 1 Too many pods."',
         '{\\"message\\": \\"0/1 nodes are available: 1 Too many pods.\\"}',
         "(combined from similar events): 0/1 nodes are available: 1 Too many pods.",
-        "I0612 10:00:00.000000 1 schedule_one.go:1000] \"Unable to schedule pod\" err=\"0/1 nodes are "
+        'I0612 10:00:00.000000 1 schedule_one.go:1000] "Unable to schedule pod" err="0/1 nodes are '
         'available: 1 Too many pods."',
     ],
 )
@@ -340,16 +347,23 @@ def test_truncated_message_keeps_what_it_has() -> None:
         "are available: 1 P"
     )
     assert parsed.truncated is True
-    assert pairs(parsed) == [(1, "node(s) didn't match Pod's node affinity/selector", r.NODE_AFFINITY_MISMATCH)]
+    assert pairs(parsed) == [
+        (1, "node(s) didn't match Pod's node affinity/selector", r.NODE_AFFINITY_MISMATCH)
+    ]
     assert parsed.preemption is not None
     assert [(x.count, x.text, x.code) for x in parsed.preemption.reasons] == [(1, "P", r.OTHER)]
     assert parsed.preemption.verdict == VERDICT_UNKNOWN
 
 
 def test_truncated_inside_a_known_reason_is_recognised() -> None:
-    parsed = parse_message_uncached("0/4 nodes are available: 3 Insufficient cpu, 1 node(s) didn't match Pod's node af")
+    parsed = parse_message_uncached(
+        "0/4 nodes are available: 3 Insufficient cpu, 1 node(s) didn't match Pod's node af"
+    )
     assert parsed.truncated is True
-    assert [(x.count, x.code) for x in parsed.reasons] == [(3, r.INSUFFICIENT_RESOURCE), (1, r.NODE_AFFINITY_MISMATCH)]
+    assert [(x.count, x.code) for x in parsed.reasons] == [
+        (3, r.INSUFFICIENT_RESOURCE),
+        (1, r.NODE_AFFINITY_MISMATCH),
+    ]
     assert parsed.reasons[1].text == "node(s) didn't match Pod's node af"
 
 
@@ -412,7 +426,10 @@ def test_bare_reasons_and_condition_messages(text: str, code: str, total: int | 
 
 def test_bare_counted_list() -> None:
     parsed = parse_message_uncached("2 Insufficient cpu, 1 node(s) were unschedulable")
-    assert [(x.count, x.code) for x in parsed.reasons] == [(2, r.INSUFFICIENT_RESOURCE), (1, r.NODE_UNSCHEDULABLE)]
+    assert [(x.count, x.code) for x in parsed.reasons] == [
+        (2, r.INSUFFICIENT_RESOURCE),
+        (1, r.NODE_UNSCHEDULABLE),
+    ]
 
 
 @pytest.mark.parametrize("text", ["", "   ", "hello world", "0/3 nodes", "Warning FailedScheduling 3m"])
@@ -437,3 +454,24 @@ def test_repeated_messages_come_from_the_cache() -> None:
     assert parse_message(text) is first
     assert parse_message.cache_info().hits == hits + 1
     assert first == parse_message_uncached(text)
+
+
+def test_pod_condition_from_kubectl_get_pod_yaml() -> None:
+    # A YAML single-quoted scalar: folded over lines, apostrophes doubled.
+    parsed = parse_message_uncached(
+        "  - lastProbeTime: null\n"
+        "    message: '0/3 nodes are available: 3 node(s) didn''t match Pod''s node affinity/selector.\n"
+        "      preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.'\n"
+        "    reason: Unschedulable\n"
+    )
+    assert pairs(parsed) == [
+        (3, "node(s) didn't match Pod's node affinity/selector", r.NODE_AFFINITY_MISMATCH)
+    ]
+    assert preemption_pairs(parsed) == [(3, r.PREEMPTION_NOT_HELPFUL)]
+
+
+def test_typographic_apostrophes_from_chat() -> None:
+    parsed = parse_message_uncached(
+        "0/2 nodes are available: 2 node(s) didn\u2019t match Pod\u2019s node affinity/selector."
+    )
+    assert [x.code for x in parsed.reasons] == [r.NODE_AFFINITY_MISMATCH]

@@ -31,9 +31,17 @@ def node(
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "uid": f"uid-{name}", "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "metadata": {
+            "name": name,
+            "uid": f"uid-{name}",
+            "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+        },
         "spec": spec,
-        "status": {"capacity": allocatable, "allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]},
+        "status": {
+            "capacity": allocatable,
+            "allocatable": allocatable,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
     }
 
 
@@ -80,7 +88,9 @@ def pod(
     if spread:
         spec["topologySpreadConstraints"] = spread
     if pvcs:
-        spec["volumes"] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(pvcs)]
+        spec["volumes"] = [
+            {"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(pvcs)
+        ]
     if gates:
         spec["schedulingGates"] = [{"name": g} for g in gates]
     if priority is not None:
@@ -89,7 +99,12 @@ def pod(
         spec["priorityClassName"] = priority_class
     if preemption_policy:
         spec["preemptionPolicy"] = preemption_policy
-    meta: Obj = {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}", "creationTimestamp": created}
+    meta: Obj = {
+        "name": name,
+        "namespace": namespace,
+        "uid": f"uid-{namespace}-{name}",
+        "creationTimestamp": created,
+    }
     if labels:
         meta["labels"] = labels
     if deleting:

@@ -56,7 +56,11 @@ def test_node_name_hypothetical_pod_pinned_to_a_node() -> None:
     v = simulate(snap, p)  # type: ignore[arg-type]
     assert v.fits and v.feasible_nodes == 1
     f = first(v, "a")
-    assert (f.plugin, f.code, f.reasons) == ("NodeName", UNRES, ("node(s) didn't match the requested node name",))
+    assert (f.plugin, f.code, f.reasons) == (
+        "NodeName",
+        UNRES,
+        ("node(s) didn't match the requested node name",),
+    )
 
 
 # --- tainttoleration/taint_toleration.go ---------------------------------------------------
@@ -76,7 +80,12 @@ def test_node_name_hypothetical_pod_pinned_to_a_node() -> None:
 def test_taint_reason_wording_by_version(version: str, reason: str) -> None:
     v = run([node("a", taints=[taint("dedicated", "gpu")]), pod("p")], version=version)
     f = first(v, "a")
-    assert (f.plugin, f.code, f.reasons, f.reason_codes) == ("TaintToleration", UNRES, (reason,), ("untolerated-taint",))
+    assert (f.plugin, f.code, f.reasons, f.reason_codes) == (
+        "TaintToleration",
+        UNRES,
+        (reason,),
+        ("untolerated-taint",),
+    )
     assert dict(f.detail["taint"]) == {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
 
@@ -110,7 +119,9 @@ def test_taint_toleration_equal_and_exists(toleration: dict[str, str], tolerated
 
 def test_taint_first_untolerated_taint_in_node_order_is_reported() -> None:
     tol = [{"key": "a", "operator": "Exists"}]
-    v = run([node("n", taints=[taint("a", "1"), taint("b", "2"), taint("c", "3")]), pod("p", tolerations=tol)])
+    v = run(
+        [node("n", taints=[taint("a", "1"), taint("b", "2"), taint("c", "3")]), pod("p", tolerations=tol)]
+    )
     assert first(v, "n").reasons == ("node(s) had untolerated taint {b: 2}",)
 
 
@@ -130,7 +141,9 @@ def test_taint_distinct_taints_are_distinct_reasons_in_the_message() -> None:
 
 
 def affinity(*terms: dict[str, Any]) -> dict[str, Any]:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
+    return {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}
+    }
 
 
 def expr(key: str, op: str, *values: str) -> dict[str, Any]:
@@ -198,7 +211,12 @@ def test_node_affinity_match_fields_prefilter_result(version: str, absent_reason
     """DaemonSet pods pin a node with matchFields metadata.name; nodes outside
     the PreFilterResult are reported without running the filters (schedule_one.go)."""
     term = {"matchFields": [expr("metadata.name", "In", "a")]}
-    objs = [node("a", cpu="1"), node("b"), node("c"), pod("p", affinity=affinity(term), requests={"cpu": "2"})]
+    objs = [
+        node("a", cpu="1"),
+        node("b"),
+        node("c"),
+        pod("p", affinity=affinity(term), requests={"cpu": "2"}),
+    ]
     v = run(objs, version=version)
     assert v.message.startswith(f"0/3 nodes are available: 1 Insufficient cpu, 2 {absent_reason}.")
     assert first(v, "b").code == UNRES
@@ -293,5 +311,10 @@ def test_every_failing_filter_is_listed_in_plugin_order_and_the_first_is_counted
     v = run(objs)
     nv = v.node("a")
     assert nv is not None
-    assert [f.plugin for f in nv.filters] == ["NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit"]
+    assert [f.plugin for f in nv.filters] == [
+        "NodeUnschedulable",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodeResourcesFit",
+    ]
     assert dict(v.reasons) == {"node(s) were unschedulable": 1}

@@ -21,7 +21,14 @@ def seed_cluster(kube_version: str | None = None):  # type: ignore[no-untyped-de
     objs.append(node("tracker", extra={"nvidia.com/gpu": "1"}))
     template = {"limits": {"nvidia.com/gpu": "1"}, "node_selector": {"kubernetes.io/hostname": "tracker"}}
     labels = {"app": "ns-object-tracker"}
-    objs.append(pod("tracker-7d9c-old", node_name="tracker", labels={**labels, "pod-template-hash": "7d9c"}, **template))
+    objs.append(
+        pod(
+            "tracker-7d9c-old",
+            node_name="tracker",
+            labels={**labels, "pod-template-hash": "7d9c"},
+            **template,
+        )
+    )
     objs.append(pod("tracker-5f6b-new", labels={**labels, "pod-template-hash": "5f6b"}, **template))
     return snapshot(*objs, kube_version=kube_version)
 
@@ -48,7 +55,11 @@ def test_seed_incident_per_node_detail_gives_the_numbers() -> None:
     tracker = verdict.node("tracker")
     assert tracker is not None and not tracker.fits
     (fit,) = tracker.filters
-    assert (fit.plugin, fit.code, fit.reasons) == ("NodeResourcesFit", "Unschedulable", ("Insufficient nvidia.com/gpu",))
+    assert (fit.plugin, fit.code, fit.reasons) == (
+        "NodeResourcesFit",
+        "Unschedulable",
+        ("Insufficient nvidia.com/gpu",),
+    )
     assert dict(fit.detail["resources"][0]) == {
         "resource": "nvidia.com/gpu",
         "requested": 1,
@@ -77,7 +88,10 @@ def test_seed_incident_as_dict_has_the_contract_fields() -> None:
 @pytest.mark.parametrize(
     ("version", "expected"),
     [
-        ("1.23", "0/10 nodes are available: 1 Insufficient nvidia.com/gpu, 9 node(s) didn't match Pod's node affinity/selector."),
+        (
+            "1.23",
+            "0/10 nodes are available: 1 Insufficient nvidia.com/gpu, 9 node(s) didn't match Pod's node affinity/selector.",
+        ),
         ("1.25", SEED_MESSAGE),
         ("v1.27.4", SEED_MESSAGE + "."),  # 1.26-1.28: SeparatorFormat " %v." around the PostFilter message
         ("1.29", SEED_MESSAGE),

@@ -1,0 +1,255 @@
+"""The analysis pipeline: cluster changes in, incidents out.
+
+Plain async functions and one small class with its dependencies passed in, so
+the in-process agent, the faust-streaming worker and the tests all drive it the
+same way.
+
+* **Triggers.** FailedScheduling events, autoscaler and eviction events, and
+  any change of the cached state mark the cluster dirty. Events are triggers,
+  not truth: the event recorder deduplicates FailedScheduling and may keep a
+  message for up to 30 minutes, so the analysis reads each pod's
+  ``PodScheduled=False`` condition (see ``analyzers.report``).
+* **Debounce.** A burst of changes becomes one pass: a pass starts
+  ``debounce`` seconds after the first change, and at least every
+  ``resync`` seconds while anything is waiting for a grace period.
+* **Grace.** A finding whose pods have all been pending for less than
+  ``grace`` seconds is held back (kube-scheduler often places a pod on the
+  next attempt); findings about incidents already open are never held back.
+* **Autoscaler awareness.** When cluster-autoscaler (``TriggeredScaleUp``) or
+  Karpenter (``Nominated``) is already adding capacity for a finding's pods,
+  the finding waits instead of paging, until the scale-up fails
+  (``FailedScaleUp``, ``NotTriggerScaleUp``, Karpenter launch failures) or
+  takes longer than ``scale_up_timeout``.
+* **Tracking.** Every pass goes through ``storage.tracker.track`` over the
+  whole cluster, which opens, updates and resolves incidents idempotently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from agent.cache import ClusterCache
+from analyzers.findings import Finding
+from analyzers.records import Pod
+from analyzers.remedies import RemedyRenderer
+from analyzers.report import Report, build_report
+from analyzers.snapshot import ClusterSnapshot
+from storage.models import Incident, IncidentStatus
+from storage.tracker import EVERY_SUBJECT, TrackResult, Trigger, track, trigger_from_event
+
+log = logging.getLogger(__name__)
+
+SCALE_UP_STARTED = frozenset({"TriggeredScaleUp", "Nominated"})
+SCALE_UP_FAILED = frozenset({"FailedScaleUp", "NotTriggerScaleUp", "FailedLaunching", "InsufficientCapacityError", "LaunchFailed"})
+TRIGGER_REASONS = frozenset({"FailedScheduling", "EvictionBlocked", "FailedEviction", "Scheduled", *SCALE_UP_STARTED, *SCALE_UP_FAILED})
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    cluster: str = "default"
+    grace: float = 60.0
+    debounce: float = 0.5
+    resync: float = 15.0
+    scale_up_timeout: float = 600.0
+    sinks: tuple[str, ...] = ()
+    kube_version: str | None = None
+
+
+@dataclass
+class PassOutcome:
+    now: float
+    report: Report
+    tracked: tuple[Finding, ...]
+    held: tuple[tuple[Finding, str], ...]  # (finding, why it waits)
+    result: TrackResult
+    seconds: float
+
+
+@dataclass
+class PipelineStats:
+    passes: int = 0
+    failed_passes: int = 0
+    triggers: int = 0
+    last_pass_seconds: float = 0.0
+    held: int = 0
+    durations: list[float] = field(default_factory=list)
+
+
+def pending_since(pod: Pod) -> float | None:
+    """When the pod started waiting: its PodScheduled=False transition, else its creation."""
+    cond = pod.scheduled
+    if cond is not None and cond.status == "False" and cond.last_transition is not None:
+        return cond.last_transition
+    return pod.created
+
+
+def scale_up_state(snapshot: ClusterSnapshot, pods: Sequence[Pod], now: float, timeout: float) -> str | None:
+    """'waiting' while an autoscaler is adding capacity for these pods; 'failed'
+    when it said it could not; None when no autoscaler spoke."""
+    started: float | None = None
+    failed = False
+    for pod in pods:
+        for ev in snapshot.events_for("Pod", pod.namespace, pod.name):
+            if ev.reason in SCALE_UP_STARTED:
+                started = max(started or 0.0, ev.last_seen or 0.0)
+        for ev in snapshot.events_for("Pod", pod.namespace, pod.name):
+            if ev.reason in SCALE_UP_FAILED and (started is None or (ev.last_seen or 0.0) >= started):
+                failed = True
+    if failed:
+        return "failed"
+    if started is None:
+        return None
+    return "waiting" if now - started < timeout else "failed"
+
+
+def hold_reason(finding: Finding, snapshot: ClusterSnapshot, now: float, config: PipelineConfig) -> str | None:
+    """Why a new finding should not become an incident yet (None: track it)."""
+    pods = [snapshot.pods[(ns, name)] for ns, name in (p.split("/", 1) for p in finding.pods) if (ns, name) in snapshot.pods]
+    if not pods:
+        return None
+    oldest = min((pending_since(p) or now) for p in pods)
+    if now - oldest < config.grace:
+        return f"pending for {now - oldest:.0f}s, grace period {config.grace:.0f}s"
+    if scale_up_state(snapshot, pods, now, config.scale_up_timeout) == "waiting":
+        return "waiting for scale-up (the autoscaler is adding capacity)"
+    return None
+
+
+async def open_fingerprints(sessions: async_sessionmaker[AsyncSession], cluster: str) -> set[str]:
+    async with sessions() as session:
+        rows = await session.execute(
+            select(Incident.fingerprint).where(Incident.cluster == cluster, Incident.status == IncidentStatus.OPEN)
+        )
+        return {r[0] for r in rows}
+
+
+class Pipeline:
+    """Runs analysis passes over a ClusterCache and tracks incidents."""
+
+    def __init__(
+        self,
+        cache: ClusterCache,
+        sessions: async_sessionmaker[AsyncSession],
+        config: PipelineConfig,
+        *,
+        renderer: RemedyRenderer | None = None,
+        clock: Callable[[], float] = time.time,
+        on_pass: Callable[[PassOutcome], Awaitable[None] | None] | None = None,
+        observe_seconds: Callable[[float], None] | None = None,
+    ) -> None:
+        self.cache = cache
+        self.sessions = sessions
+        self.config = config
+        self.renderer = renderer or RemedyRenderer()
+        self.clock = clock
+        self.on_pass = on_pass
+        self.observe_seconds = observe_seconds
+        self.stats = PipelineStats()
+        self._triggers: list[Trigger] = []
+        self._open: set[str] | None = None
+        self._last_generation = -1
+        self._held_any = False
+        self._lock = asyncio.Lock()
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        """Called by the cache for each relevant Event: remember it as a trigger."""
+        if event.get("reason") not in TRIGGER_REASONS:
+            return
+        try:
+            self._triggers.append(trigger_from_event(event))
+            self.stats.triggers += 1
+        except ValueError as exc:
+            log.warning("event without identity ignored as a trigger: %s", exc)
+
+    async def run_pass(self) -> PassOutcome | None:
+        """One analysis pass over the current snapshot; None when nothing changed."""
+        async with self._lock:
+            snapshot = self.cache.state.snapshot()
+            if snapshot.generation == self._last_generation and not self._triggers and not self._held_any:
+                return None
+            if self._open is None:
+                self._open = await open_fingerprints(self.sessions, self.config.cluster)
+            started = time.perf_counter()
+            now = self.clock()
+            report = await asyncio.to_thread(
+                build_report, snapshot, now=now, kube_version=self.config.kube_version, renderer=self.renderer
+            )
+            tracked: list[Finding] = []
+            held: list[tuple[Finding, str]] = []
+            for finding in report.findings:
+                why = None if finding.fingerprint in self._open else hold_reason(finding, snapshot, now, self.config)
+                if why is None:
+                    tracked.append(finding)
+                else:
+                    held.append((finding, why))
+            triggers, self._triggers = self._triggers, []
+            result = await track(
+                self.sessions,
+                cluster=self.config.cluster,
+                findings=tracked,
+                now=datetime.fromtimestamp(now, UTC),
+                evaluated=EVERY_SUBJECT,
+                triggers=triggers,
+                sinks=self.config.sinks,
+            )
+            self._open = {f.fingerprint for f in tracked}
+            self._last_generation = snapshot.generation
+            self._held_any = bool(held)
+            seconds = time.perf_counter() - started
+            self.stats.passes += 1
+            self.stats.held = len(held)
+            self.stats.last_pass_seconds = seconds
+            if self.observe_seconds is not None:
+                self.observe_seconds(seconds)
+            for finding, why in held:
+                log.info("finding held back: %s", why, extra={"rule_id": finding.rule_id, "k8s_object": str(finding.subject)})
+            if not self.config.sinks and (result.opened or result.resolved or result.root_cause_changed):
+                log.warning(
+                    "incidents: %d opened, %d resolved, %d root cause changed (no notification sink configured)",
+                    len(result.opened),
+                    len(result.resolved),
+                    len(result.root_cause_changed),
+                )
+            outcome = PassOutcome(now, report, tuple(tracked), tuple(held), result, seconds)
+            if self.on_pass is not None:
+                maybe = self.on_pass(outcome)
+                if maybe is not None:
+                    await maybe
+            return outcome
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Forever: wait for a change (or the resync tick), debounce, run a pass.
+        A failing pass is logged and counted; the loop goes on."""
+        while not stop.is_set():
+            changed = self.cache.changed
+            waiter = asyncio.ensure_future(changed.wait())
+            stopper = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({waiter, stopper}, timeout=self.config.resync, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            stopper.cancel()
+            if stop.is_set():
+                break
+            if changed.is_set():
+                await asyncio.sleep(self.config.debounce)
+                changed.clear()
+            try:
+                await self.run_pass()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.stats.failed_passes += 1
+                log.exception("analysis pass failed; will retry on the next change")
+        # Drain: one last pass so nothing seen before shutdown is lost.
+        try:
+            await self.run_pass()
+        except Exception:
+            log.exception("final analysis pass failed")

@@ -1,0 +1,521 @@
+"""Shared machinery of the five placement rules (node-selector-mismatch,
+untolerated-taint, insufficient-resources, anti-affinity-infeasible,
+topology-spread-infeasible). Not a rule (no ``RULE_ID``).
+
+**One root cause per pod.** kube-scheduler reports, per node, the first filter
+that rejected it; a pod stuck on a full cluster whose control-plane node also
+has room shows both ``Insufficient cpu`` and ``untolerated taint``. The
+simulator keeps *every* failing filter per node, so :func:`root_cause` can ask
+the question an SRE would: which single constraint stands between the pod and
+a node?
+
+1. no node passes NodeAffinity (or its PreFilter finds the ``matchFields``
+   terms conflict) → ``node-selector``;
+2. among the nodes that pass node affinity *and* taints/cordon ("eligible"),
+   one fails only NodeResourcesFit with a request the node could hold once
+   pods leave → ``resources`` (capacity is the problem);
+3. … one fails only PodTopologySpread → ``spread``; only InterPodAffinity →
+   ``interpod``;
+4. a node passing node affinity fails only on taints or cordon → ``taint``
+   (the only nodes that would fit are tainted);
+5. eligible nodes fail only NodeResourcesFit with requests beyond their
+   allocatable → ``resources`` (never fits);
+6. otherwise, by what every eligible node fails: spread, inter-pod affinity,
+   resources; nothing eligible at all → ``taint``.
+
+Ports, volumes, gates and PreFilter volume failures belong to other rules.
+
+**The pod as its controller would create it now.** When a Deployment's pod
+template was changed after its ReplicaSet made the pending pod (the template in
+the dump differs from the ReplicaSet's), the next pod comes from the new
+template: the rules judge that pod (the difference between the two templates
+applied to the pending pod, so admission-injected tolerations and sidecar
+requests stay). A patch remedy therefore cures the finding once applied.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from analyzers.findings import ObjectRef, Remedy, RemedyKind
+from analyzers.records import (
+    DaemonSet,
+    Deployment,
+    Event,
+    FrozenMap,
+    Job,
+    LabelSelector,
+    Node,
+    NodeSelector,
+    Pod,
+    PodAffinityTerm,
+    PodSpec,
+    ReplicaSet,
+    Requirement,
+    StatefulSet,
+    Toleration,
+    TopologySpreadConstraint,
+)
+from analyzers.rules._describe import names
+from analyzers.rules.context import RuleContext
+from analyzers.simulator import NodeVerdict, PodVerdict, simulate
+from analyzers.simulator import codes as C
+from analyzers.snapshot import ClusterSnapshot, Workload
+
+SELECTOR = "node-selector"
+TAINT = "taint"
+RESOURCES = "resources"
+SPREAD = "spread"
+INTERPOD = "interpod"
+
+_AFFINITY_PLUGINS = frozenset({C.NODE_AFFINITY, C.NODE_NAME})
+_TAINT_PLUGINS = frozenset({C.TAINT_TOLERATION, C.NODE_UNSCHEDULABLE_PLUGIN})
+
+# Added to every pod by the DefaultTolerationSeconds admission plugin
+# (plugin/pkg/admission/defaulttolerationseconds/admission.go) when absent.
+ADMISSION_TOLERATION_KEYS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+
+# Fields of a pod template that decide placement (compared between templates).
+_PLACEMENT_FIELDS = (
+    "node_selector",
+    "required_node_affinity",
+    "pod_affinity",
+    "pod_anti_affinity",
+    "preferred_pod_anti_affinity",
+    "topology_spread",
+    "host_ports",
+)
+
+
+# ---------------------------------------------------------------------------
+# Root cause of one verdict
+
+
+def plugins_of(nv: NodeVerdict) -> frozenset[str]:
+    return frozenset(f.plugin for f in nv.filters)
+
+
+def passes_affinity(nv: NodeVerdict) -> bool:
+    return not (plugins_of(nv) & _AFFINITY_PLUGINS)
+
+
+def eligible(nv: NodeVerdict) -> bool:
+    """Passes node affinity/selector and taints/cordon: a node the pod may use."""
+    return not (plugins_of(nv) & (_AFFINITY_PLUGINS | _TAINT_PLUGINS))
+
+
+def resource_rows(nv: NodeVerdict) -> list[Mapping[str, Any]]:
+    for f in nv.filters:
+        if f.plugin == C.NODE_RESOURCES_FIT:
+            rows = f.detail.get("resources") if f.detail else None
+            if isinstance(rows, tuple | list):
+                return [r for r in rows if isinstance(r, Mapping)]
+    return []
+
+
+def capacity_curable(nv: NodeVerdict) -> bool:
+    """Fails only NodeResourcesFit, and every short resource fits the node's allocatable."""
+    if plugins_of(nv) != {C.NODE_RESOURCES_FIT}:
+        return False
+    rows = resource_rows(nv)
+    return bool(rows) and all(int(r.get("requested", 0)) <= int(r.get("allocatable", 0)) for r in rows)
+
+
+def root_cause(verdict: PodVerdict) -> str | None:
+    """The one constraint family that keeps the pod off every node (module docstring)."""
+    if verdict.fits or verdict.gated is not None:
+        return None
+    if verdict.prefilter is not None:
+        return SELECTOR if verdict.prefilter.plugin == C.NODE_AFFINITY else None
+    nodes = verdict.nodes
+    matching = [nv for nv in nodes if passes_affinity(nv)]
+    if not matching:
+        return SELECTOR if nodes else None
+    usable = [nv for nv in matching if eligible(nv)]
+    only = [plugins_of(nv) for nv in usable]
+    if any(capacity_curable(nv) for nv in usable):
+        return RESOURCES
+    if any(p == {C.POD_TOPOLOGY_SPREAD} for p in only):
+        return SPREAD
+    if any(p == {C.INTER_POD_AFFINITY} for p in only):
+        return INTERPOD
+    if any(plugins_of(nv) <= _TAINT_PLUGINS for nv in matching):
+        return TAINT
+    if any(p == {C.NODE_RESOURCES_FIT} for p in only):
+        return RESOURCES
+    if not usable:
+        return TAINT
+    if any(C.POD_TOPOLOGY_SPREAD in p for p in only):
+        return SPREAD
+    if any(C.INTER_POD_AFFINITY in p for p in only):
+        return INTERPOD
+    if all(C.NODE_RESOURCES_FIT in p for p in only):
+        return RESOURCES
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Pending pods of a workload, judged as the controller would create them now
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """Pending pods of one workload that share a template, with their root cause.
+
+    ``pod`` is the pod as the controller would create it now (``drifted`` when
+    that differs from the pending pods' own spec); ``verdict`` is its verdict."""
+
+    ref: ObjectRef
+    workload: Workload
+    pods: tuple[Pod, ...]
+    pod: Pod
+    verdict: PodVerdict
+    root: str
+    drifted: bool
+
+    @property
+    def pod_names(self) -> tuple[str, ...]:
+        return tuple(f"{p.namespace}/{p.name}" for p in self.pods)
+
+    @property
+    def template(self) -> PodSpec | None:
+        return template_of(self.workload)
+
+
+def blocked(ctx: RuleContext, root: str) -> list[Blocked]:
+    """Every pending template whose root cause is ``root`` (classified once per snapshot)."""
+    key = f"rules.placement.blocked:{ctx.version}"
+    found: list[Blocked] = ctx.snapshot.derived(key, lambda: _classify(ctx))
+    return [b for b in found if b.root == root]
+
+
+def _classify(ctx: RuleContext) -> list[Blocked]:
+    snap = ctx.snapshot
+    out: list[Blocked] = []
+    for ref, pods in ctx.pending_by_workload().items():
+        workload = snap.workload_of(pods[0])
+        for rep in ctx.representative(pods):
+            if rep.spec.scheduling_gates:
+                continue  # scheduling-gated owns these
+            members = tuple(p for p in pods if p.spec is rep.spec and p.labels is rep.labels)
+            pod, drifted = as_created_now(snap, rep, workload)
+            verdict = simulate(snap, pod, kube_version=ctx.version) if drifted else ctx.verdict(rep)
+            root = root_cause(verdict)
+            if root is not None:
+                out.append(Blocked(ref, workload, members, pod, verdict, root, drifted))
+    return out
+
+
+def template_of(workload: Workload) -> PodSpec | None:
+    rec = workload.record
+    if isinstance(rec, Deployment | StatefulSet | DaemonSet | Job | ReplicaSet):
+        return rec.template
+    return None
+
+
+def as_created_now(snap: ClusterSnapshot, pod: Pod, workload: Workload) -> tuple[Pod, bool]:
+    """The pod its Deployment would create now: the change between the pod's
+    ReplicaSet template and the Deployment's template, applied to the pod."""
+    dep = workload.record
+    if not isinstance(dep, Deployment) or pod.owner is None or pod.owner.kind != "ReplicaSet":
+        return pod, False
+    rs = snap.replicasets.get((pod.namespace, pod.owner.name))
+    if rs is None or rs.template is dep.template or rs.template == dep.template:
+        return pod, False
+    base, target, spec = rs.template, dep.template, pod.spec
+    changes: dict[str, Any] = {}
+    for name in _PLACEMENT_FIELDS:
+        if getattr(base, name) != getattr(target, name):
+            changes[name] = getattr(target, name)
+    if set(base.tolerations) != set(target.tolerations):
+        injected = tuple(t for t in spec.tolerations if t not in base.tolerations and t not in target.tolerations)
+        changes["tolerations"] = tuple(target.tolerations) + injected
+    if base.requests != target.requests:
+        merged = dict(spec.requests)
+        for res in set(base.requests) | set(target.requests):
+            value = merged.get(res, 0) + target.requests.get(res, 0) - base.requests.get(res, 0)
+            if value > 0:
+                merged[res] = value
+            else:
+                merged.pop(res, None)
+        changes["requests"] = FrozenMap(merged)
+    if not changes:
+        return pod, False
+    return replace(pod, spec=replace(spec, **changes)), True
+
+
+# ---------------------------------------------------------------------------
+# What-if simulation
+
+
+def with_spec(pod: Pod, **changes: Any) -> Pod:
+    return replace(pod, spec=replace(pod.spec, **changes))
+
+
+def what_if(ctx: RuleContext, pod: Pod, snapshot: ClusterSnapshot | None = None) -> PodVerdict:
+    """Simulate a changed pod (or the pod in a changed snapshot); never memoised."""
+    return simulate(snapshot if snapshot is not None else ctx.snapshot, pod, kube_version=ctx.version)
+
+
+def fitting_nodes(verdict: PodVerdict) -> list[str]:
+    return [nv.node for nv in verdict.nodes if nv.fits]
+
+
+def outcome(verdict: PodVerdict) -> str:
+    """``it fits on a, b and 2 more`` or ``still unschedulable: 0/5 nodes are available: …``."""
+    if verdict.fits:
+        return f"it fits on {names(fitting_nodes(verdict))}"
+    return f"still unschedulable: {verdict.message}"
+
+
+def with_labels(node: Node, set_labels: Mapping[str, str], remove: Iterable[str] = ()) -> Node:
+    labels = {k: v for k, v in node.labels.items() if k not in set(remove)}
+    labels.update(set_labels)
+    return replace(node, labels=FrozenMap(labels))
+
+
+def synthetic_node(template: Node, name: str, *, allocatable: Mapping[str, int] | None = None,
+                   labels: Mapping[str, str] | None = None) -> Node:
+    """A new, empty node shaped like ``template`` (labels and taints copied, hostname its own)."""
+    new_labels = dict(template.labels)
+    if "kubernetes.io/hostname" in new_labels:
+        new_labels["kubernetes.io/hostname"] = name
+    new_labels.update(labels or {})
+    alloc = FrozenMap(dict(allocatable)) if allocatable is not None else template.allocatable
+    return replace(
+        template,
+        name=name,
+        uid=f"unstick-synthetic-{name}",
+        labels=FrozenMap(new_labels),
+        allocatable=alloc,
+        capacity=alloc,
+        unschedulable=False,
+    )
+
+
+def daemonset_requests(snap: ClusterSnapshot, node_name: str) -> dict[str, int]:
+    """What the DaemonSet pods on a node request: a new node of the pool pays the same."""
+    out: dict[str, int] = {}
+    for pod in snap.pods_by_node().get(node_name, ()):
+        if pod.owner is not None and pod.owner.kind == "DaemonSet":
+            for res, value in pod.spec.requests.items():
+                out[res] = out.get(res, 0) + value
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Autoscaler evidence
+
+# cluster-autoscaler: processors/status/eventing_scale_up_processor.go
+# (TriggeredScaleUp "pod triggered scale-up: [...]", NotTriggerScaleUp "pod didn't
+# trigger scale-up: ..."); Karpenter: Nominated "Pod should schedule on: nodeclaim/...".
+AUTOSCALER_REASONS = ("TriggeredScaleUp", "NotTriggerScaleUp", "Nominated")
+
+
+def autoscaler_events(snap: ClusterSnapshot, pods: Sequence[Pod]) -> list[Event]:
+    """The newest autoscaler event of each reason about the pods (newest last)."""
+    newest: dict[str, Event] = {}
+    for pod in pods:
+        for ev in snap.events_for("Pod", pod.namespace, pod.name):
+            if ev.reason in AUTOSCALER_REASONS:
+                seen = newest.get(ev.reason)
+                if seen is None or (ev.last_seen or 0.0) >= (seen.last_seen or 0.0):
+                    newest[ev.reason] = ev
+    return sorted(newest.values(), key=lambda e: e.last_seen or 0.0)
+
+
+def scale_up_in_progress(events: Sequence[Event]) -> Event | None:
+    """The newest event saying capacity is being added, when no later refusal followed."""
+    if not events:
+        return None
+    last = events[-1]
+    return last if last.reason in ("TriggeredScaleUp", "Nominated") else None
+
+
+def autoscaler_words(events: Sequence[Event]) -> str:
+    if not events:
+        return ""
+    parts = [f"{ev.source or 'autoscaler'} {ev.reason}: {ev.message!r}" for ev in events]
+    return " Autoscaler events for the pod: " + "; ".join(parts) + "."
+
+
+# ---------------------------------------------------------------------------
+# API-shaped YAML from records (for patches)
+
+
+def requirement_yaml(req: Requirement) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": req.key, "operator": req.operator}
+    if req.values:
+        out["values"] = list(req.values)
+    return out
+
+
+def node_selector_yaml(selector: NodeSelector) -> dict[str, Any]:
+    terms = []
+    for term in selector.terms:
+        t: dict[str, Any] = {}
+        if term.match_expressions:
+            t["matchExpressions"] = [requirement_yaml(r) for r in term.match_expressions]
+        if term.match_fields:
+            t["matchFields"] = [requirement_yaml(r) for r in term.match_fields]
+        terms.append(t)
+    return {"nodeSelectorTerms": terms}
+
+
+def label_selector_yaml(selector: LabelSelector) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if selector.match_labels:
+        out["matchLabels"] = dict(selector.match_labels)
+    if selector.match_expressions:
+        out["matchExpressions"] = [requirement_yaml(r) for r in selector.match_expressions]
+    return out
+
+
+def affinity_term_yaml(term: PodAffinityTerm) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if term.label_selector is not None:
+        out["labelSelector"] = label_selector_yaml(term.label_selector)
+    if term.namespaces:
+        out["namespaces"] = list(term.namespaces)
+    if term.namespace_selector is not None:
+        out["namespaceSelector"] = label_selector_yaml(term.namespace_selector)
+    if term.match_label_keys:
+        out["matchLabelKeys"] = list(term.match_label_keys)
+    if term.mismatch_label_keys:
+        out["mismatchLabelKeys"] = list(term.mismatch_label_keys)
+    out["topologyKey"] = term.topology_key
+    return out
+
+
+def spread_yaml(c: TopologySpreadConstraint) -> dict[str, Any]:
+    out: dict[str, Any] = {"maxSkew": c.max_skew, "topologyKey": c.topology_key}
+    out["whenUnsatisfiable"] = c.when_unsatisfiable
+    if c.label_selector is not None:
+        out["labelSelector"] = label_selector_yaml(c.label_selector)
+    if c.min_domains is not None:
+        out["minDomains"] = c.min_domains
+    if c.node_affinity_policy != "Honor":
+        out["nodeAffinityPolicy"] = c.node_affinity_policy
+    if c.node_taints_policy != "Ignore":
+        out["nodeTaintsPolicy"] = c.node_taints_policy
+    if c.match_label_keys:
+        out["matchLabelKeys"] = list(c.match_label_keys)
+    return out
+
+
+def toleration_yaml(t: Toleration) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if t.key:
+        out["key"] = t.key
+    out["operator"] = t.operator or "Equal"
+    if t.value and t.operator != "Exists":
+        out["value"] = t.value
+    if t.effect:
+        out["effect"] = t.effect
+    if t.toleration_seconds is not None:
+        out["tolerationSeconds"] = t.toleration_seconds
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Remedies on the owning workload's pod template
+
+
+def template_remedy(
+    ctx: RuleContext,
+    group: Blocked,
+    title: str,
+    spec_patch: dict[str, Any],
+    *,
+    verified: bool,
+    verification: str,
+) -> Remedy:
+    """A change of the pod template of the pods' owner, as the owner's kind takes it.
+
+    Deployments and DaemonSets roll their pods. A StatefulSet (OrderedReady)
+    waits for a pod of the old revision instead of replacing it, and a bare
+    ReplicaSet never replaces existing pods, so the command also deletes the
+    pending pods. A Job's template is immutable: the Job must be re-created.
+    A bare pod's placement fields are immutable except for added tolerations."""
+    r = ctx.renderer
+    ref = group.ref
+    pending = " ".join(shlex.quote(p.name) for p in group.pods)
+    ns = shlex.quote(ref.namespace)
+    if ref.kind in ("Deployment", "DaemonSet"):
+        return r.patch(title, ref, {"spec": {"template": {"spec": spec_patch}}}, verified=verified,
+                       verification=verification)
+    if ref.kind in ("StatefulSet", "ReplicaSet"):
+        remedy = r.patch(title, ref, {"spec": {"template": {"spec": spec_patch}}}, verified=verified,
+                         verification=verification)
+        why = (
+            "a StatefulSet waits for its pending pod of the old revision instead of replacing it"
+            if ref.kind == "StatefulSet"
+            else "a ReplicaSet does not replace existing pods when its template changes"
+        )
+        return replace(
+            remedy,
+            command=f"{remedy.command} && kubectl delete pod -n {ns} {pending}",
+            verification=f"{verification}; then the pending pod(s) are deleted ({why})",
+        )
+    if ref.kind == "Pod":
+        pod_patch = {"spec": spec_patch}
+        text = r.render("patch.yaml.j2", patch=pod_patch)
+        payload = shlex.quote(_json(pod_patch))
+        name = shlex.quote(ref.name)
+        if set(spec_patch) == {"tolerations"}:
+            # Adding tolerations is an allowed pod update (ValidatePodUpdate).
+            command = f"kubectl patch pod {name} -n {ns} --type strategic -p {payload}"
+        else:
+            command = (
+                f"kubectl get pod {name} -n {ns} -o json"
+                f" | kubectl patch --local -f - --type strategic -p {payload} -o json"
+                " | kubectl replace --force -f -"
+            )
+            verification += "; a pod's placement fields are immutable, so the command re-creates it"
+        return Remedy(title, RemedyKind.PATCH, ref, text, command, verified, verification)
+    # Job (its pod template is immutable) and owners not in the dump.
+    text = r.render("patch.yaml.j2", patch={"spec": {"template": {"spec": spec_patch}}})
+    command = (
+        f"# {ref.kind} {ref.name}: the pod template cannot be patched in place; re-create the {ref.kind}"
+        f" (or fix the template it comes from, e.g. a CronJob's jobTemplate) with this change"
+    )
+    return Remedy(title, RemedyKind.COMMAND, ref, text, command, verified, verification)
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, separators=(",", ":"))
+
+
+def pending_words(group: Blocked, now: float) -> str:
+    """``3 pods (web-7c9d-abcde, …) pending for 12m``."""
+    from analyzers.rules._describe import duration, plural
+
+    oldest = min((p.created for p in group.pods if p.created is not None), default=None)
+    age = f" pending for {duration(now - oldest)}" if oldest is not None and now >= oldest else " pending"
+    return f"{plural(len(group.pods), 'pod')} ({names([p.name for p in group.pods])}){age}"
+
+
+def kind_word(ref: ObjectRef) -> str:
+    return f"{ref.kind} {ref.namespace}/{ref.name}" if ref.namespace else f"{ref.kind} {ref.name}"
+
+
+def replicas_of(workload: Workload) -> int | None:
+    rec = workload.record
+    if isinstance(rec, Deployment | StatefulSet | ReplicaSet):
+        return rec.replicas
+    if isinstance(rec, Job):
+        return rec.parallelism
+    return None
+
+
+def merge_groups(groups: Sequence[Blocked], cause_of: Any) -> list[tuple[str, list[Blocked]]]:
+    """Groups of one workload with the same cause, in first-seen order."""
+    out: dict[tuple[ObjectRef, str], list[Blocked]] = {}
+    for g in groups:
+        out.setdefault((g.ref, cause_of(g)), []).append(g)
+    return [(cause, items) for (_, cause), items in out.items()]

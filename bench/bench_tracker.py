@@ -1,0 +1,163 @@
+"""Benchmark of the incident tracker on SQLite and on PostgreSQL. Prints figures.
+
+    .venv/bin/python bench/bench_tracker.py [--incidents 2000 --passes 3000 --batch 50] [--pg-url URL] [--no-pg]
+
+The Python process is pinned to one core. An *incident update* is one open
+incident seen again in a pass (occurrences + 1 from a new event key, last
+seen moved, the idempotency key recorded), committed. Two shapes:
+
+* ``per-event``: one pass per Kubernetes event, one finding per pass, one
+  transaction each (the worst case: every event commits on its own);
+* ``batched``: the pipeline's passes after a burst, ``--batch`` findings
+  (each with its own new event) per pass and transaction.
+
+PostgreSQL: a throw-away server from Debian's binaries (tests/pg.py) with
+durability ON (fsync, synchronous_commit), unless ``--pg-url`` is given.
+SQLite: a file in WAL mode with synchronous=NORMAL (storage.engine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analyzers.findings import Finding, ObjectRef, Remedy, RemedyKind, Severity
+from storage.engine import create_engine, create_sessionmaker
+from storage.migrate import upgrade
+from storage.tracker import Trigger, track
+
+T0 = datetime(2024, 5, 1, tzinfo=UTC)
+YAML = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  strategy:\n    rollingUpdate: {maxSurge: 0, maxUnavailable: 1}\n"
+MESSAGE = (
+    "0/10 nodes are available: 1 Insufficient nvidia.com/gpu, 9 node(s) didn't match Pod's node affinity/selector. "
+    "preemption: 0/10 nodes are available: 1 No preemption victims found for incoming pod, 9 Preemption is not helpful for scheduling."
+)
+
+
+def make_findings(n: int) -> list[Finding]:
+    out = []
+    for i in range(n):
+        subject = ObjectRef("Deployment", f"ns-{i % 40}", f"app-{i}")
+        out.append(
+            Finding(
+                rule_id="rollout-deadlock" if i % 2 else "insufficient-resources",
+                severity=Severity.CRITICAL if i % 5 == 0 else Severity.WARNING,
+                subject=subject,
+                title=f"Rollout of ns-{i % 40}/app-{i} cannot progress",
+                explanation="25% of 1 replica rounds up to a surge of 1 and down to 0 unavailable.",
+                evidence={"gpus_free": 0, "nodes": 10, "requested": {"nvidia.com/gpu": 1}},
+                remedies=(Remedy("maxSurge 0", RemedyKind.PATCH, subject, YAML, "kubectl patch …", True, "re-simulated"),),
+                cause="nvidia.com/gpu",
+                pods=(f"ns-{i % 40}/app-{i}-abc",),
+            )
+        )
+    return out
+
+
+async def run_backend(name: str, url: str, args: argparse.Namespace) -> dict[str, float]:
+    engine = create_engine(url)
+    await upgrade(engine)
+    sessions = create_sessionmaker(engine)
+    findings = make_findings(args.incidents)
+    results: dict[str, float] = {}
+
+    # Open the incidents (batched) so the measured passes are updates.
+    start = time.perf_counter()
+    for i in range(0, len(findings), 100):
+        chunk = findings[i : i + 100]
+        await track(
+            sessions, cluster="bench", findings=chunk, now=T0, triggers=[Trigger(f"open-{i}:1", MESSAGE)], sinks=["slack"]
+        )
+    results["opened/s (batches of 100)"] = len(findings) / (time.perf_counter() - start)
+
+    # Per-event: one finding, one new event, one transaction.
+    latencies = []
+    start = time.perf_counter()
+    for k in range(args.passes):
+        f = findings[k % len(findings)]
+        t0 = time.perf_counter()
+        r = await track(
+            sessions,
+            cluster="bench",
+            findings=[f],
+            evaluated=[f.subject],
+            now=T0 + timedelta(seconds=k + 1),
+            triggers=[Trigger(f"ev-{k}:1", MESSAGE, f.pods[0])],
+        )
+        latencies.append(time.perf_counter() - t0)
+        assert r.updated and not r.opened
+    elapsed = time.perf_counter() - start
+    results["per-event updates/s"] = args.passes / elapsed
+    latencies.sort()
+    results["per-event p50 ms"] = statistics.median(latencies) * 1000
+    results["per-event p99 ms"] = latencies[int(len(latencies) * 0.99)] * 1000
+
+    # Batched: --batch findings per pass, each with a new event.
+    updates = 0
+    start = time.perf_counter()
+    passes = max(1, args.passes // 10)
+    for k in range(passes):
+        base = (k * args.batch) % len(findings)
+        chunk = [findings[(base + j) % len(findings)] for j in range(args.batch)]
+        r = await track(
+            sessions,
+            cluster="bench",
+            findings=chunk,
+            evaluated=[f.subject for f in chunk],
+            now=T0 + timedelta(hours=1, seconds=k),
+            triggers=[Trigger(f"b-{k}-{j}:1", MESSAGE, f.pods[0]) for j, f in enumerate(chunk)],
+        )
+        updates += len(r.updated)
+    results[f"batched updates/s ({args.batch}/pass)"] = updates / (time.perf_counter() - start)
+    await engine.dispose()
+    return results
+
+
+def report(name: str, results: dict[str, float]) -> None:
+    print(f"\n{name}")
+    for key, value in results.items():
+        print(f"  {key:<34} {value:>10,.1f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--incidents", type=int, default=2000)
+    parser.add_argument("--passes", type=int, default=3000)
+    parser.add_argument("--batch", type=int, default=50)
+    parser.add_argument("--pg-url", help="use this PostgreSQL instead of starting one")
+    parser.add_argument("--no-pg", action="store_true")
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    print(f"tracker benchmark: {args.incidents} open incidents, {args.passes} per-event passes, one core")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        report("SQLite (file, WAL, synchronous=NORMAL)", asyncio.run(run_backend("sqlite", f"sqlite+aiosqlite:///{tmp}/bench.db", args)))
+
+    if args.no_pg:
+        return 0
+    if args.pg_url:
+        report("PostgreSQL (given)", asyncio.run(run_backend("postgres", args.pg_url, args)))
+        return 0
+    from tests.pg import PostgresServer
+
+    server = PostgresServer(durable=True).start()
+    try:
+        url = server.url()
+        report("PostgreSQL 15 (local, fsync on, synchronous_commit on)", asyncio.run(run_backend("postgres", url, args)))
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

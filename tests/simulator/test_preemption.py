@@ -1,0 +1,169 @@
+"""DefaultPreemption as PostFilter (pkg/scheduler/framework/plugins/defaultpreemption/
+default_preemption.go, pkg/scheduler/framework/preemption/preemption.go): the split
+between "No preemption victims found for incoming pod" and "Preemption is not
+helpful for scheduling", candidates and victims, eligibility."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzers.simulator import simulate
+from tests.simulator.builders import node, pod, pod_of, snapshot, taint
+
+
+def run(objs: list[dict[str, Any]], name: str = "p", version: str | None = None):  # type: ignore[no-untyped-def]
+    snap = snapshot(*objs)
+    return simulate(snap, pod_of(snap, name), kube_version=version)
+
+
+def priority_class(name: str, value: int, policy: str = "PreemptLowerPriority") -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "preemptionPolicy": policy,
+    }
+
+
+def test_candidate_found_means_no_preemption_clause() -> None:
+    objs = [
+        node("a", cpu="2"),
+        pod("low", node_name="a", requests={"cpu": "2"}, priority=0),
+        pod("p", requests={"cpu": "1"}, priority=1000),
+    ]
+    v = run(objs)
+    assert v.message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert v.preemption.candidates == ("a",)
+    assert dict(v.preemption.victims) == {"a": (("default", "low"),)}
+    assert v.preemption.message == ""
+
+
+def test_victims_are_only_the_pods_that_must_go_more_important_ones_are_reprieved() -> None:
+    objs = [
+        node("a", cpu="3"),
+        pod("keep", node_name="a", requests={"cpu": "1"}, priority=50),
+        pod("evict", node_name="a", requests={"cpu": "1"}, priority=10),
+        pod("same", node_name="a", requests={"cpu": "1"}, priority=100),
+        pod("p", requests={"cpu": "1"}, priority=100),
+    ]
+    v = run(objs)
+    # Both lower pods are removed first; "keep" (more important) is reprieved, "evict" is not needed... one of
+    # them must go to free 1 cpu: reprieving "keep" first leaves "evict" as the victim.
+    assert dict(v.preemption.victims) == {"a": (("default", "evict"),)}
+
+
+def test_still_not_fitting_after_evictions_prints_the_filter_reason() -> None:
+    objs = [
+        node("a", cpu="2"),
+        node("b", cpu="2"),
+        pod("x", node_name="a", requests={"cpu": "1"}, priority=-1),
+        pod("y", node_name="b", requests={"cpu": "1"}, priority=-1),
+        pod("p", requests={"cpu": "3"}),
+    ]
+    v = run(objs, version="1.33")
+    assert v.preemption.message == "preemption: 0/2 nodes are available: 2 Insufficient cpu."
+    assert dict(v.preemption.reason_counts) == {"insufficient-resource": 2}
+
+
+def test_split_no_victims_versus_not_helpful() -> None:
+    objs = [
+        node("full", cpu="1"),
+        node("tainted", taints=[taint("dedicated", "db")]),
+        pod("peer", node_name="full", requests={"cpu": "1"}),
+        pod("p", requests={"cpu": "1"}),
+    ]
+    v = run(objs)
+    assert v.message == (
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: db}. preemption: "
+        "0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+    )
+
+
+def test_preemption_policy_never_is_not_eligible() -> None:
+    objs = [
+        node("a", cpu="1"),
+        pod("low", node_name="a", requests={"cpu": "1"}, priority=-5),
+        pod("p", requests={"cpu": "1"}, preemption_policy="Never"),
+    ]
+    v = run(objs)
+    assert not v.preemption.eligible
+    assert (
+        v.message
+        == "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+    )
+    assert dict(v.preemption.reason_counts) == {"preemption-not-eligible": 1}
+    assert run(objs, version="1.27").message.endswith("preemptionPolicy=Never..")
+
+
+def test_preemption_policy_from_the_priority_class() -> None:
+    objs = [
+        node("a", cpu="1"),
+        priority_class("batch", 10, "Never"),
+        pod("low", node_name="a", requests={"cpu": "1"}, priority=-5),
+        pod("p", requests={"cpu": "1"}, priority_class="batch"),
+    ]
+    assert not run(objs).preemption.eligible
+
+
+def test_terminating_victim_on_the_nominated_node_blocks_more_preemption() -> None:
+    objs = [
+        node("a", cpu="1"),
+        pod("leaving", node_name="a", requests={"cpu": "1"}, priority=-5, deleting=True),
+        pod("p", requests={"cpu": "1"}, nominated="a"),
+    ]
+    v = run(objs)
+    assert v.preemption.message == "preemption: not eligible due to a terminating pod on the nominated node."
+
+
+def test_preemption_dry_run_with_inter_pod_anti_affinity() -> None:
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    objs = [
+        node("a"),
+        node("b"),
+        pod("w-low", node_name="a", labels={"app": "web"}, priority=-1),
+        pod("w-same", node_name="b", labels={"app": "web"}),
+        pod("p", labels={"app": "web"}, affinity=anti),
+    ]
+    v = run(objs)
+    assert v.preemption.candidates == ("a",)
+    assert dict(v.preemption.victims) == {"a": (("default", "w-low"),)}
+    assert v.message == "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
+
+
+def test_pdb_violating_victims_are_counted() -> None:
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "db", "namespace": "default"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+        "status": {"disruptionsAllowed": 0},
+    }
+    objs = [
+        node("a", cpu="1"),
+        node("b", cpu="1"),
+        pdb,
+        pod("db-0", node_name="a", requests={"cpu": "1"}, labels={"app": "db"}, priority=-1),
+        pod("cache", node_name="b", requests={"cpu": "1"}, labels={"app": "cache"}, priority=-1),
+        pod("p", requests={"cpu": "1"}),
+    ]
+    v = run(objs)
+    # Candidates that violate no PDB come first.
+    assert v.preemption.candidates == ("b", "a")
+
+
+def test_no_clause_before_1_24() -> None:
+    objs = [
+        node("a", cpu="1"),
+        pod("peer", node_name="a", requests={"cpu": "1"}),
+        pod("p", requests={"cpu": "1"}),
+    ]
+    v = run(objs, version="1.23")
+    assert v.message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert not v.preemption.attempted
