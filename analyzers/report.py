@@ -20,7 +20,7 @@ from analyzers.remedies import RemedyRenderer
 from analyzers.rollout import IntOrPercentError, effective_max_surge, effective_max_unavailable
 from analyzers.rules import RuleError, run_rules
 from analyzers.rules.context import RuleContext, Thresholds
-from analyzers.simulator import PodVerdict, simulate
+from analyzers.simulator import PodVerdict
 from analyzers.snapshot import ClusterSnapshot
 
 

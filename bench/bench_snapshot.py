@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.dumps import expand, load_into  # noqa: E402
-from analyzers.snapshot import ClusterState  # noqa: E402
-from bench.generate import generate  # noqa: E402
+from agent.dumps import expand, load_into
+from analyzers.snapshot import ClusterState
+from bench.generate import generate
 
 
 def rss_mb() -> float:

@@ -338,7 +338,7 @@ def _capacity_remedy(ctx: RuleContext, pending: Pod, blockers: list[Pod], resour
         command = f"kubectl describe node {node_name} | grep -A2 nvidia.com/gpu  # after enabling time-slicing: expect {current * 2}"
     else:
         title = f"Or add {resource} capacity to {node_name}"
-        note = f"A bigger node (or a second eligible node) leaves room for one more pod during the rollout."
+        note = "A bigger node (or a second eligible node) leaves room for one more pod during the rollout."
         command = f"kubectl describe node {node_name}"
     return ctx.renderer.command(
         title,
