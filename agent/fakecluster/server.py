@@ -932,6 +932,11 @@ class FakeCluster:
         next_bookmark = loop.time() + self.bookmark_interval
         try:
             while not self._closing:
+                if w.error is None and w.position <= self._compacted:
+                    # History this watch has not delivered yet was compacted
+                    # away (a frozen or slow watcher): fail it like etcd's
+                    # "required revision has been compacted", never skip silently.
+                    w.error = status_body(410, f"too old resource version: {w.position - 1} ({self._compacted})", "Expired")
                 if w.error is not None:
                     pending.append(orjson.dumps({"type": "ERROR", "object": w.error}, option=orjson.OPT_APPEND_NEWLINE))
                     await self._write_lines(resp, pending)

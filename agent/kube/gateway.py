@@ -50,12 +50,6 @@ logger = logging.getLogger(__name__)
 RawObject = dict[str, Any]
 
 
-class RawListMeta(TypedDict, total=False):
-    resourceVersion: str
-    remainingItemCount: int
-    # "continue" is a Python keyword; read it with meta.get("continue").
-
-
 class RawList(TypedDict):
     """A list response: ``{"kind": "PodList", "apiVersion": "v1",
     "metadata": {...}, "items": [...]}``; each item has ``kind`` and

@@ -38,9 +38,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
-from analyzers.findings import ObjectRef, Remedy, RemedyKind
+from analyzers.findings import ObjectRef, Remedy, RemedyKind, Severity
 from analyzers.records import (
     DaemonSet,
     Deployment,
@@ -64,6 +64,8 @@ from analyzers.rules.context import RuleContext
 from analyzers.simulator import NodeVerdict, PodVerdict, simulate
 from analyzers.simulator import codes as C
 from analyzers.snapshot import ClusterSnapshot, Workload
+
+T = TypeVar("T")
 
 SELECTOR = "node-selector"
 TAINT = "taint"
@@ -513,9 +515,62 @@ def replicas_of(workload: Workload) -> int | None:
     return None
 
 
-def merge_groups(groups: Sequence[Blocked], cause_of: Any) -> list[tuple[str, list[Blocked]]]:
-    """Groups of one workload with the same cause, in first-seen order."""
-    out: dict[tuple[ObjectRef, str], list[Blocked]] = {}
-    for g in groups:
-        out.setdefault((g.ref, cause_of(g)), []).append(g)
-    return [(cause, items) for (_, cause), items in out.items()]
+def merge_by_cause(items: Iterable[tuple[str, Blocked, T]]) -> list[tuple[str, list[tuple[Blocked, T]]]]:
+    """(cause, group, analysis) triples merged per (workload, cause), in first-seen order:
+    a workload gets one finding per root cause, however many templates share it."""
+    out: dict[tuple[ObjectRef, str], list[tuple[Blocked, T]]] = {}
+    for cause, group, analysis in items:
+        out.setdefault((group.ref, cause), []).append((group, analysis))
+    return [(cause, found) for (_, cause), found in out.items()]
+
+
+def all_pods(found: Sequence[tuple[Blocked, Any]]) -> tuple[str, ...]:
+    return tuple(name for group, _ in found for name in group.pod_names)
+
+
+def severity(ctx: RuleContext, group: Blocked, *, capacity_coming: bool = False) -> Severity:
+    """CRITICAL when a Deployment or StatefulSet has no ready pod left (the service is
+    down), INFO when capacity is on its way (autoscaler scale-up, preemption), else WARNING."""
+    if capacity_coming or group.verdict.preemption.candidates:
+        return Severity.INFO
+    if group.ref.kind in ("Deployment", "StatefulSet"):
+        pods = ctx.snapshot.pods_of_workload(group.ref)
+        if not any(p.ready and p.deleted is None for p in pods):
+            return Severity.CRITICAL
+    return Severity.WARNING
+
+
+def preemption_words(verdict: PodVerdict) -> str:
+    if verdict.preemption.candidates:
+        return (
+            f" kube-scheduler can preempt lower-priority pods on {names(list(verdict.preemption.candidates))}"
+            " (DefaultPreemption), so the pod should be placed once they have exited."
+        )
+    return ""
+
+
+def node_ref(name: str) -> ObjectRef:
+    return ObjectRef("Node", "", name)
+
+
+def other_nodes_words(verdict: PodVerdict, exclude: Iterable[str], limit: int = 3) -> str:
+    """The remaining nodes by their first failing filter: ``worker-1 and worker-2: Insufficient cpu``."""
+    skip = set(exclude)
+    by_reason: dict[str, list[str]] = {}
+    for nv in verdict.nodes:
+        if nv.node in skip or nv.fits or not nv.filters:
+            continue
+        by_reason.setdefault("; ".join(nv.filters[0].reasons), []).append(nv.node)
+    parts = [
+        f"{names(nodes, limit)}: {reason}"
+        for reason, nodes in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    ]
+    return "; ".join(parts)
+
+
+def requests_gpu(pod: Pod) -> str | None:
+    """The GPU-like extended resource the pod requests (nvidia.com/gpu, amd.com/gpu, MIG slices)."""
+    for res, value in sorted(pod.spec.requests.items()):
+        if value > 0 and "/" in res and ("gpu" in res.lower() or "/mig-" in res):
+            return res
+    return None

@@ -46,6 +46,10 @@ RULE_ID = "requests-missing-load-skew"
 _RESOURCES = ("cpu", "memory")
 # pkg/scheduler/util/pod_resources.go: DefaultMilliCPURequest, DefaultMemoryRequest.
 _NONZERO = {"cpu": 100, "memory": 200 * 1024 * 1024}
+# Pods named in the explanation (the biggest hidden users first).
+_SHOWN_PODS = 5
+# Pods re-simulated with the proposed requests.
+_MAX_SIMULATED = 10
 # Rounding steps for proposed requests: 50m cpu, 64Mi memory.
 _STEP = {"cpu": 50, "memory": 64 * 1024 * 1024}
 
@@ -99,7 +103,9 @@ def analyze(ctx: RuleContext) -> list[Finding]:
                 hot.append(_Hot(name, res, alloc, usage, requested))
     if not hot:
         return []
-    hidden: dict[ObjectRef, list[_Hidden]] = {}
+    # Under-requested pods per (workload, hot node, resource): one big pod or many small
+    # ones of a workload count when together they hide enough of the node's load.
+    candidates: dict[tuple[ObjectRef, str, str], list[_Hidden]] = {}
     for h in hot:
         for pod in by_node.get(h.node, ()):
             pm = snap.pod_metrics.get(pod.key)
@@ -107,11 +113,15 @@ def analyze(ctx: RuleContext) -> list[Finding]:
                 continue
             usage = pm.usage.get(h.resource, 0)
             request = pod.spec.requests.get(h.resource, 0)
-            under = request == 0 or usage > th.under_request_factor * request
-            if under and usage - request >= th.unrequested_share * h.allocatable:
-                hidden.setdefault(snap.workload_of(pod).ref, []).append(
-                    _Hidden(pod, h.resource, usage, request)
-                )
+            if request == 0 or usage > th.under_request_factor * request:
+                key = (snap.workload_of(pod).ref, h.node, h.resource)
+                candidates.setdefault(key, []).append(_Hidden(pod, h.resource, usage, request))
+    allocatable = {(h.node, h.resource): h.allocatable for h in hot}
+    hidden: dict[ObjectRef, list[_Hidden]] = {}
+    for (ref, node_name, res), items in candidates.items():
+        unseen = sum(i.usage - i.request for i in items)
+        if unseen >= th.unrequested_share * allocatable[(node_name, res)]:
+            hidden.setdefault(ref, []).extend(items)
     findings = []
     for ref, items in sorted(hidden.items(), key=lambda kv: str(kv[0])):
         findings.append(_finding(ctx, ref, items, hot))
@@ -141,7 +151,8 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
     for i in sorted(items, key=lambda i: (i.pod.name, i.resource)):
         per_pod.setdefault(i.pod.name, []).append(i)
     pod_words = []
-    for name, rows in per_pod.items():
+    biggest = sorted(per_pod.items(), key=lambda kv: (-sum(i.usage - i.request for i in kv[1]), kv[0]))
+    for name, rows in biggest[:_SHOWN_PODS]:
         used = " and ".join(f"{_q(i.resource, i.usage)} {i.resource}" for i in rows)
         if all(i.request == 0 for i in rows):
             asked = "requests nothing" if len(rows) == 1 else "requests neither"
@@ -150,6 +161,8 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
                 f"{_q(i.resource, i.request) if i.request else 'no'} {i.resource}" for i in rows
             )
         pod_words.append(f"{name} on {rows[0].pod.node_name} uses {used} and {asked}")
+    if len(biggest) > _SHOWN_PODS:
+        pod_words.append(f"and {len(biggest) - _SHOWN_PODS} more pod(s) like them")
     ranks = _rank_words(snap, nodes)
     kind_name = (
         f"{ref.kind} {ref.namespace}/{ref.name}" if ref.kind != "Pod" else f"Pod {ref.namespace}/{ref.name}"
@@ -370,11 +383,14 @@ def _set_requests(
     request_arg = ",".join(f"{res}={format_units(res, v)}" for res, v in sorted(chosen.items()))
     multi = max((p.spec.container_count for p in pods), default=1) > 1
     command = f"kubectl set resources {kind}/{ref.name} -n {ref.namespace} --requests={request_arg}"
-    note = f"Sized from the highest observed usage of {ref.name}'s pods ({label}).{rejected if ok_fit else ''} " + (
-        "The pods run several containers and metrics are summed per pod: split these requests across the "
-        "containers with -c <container> instead of giving each the total."
-        if multi
-        else f"Changing the pod template rolls the {kind}'s pods."
+    note = (
+        f"Sized from the highest observed usage of {ref.name}'s pods ({label}).{rejected if ok_fit else ''} "
+        + (
+            "The pods run several containers and metrics are summed per pod: split these requests across the "
+            "containers with -c <container> instead of giving each the total."
+            if multi
+            else f"Changing the pod template rolls the {kind}'s pods."
+        )
     )
     verified = ok_fit and reflects and not multi
     verification = (
@@ -399,10 +415,15 @@ def _still_fits(ctx: RuleContext, pods: Sequence[Pod], requests: Mapping[str, in
     """Re-simulate each pod with the new requests (as the rollout re-creates it): it must fit a node."""
     snap = ctx.snapshot.replace(*[_with_requests(p, requests) for p in pods])
     placed = []
-    for pod in pods:
+    for pod in pods[:_MAX_SIMULATED]:
         resized = _with_requests(pod, requests)
         pending = replace(
-            resized, spec=replace(resized.spec, node_name=""), node_name="", phase="Pending", ready=False, scheduled=None
+            resized,
+            spec=replace(resized.spec, node_name=""),
+            node_name="",
+            phase="Pending",
+            ready=False,
+            scheduled=None,
         )
         what_if = snap.replace(pending)
         verdict = ctx.verdict(pending, what_if)
@@ -412,9 +433,10 @@ def _still_fits(ctx: RuleContext, pods: Sequence[Pod], requests: Mapping[str, in
         where = pod.node_name if pod.node_name in fitting else fitting[0]
         placed.append(f"{pod.name} on {where}")
         snap = what_if.replace(replace(pending, node_name=where, phase="Running", ready=True))
+    more = f" (the first {_MAX_SIMULATED} of {len(pods)} pods)" if len(pods) > _MAX_SIMULATED else ""
     return (
         True,
-        f"re-simulated each pod with them: {', '.join(placed)} still fit{'s' if len(placed) == 1 else ''}",
+        f"re-simulated each pod with them: {', '.join(placed)} still fit{'s' if len(placed) == 1 else ''}{more}",
     )
 
 

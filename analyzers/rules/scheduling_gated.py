@@ -71,7 +71,11 @@ _KNOWN_GATES: tuple[tuple[str, _Owner], ...] = (
     ),
     (
         "volcano.sh/queue-allocation-gate",
-        _Owner("Volcano", "when the pod's Volcano queue has capacity allocated for it", "kubectl get queues.scheduling.volcano.sh"),
+        _Owner(
+            "Volcano",
+            "when the pod's Volcano queue has capacity allocated for it",
+            "kubectl get queues.scheduling.volcano.sh",
+        ),
     ),
 )
 
@@ -81,10 +85,16 @@ def gate_owner(gate: str) -> _Owner:
         if gate == name:
             return owner
     if gate.startswith("kueue.x-k8s.io/"):
-        return _Owner("Kueue", "when its admission of the pod completes", "kubectl get workloads.kueue.x-k8s.io -n {ns} -o wide")
+        return _Owner(
+            "Kueue",
+            "when its admission of the pod completes",
+            "kubectl get workloads.kueue.x-k8s.io -n {ns} -o wide",
+        )
     domain = gate.split("/", 1)[0] if "/" in gate else ""
     who = f"the controller of {domain} that added it" if domain else "the controller that added it"
-    return _Owner(who, "when its own condition for releasing the pod is met (usually a mutating webhook added it)", "")
+    return _Owner(
+        who, "when its own condition for releasing the pod is met (usually a mutating webhook added it)", ""
+    )
 
 
 def analyze(ctx: RuleContext) -> list[Finding]:
@@ -108,7 +118,9 @@ def _finding(ctx: RuleContext, ref: ObjectRef, gates: tuple[str, ...], pods: lis
     owners = {g: gate_owner(g) for g in gates}
     ungated_ok, ungated_text, placements = _ungated(ctx, pods)
     subject = ref
-    what = f"{ref.kind} {ref.namespace}/{ref.name}" if ref.kind != "Pod" else f"Pod {ref.namespace}/{ref.name}"
+    what = (
+        f"{ref.kind} {ref.namespace}/{ref.name}" if ref.kind != "Pod" else f"Pod {ref.namespace}/{ref.name}"
+    )
     count = plural(len(pods), "pod")
     gate_words = []
     for g in gates:
@@ -116,7 +128,11 @@ def _finding(ctx: RuleContext, ref: ObjectRef, gates: tuple[str, ...], pods: lis
         text = f"{g}: {o.who} removes it {o.removes_when}"
         queue = oldest.labels.get("kueue.x-k8s.io/queue-name")
         if o.who.startswith("Kueue"):
-            text += f" (the pod names LocalQueue {queue})" if queue else " (the pod carries no kueue.x-k8s.io/queue-name label)"
+            text += (
+                f" (the pod names LocalQueue {queue})"
+                if queue
+                else " (the pod carries no kueue.x-k8s.io/queue-name label)"
+            )
         gate_words.append(text)
     explanation = (
         f"{count} of {what} {are(len(pods))} held by schedulingGates [{', '.join(gates)}]; the oldest, {oldest.name}, "

@@ -116,7 +116,9 @@ def _old_revision(snap: ClusterSnapshot, pod: Pod) -> bool:
     )
 
 
-def _finding(ctx: RuleContext, ref: ObjectRef, kind: str, items: list[tuple[Pod, _Problem, PodVerdict]]) -> Finding:
+def _finding(
+    ctx: RuleContext, ref: ObjectRef, kind: str, items: list[tuple[Pod, _Problem, PodVerdict]]
+) -> Finding:
     pod, problem, verdict = items[0]
     pods = [p for p, _, _ in items]
     claims = sorted({c for _, pr, _ in items for c in pr.claims})
@@ -190,7 +192,9 @@ def _diagnose(ctx: RuleContext, pod: Pod, verdict: PodVerdict) -> _Problem | Non
         problem = _delayed_unbindable(ctx, pod, verdict, allowed, free_nodes)
         if problem is not None:
             return problem
-    reasons = sorted({r for nv in failing for f in nv.filters if f.plugin in _VOLUME_PLUGINS for r in f.reasons})
+    reasons = sorted(
+        {r for nv in failing for f in nv.filters if f.plugin in _VOLUME_PLUGINS for r in f.reasons}
+    )
     return _Problem(
         "volume-other",
         f"Its volumes rule out {plural(len(failing), 'node')} ({'; '.join(reasons)}); without them it would fit on "
@@ -297,7 +301,9 @@ def _class_of(snap: ClusterSnapshot, pvc: PersistentVolumeClaim) -> StorageClass
     return None
 
 
-def _pv_rejections(snap: ClusterSnapshot, pvc: PersistentVolumeClaim, nodes: Sequence[Node] | None = None) -> list[str]:
+def _pv_rejections(
+    snap: ClusterSnapshot, pvc: PersistentVolumeClaim, nodes: Sequence[Node] | None = None
+) -> list[str]:
     """Why each PV of the claim's class does not match it (binder.go findMatchingVolume)."""
     out = []
     wanted_class = pvc.storage_class or ""
@@ -314,11 +320,17 @@ def _pv_rejections(snap: ClusterSnapshot, pvc: PersistentVolumeClaim, nodes: Seq
                 f"{format_units('memory', pvc.request_bytes)}"
             )
         elif not all(m in pv.access_modes for m in pvc.access_modes):
-            out.append(f"{pv.name} offers {', '.join(pv.access_modes)}, the claim needs {', '.join(pvc.access_modes)}")
-        elif nodes is not None and pv.node_affinity is not None and not any(
-            pv.node_affinity.matches(n.labels, n.name) for n in nodes
+            out.append(
+                f"{pv.name} offers {', '.join(pv.access_modes)}, the claim needs {', '.join(pvc.access_modes)}"
+            )
+        elif (
+            nodes is not None
+            and pv.node_affinity is not None
+            and not any(pv.node_affinity.matches(n.labels, n.name) for n in nodes)
         ):
-            out.append(f"{pv.name} is pinned to {_selector_words(pv.node_affinity)}, where the pod may not run")
+            out.append(
+                f"{pv.name} is pinned to {_selector_words(pv.node_affinity)}, where the pod may not run"
+            )
     return out
 
 
@@ -341,8 +353,14 @@ def _immediate_unbound(ctx: RuleContext, pod: Pod, claims: list[str]) -> _Proble
             else f" There is no PersistentVolume of class {pvc.storage_class or _EMPTY_CLASS} at all."
         )
         evidence["unbound_claims"].append(
-            {"claim": name, "storage_class": pvc.storage_class, "size": size, "access_modes": list(pvc.access_modes),
-             "provisioner": cls.provisioner if cls else None, "pv_rejections": rejections}
+            {
+                "claim": name,
+                "storage_class": pvc.storage_class,
+                "size": size,
+                "access_modes": list(pvc.access_modes),
+                "provisioner": cls.provisioner if cls else None,
+                "pv_rejections": rejections,
+            }
         )
         if pvc.storage_class and cls is None:
             texts.append(
@@ -384,7 +402,9 @@ def _claim_event(snap: ClusterSnapshot, pvc: PersistentVolumeClaim) -> str:
     return ""
 
 
-def _bound_snapshot(snap: ClusterSnapshot, pvc: PersistentVolumeClaim, pv: PersistentVolume) -> ClusterSnapshot:
+def _bound_snapshot(
+    snap: ClusterSnapshot, pvc: PersistentVolumeClaim, pv: PersistentVolume
+) -> ClusterSnapshot:
     """What the PV controller does within seconds once a matching, pre-bound PV exists."""
     bound_pv = replace(pv, phase="Bound")
     bound_pvc = replace(pvc, volume_name=pv.name, phase="Bound")
@@ -429,7 +449,11 @@ def _matching_pv(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim, *, imme
             "nodeAffinity": {
                 "required": {
                     "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}
+                        {
+                            "matchExpressions": [
+                                {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+                            ]
+                        }
                     ]
                 }
             },
@@ -442,7 +466,11 @@ def _matching_pv(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim, *, imme
         verified=bool(fits_on),
         verification=(
             f"re-simulated with this PV{' bound to the claim (the PV controller binds a pre-bound PV at once)' if immediate else ''}: "
-            + (f"{pod.name} fits on {names(fits_on)}" if fits_on else f"still unschedulable ({verdict.message})")
+            + (
+                f"{pod.name} fits on {names(fits_on)}"
+                if fits_on
+                else f"still unschedulable ({verdict.message})"
+            )
             + f"; the directory /mnt/disks/{pvc.name} must exist on {node} (a local volume; use your storage's own "
             "volume source instead if it is not local disk)"
         ),
@@ -454,8 +482,11 @@ def _other_class(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim) -> Reme
     """Re-create the (unbound, empty) claim with a StorageClass that can provision it here."""
     snap = ctx.snapshot
     classes = sorted(
-        (c for c in snap.storage_classes.values() if c.provisioner and c.provisioner != _NO_PROVISIONER
-         and c.name != (pvc.storage_class or "")),
+        (
+            c
+            for c in snap.storage_classes.values()
+            if c.provisioner and c.provisioner != _NO_PROVISIONER and c.name != (pvc.storage_class or "")
+        ),
         key=lambda c: (not c.is_default, c.binding_mode != "WaitForFirstConsumer", c.name),
     )
     for cls in classes[:3]:
@@ -472,7 +503,11 @@ def _other_class(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim) -> Reme
             verified=True,
             verification=(
                 f"re-simulated with the claim in class {cls.name}: {pod.name} fits on {names(fits_on)}"
-                + (" and the volume is provisioned in that node's topology" if cls.binding_mode == "WaitForFirstConsumer" else "")
+                + (
+                    " and the volume is provisioned in that node's topology"
+                    if cls.binding_mode == "WaitForFirstConsumer"
+                    else ""
+                )
                 + f"; storageClassName is immutable and the claim is unbound (no data): kubectl delete pvc {pvc.name} "
                 f"-n {pvc.namespace} first"
             ),
@@ -519,7 +554,9 @@ def _pv_conflict(
         }
         if not both:
             if pv_nodes:
-                where = f"{names(sorted(n.name for n in pv_nodes))} {'is' if len(pv_nodes) == 1 else 'are'} there"
+                where = (
+                    f"{names(sorted(n.name for n in pv_nodes))} {'is' if len(pv_nodes) == 1 else 'are'} there"
+                )
             else:
                 where = "no node is there any more"
             text = (
@@ -660,13 +697,19 @@ def _node_in_topology(
                 labels[zk] = pinned[1]
     clone_name = f"{model.name}-whatif"
     labels["kubernetes.io/hostname"] = clone_name
-    clone = replace(model, name=clone_name, uid="", labels=FrozenMap(labels), unschedulable=False, taints=model.taints)
+    clone = replace(
+        model, name=clone_name, uid="", labels=FrozenMap(labels), unschedulable=False, taints=model.taints
+    )
     if not topology.matches(clone.labels, clone.name):
         return None
     verdict = ctx.verdict(pod, snap.replace(clone))
     ok = verdict.fits and any(nv.node == clone_name and nv.fits for nv in verdict.nodes)
     where = _selector_words(topology)
-    command = f"kubectl get nodes -l {pinned[0]}={pinned[1]} -o wide" if pinned is not None else "kubectl get nodes -o wide"
+    command = (
+        f"kubectl get nodes -l {pinned[0]}={pinned[1]} -o wide"
+        if pinned is not None
+        else "kubectl get nodes -o wide"
+    )
     return ctx.renderer.command(
         f"Add a node in {where} (like {model.name}) to the node group",
         ObjectRef("Node", "", model.name),
@@ -807,7 +850,13 @@ def _class_for_pod_zone(
 ) -> Remedy | None:
     """A StorageClass like cls whose allowedTopologies include the pod's zone (a new class: the
     fields of a StorageClass are immutable; the claim is unbound, so it can be re-created)."""
-    keys = sorted({r.key for t in (cls.allowed_topologies.terms if cls.allowed_topologies else ()) for r in t.match_expressions})
+    keys = sorted(
+        {
+            r.key
+            for t in (cls.allowed_topologies.terms if cls.allowed_topologies else ())
+            for r in t.match_expressions
+        }
+    )
     if not keys or not allowed:
         return None
     key = keys[0]
@@ -841,7 +890,11 @@ def _class_for_pod_zone(
         verified=bool(fits_on),
         verification=(
             f"re-simulated with {name} and claim {pvc.name} in it: "
-            + (f"{pod.name} fits on {names(fits_on)}" if fits_on else f"still unschedulable ({verdict.message})")
+            + (
+                f"{pod.name} fits on {names(fits_on)}"
+                if fits_on
+                else f"still unschedulable ({verdict.message})"
+            )
             + f"; copy the parameters of {cls.name} (not in the snapshot); StorageClass fields and a claim's "
             f"storageClassName are immutable: re-create the unbound claim {pvc.name} with storageClassName: {name}"
         ),

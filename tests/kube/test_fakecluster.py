@@ -146,6 +146,19 @@ async def test_history_window_is_bounded() -> None:
             assert len(frames) == 3
 
 
+async def test_a_watch_behind_the_history_window_fails_rather_than_skips() -> None:
+    async with FakeCluster(history_size=10) as cluster, aiohttp.ClientSession() as http:
+        cluster.faults.freeze("Pod")
+        params = {"watch": "true", "resourceVersion": str(cluster.resource_version), "timeoutSeconds": "5"}
+        async with http.get(cluster.url + "/api/v1/pods", params=params) as resp:
+            await cluster.wait_for_watches("Pod")
+            for i in range(30):
+                cluster.apply(pod(f"p{i}"))
+            cluster.faults.thaw("Pod")
+            frames = [orjson.loads(line) async for line in resp.content]
+        assert [(f["type"], f["object"]["code"]) for f in frames] == [("ERROR", 410)]
+
+
 async def test_bookmarks_carry_only_the_version() -> None:
     async with FakeCluster(bookmark_interval=0.05) as cluster, aiohttp.ClientSession() as http:
         cluster.apply(node("n"))

@@ -198,7 +198,8 @@ async def test_a_stalled_watch_times_out_and_reconnects(
     cluster: FakeCluster, kubeconfig: Path, sink: Any, sleep: Any
 ) -> None:
     cluster.faults.stall(30, verb="watch", kind="Pod")
-    async with Gateway(kubeconfig, watch_idle_timeout=0.3) as gw:
+    cluster.bookmark_interval = 0.05  # a healthy watch is never idle for long
+    async with Gateway(kubeconfig, watch_idle_timeout=0.5) as gw:
         watcher = make_watcher(gw, sink, sleep)
         async with running(watcher.run()):
             await cluster.wait_for_watches("Pod", count=2)
