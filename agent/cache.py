@@ -74,7 +74,7 @@ class ClusterCache:
         self.stats = CacheStats()
         self.changed = asyncio.Event()
         self.synced_kinds: set[str] = set()
-        self._on_event = on_event
+        self.on_event = on_event
         self._clock = clock
 
     # -- the watcher Sink protocol --------------------------------------------
@@ -115,8 +115,8 @@ class ClusterCache:
         if record is None:
             return False
         self.stats.applied += 1
-        if delta.kind == "Event" and self._on_event is not None:
-            self._on_event(obj)
+        if delta.kind == "Event" and self.on_event is not None:
+            self.on_event(obj)
         self.changed.set()
         return True
 

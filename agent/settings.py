@@ -86,7 +86,7 @@ class ApiSettings:
     auth: bool = True
     """False only with ``--no-auth``: everything is open (a laptop, never a cluster)."""
     default_page_size: int = 50
-    max_page_size: int = 500
+    max_page_size: int = 200
     """Largest ``limit`` a list request may ask for; larger is a 400, not a silent cut."""
     max_request_bytes: int = 64 * 1024
     """Largest request body (the API is read-only; only the login form has a body)."""

@@ -148,14 +148,17 @@ class Incident(Base):
         ),
         # Recurrence lookup (latest resolved incident of a fingerprint).
         Index("ix_incidents_fingerprint", "fingerprint", "cluster", "id"),
-        # Resolve lookup: open incidents of evaluated subjects.
-        Index("ix_incidents_subject", "cluster", "subject_kind", "namespace", "subject_name"),
+        # The tracker's lookup of a pass's open incidents by subject name (good plans even without ANALYZE).
+        Index("ix_incidents_cluster_subject", "cluster", "subject_name", "status"),
         # Listing: newest first, optionally narrowed by the common filters.
-        Index("ix_incidents_last_seen", "last_seen", "id"),
+        # first_seen and resolved_at ride along so that a since/until window is filtered in
+        # the index (SQLite defers the row lookup) instead of row by row.
+        Index("ix_incidents_last_seen", "last_seen", "id", "first_seen", "resolved_at"),
         Index("ix_incidents_first_seen", "first_seen", "id"),
         Index("ix_incidents_status_last_seen", "status", "last_seen", "id"),
-        Index("ix_incidents_namespace_last_seen", "namespace", "last_seen", "id"),
-        Index("ix_incidents_rule_last_seen", "rule_id", "last_seen", "id"),
+        # status rides along: facet and stats counts per namespace/rule stay inside the index.
+        Index("ix_incidents_namespace_last_seen", "namespace", "last_seen", "id", "status"),
+        Index("ix_incidents_rule_last_seen", "rule_id", "last_seen", "id", "status"),
         Index("ix_incidents_name_last_seen", "subject_name", "last_seen", "id"),
     )
 

@@ -274,11 +274,9 @@ async def incident_stats(
     stats.by_day = [{"day": d, "count": int(n)} for d, n in res]
 
     duration = _duration_seconds(dialect)
-    resolved_where = [
-        *where,
-        Incident.status == IncidentStatus.RESOLVED.value,
-        Incident.resolved_at.is_not(None),
-    ]
+    # resolved_at is set exactly when an incident resolves; testing it (not status) keeps
+    # these scans inside the last_seen index, which carries first_seen and resolved_at.
+    resolved_where = [*where, Incident.resolved_at.is_not(None)]
     agg = (
         await session.execute(
             select(func.count(), func.avg(duration), func.max(duration)).where(*resolved_where)
@@ -295,14 +293,21 @@ async def incident_stats(
     if n:
         ttr["mean_seconds"] = round(float(agg[1]), 3)
         ttr["max_seconds"] = round(float(agg[2]), 3)
-        for key, q in (("p50_seconds", 0.5), ("p90_seconds", 0.9)):
-            offset = min(n - 1, int(q * (n - 1) + 0.5))
-            value = (
-                await session.execute(
-                    select(duration).where(*resolved_where).order_by(duration).offset(offset).limit(1)
-                )
-            ).scalar_one()
-            ttr[key] = round(float(value), 3)
+        # Both percentiles from one sort (nearest rank).
+        ranks = {
+            key: min(n, int(q * (n - 1) + 0.5) + 1) for key, q in (("p50_seconds", 0.5), ("p90_seconds", 0.9))
+        }
+        ranked = (
+            select(duration.label("d"), func.row_number().over(order_by=duration).label("rn"))
+            .where(*resolved_where)
+            .subquery()
+        )
+        rows = await session.execute(
+            select(ranked.c.rn, ranked.c.d).where(ranked.c.rn.in_(sorted(set(ranks.values()))))
+        )
+        by_rank = {int(rn): float(d) for rn, d in rows}
+        for key, rank in ranks.items():
+            ttr[key] = round(by_rank[rank], 3)
     stats.time_to_resolve = ttr
     return stats
 

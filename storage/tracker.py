@@ -51,6 +51,11 @@ A trigger may name the pod it is about (``pod="namespace/name"``); it then
 counts only for findings that list that pod (findings without pods take every
 trigger).
 
+**Batches.** :func:`apply_passes` / :func:`track_passes` apply several passes
+of one cluster, in order, in one transaction, with the same outcome as one by
+one: a pipeline coalescing a burst of events pays a handful of statements per
+batch instead of per event (see ``bench/bench_tracker.py``).
+
 **Notifications.** When an incident opens, changes root cause or resolves,
 one outbox row per sink in ``sinks`` is written in the same transaction, due
 at ``now``. Pass no sinks to record without notifying (e.g. while
@@ -67,7 +72,7 @@ from datetime import datetime
 from typing import Any, Final
 
 import orjson
-from sqlalchemy import and_, delete, or_, select, tuple_
+from sqlalchemy import and_, delete, insert, literal_column, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -193,34 +198,23 @@ def _insert_ignore(session: AsyncSession) -> Any:
     return pg_insert if name == "postgresql" else sqlite_insert
 
 
-async def _new_triggers(
-    session: AsyncSession, cluster: str, triggers: Sequence[Trigger], now: datetime
-) -> tuple[list[Trigger], int]:
-    """The triggers not applied before (recording them), and how many were replays."""
-    unique: dict[str, Trigger] = {}
-    for t in triggers:
-        if not t.key:
-            raise ValueError("a Trigger needs a non-empty key (event uid:count)")
-        unique.setdefault(t.key, t)
-    if not unique:
-        return [], 0
-    keys = list(unique)
-    seen: set[str] = set()
-    for i in range(0, len(keys), _CHUNK):
-        chunk = keys[i : i + _CHUNK]
-        rows = await session.execute(
-            select(AppliedEvent.key).where(AppliedEvent.cluster == cluster, AppliedEvent.key.in_(chunk))
-        )
-        seen.update(rows.scalars())
-    fresh = [t for k, t in unique.items() if k not in seen]
-    if fresh:
-        insert = _insert_ignore(session)
-        for i in range(0, len(fresh), _CHUNK):
-            stmt = insert(AppliedEvent).values(
-                [{"cluster": cluster, "key": t.key, "applied_at": now} for t in fresh[i : i + _CHUNK]]
-            )
-            await session.execute(stmt.on_conflict_do_nothing(index_elements=["cluster", "key"]))
-    return fresh, len(unique) - len(fresh)
+async def _record_triggers(
+    session: AsyncSession, cluster: str, keys: Sequence[str], now: datetime
+) -> set[str]:
+    """Record the keys; return those not applied before.
+
+    One statement: insert, skipping keys already there; RETURNING yields only
+    the rows inserted (executemany with RETURNING is batched into multi-row
+    INSERTs by SQLAlchemy)."""
+    if not keys:
+        return set()
+    stmt = (
+        _insert_ignore(session)(AppliedEvent)
+        .on_conflict_do_nothing(index_elements=["cluster", "key"])
+        .returning(AppliedEvent.key)
+    )
+    rows = [{"cluster": cluster, "key": k, "applied_at": now} for k in keys]
+    return set((await session.execute(stmt, rows)).scalars())
 
 
 def _concerning(finding: Finding, triggers: Sequence[Trigger]) -> list[Trigger]:
@@ -230,41 +224,25 @@ def _concerning(finding: Finding, triggers: Sequence[Trigger]) -> list[Trigger]:
     return [t for t in triggers if not t.pod or t.pod in pods]
 
 
-async def _open_incidents(
-    session: AsyncSession,
-    cluster: str,
-    fingerprints: Collection[str],
-    subjects: Collection[ObjectRef] | _EverySubject,
-) -> dict[int, Incident]:
-    # Row locks (PostgreSQL; SQLite serialises writers anyway): a concurrent pass
-    # on the same incidents waits and then reads the committed counts.
-    base = (
-        select(Incident)
-        .where(Incident.cluster == cluster, Incident.status == IncidentStatus.OPEN)
-        .with_for_update()
-    )
-    found: dict[int, Incident] = {}
-    if isinstance(subjects, _EverySubject):
+async def _load_open(
+    session: AsyncSession, cluster: str, names: Collection[str] | None
+) -> dict[str, Incident]:
+    """Open incidents of the cluster (of these subject names; all when None), by fingerprint,
+    locked for update.
+
+    Row locks matter on PostgreSQL (SQLite serialises writers anyway): a
+    concurrent pass on the same incidents waits, then reads the committed counts."""
+    base = select(Incident).where(Incident.cluster == cluster, _IS_OPEN).with_for_update()
+    found: dict[str, Incident] = {}
+    if names is None:
         for inc in (await session.execute(base)).scalars():
-            found[inc.id] = inc
+            found[inc.fingerprint] = inc
         return found
-    fps = list(fingerprints)
-    refs = list(subjects)
-    # The two lists are chunked together: one query per chunk pair.
-    for i in range(0, max(len(fps), len(refs)), _CHUNK):
-        conds = []
-        fp_chunk = fps[i : i + _CHUNK]
-        ref_chunk = refs[i : i + _CHUNK]
-        if fp_chunk:
-            conds.append(Incident.fingerprint.in_(fp_chunk))
-        if ref_chunk:
-            conds.append(
-                tuple_(Incident.subject_kind, Incident.namespace, Incident.subject_name).in_(
-                    [(r.kind, r.namespace, r.name) for r in ref_chunk]
-                )
-            )
-        for inc in (await session.execute(base.where(or_(*conds)))).scalars():
-            found[inc.id] = inc
+    ordered = sorted(names)
+    for i in range(0, len(ordered), _CHUNK):
+        rows = await session.execute(base.where(Incident.subject_name.in_(ordered[i : i + _CHUNK])))
+        for inc in rows.scalars():
+            found[inc.fingerprint] = inc
     return found
 
 
@@ -290,12 +268,280 @@ async def _latest_resolved(
     return latest
 
 
+# A literal, not a bound parameter: only then can the planners use the partial indexes on open incidents.
+_IS_OPEN = Incident.status == literal_column("'open'")
+
+
 def _ref(inc: Incident) -> ObjectRef:
     return ObjectRef(inc.subject_kind, inc.namespace, inc.subject_name)
 
 
-def _entry(inc: Incident, kind: TimelineKind, at: datetime, message: str, **detail: Any) -> TimelineEntry:
-    return TimelineEntry(incident_id=inc.id, at=at, kind=str(kind), message=message, detail=detail)
+def _entry(inc: Incident, kind: TimelineKind, at: datetime, message: str, **detail: Any) -> dict[str, Any]:
+    return {"incident_id": inc.id, "at": at, "kind": str(kind), "message": message, "detail": detail}
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """One analysis pass: what :func:`apply_pass` takes, as a value (see :func:`apply_passes`)."""
+
+    findings: Sequence[Finding]
+    now: datetime
+    evaluated: Collection[ObjectRef] | _EverySubject = ()
+    triggers: Sequence[Trigger] = ()
+
+
+@dataclass(slots=True)
+class _Batch:
+    """What the passes of one transaction share: the cluster's open incidents in memory,
+    the fresh event keys, and the timeline and outbox rows to insert at the end."""
+
+    session: AsyncSession
+    cluster: str
+    sinks: tuple[str, ...]
+    open_by_fp: dict[str, Incident]
+    latest_resolved: dict[str, int]
+    fresh_keys: set[str]
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    outbox: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _validate(cluster: str, p: Pass) -> None:
+    if not cluster:
+        raise ValueError("cluster must be a non-empty name")
+    if p.now.tzinfo is None or p.now.utcoffset() is None:
+        raise ValueError("now must be timezone-aware")
+    for t in p.triggers:
+        if not t.key:
+            raise ValueError("a Trigger needs a non-empty key (event uid:count)")
+
+
+async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
+    """One pass over the in-memory state; new incidents are flushed to get their ids."""
+    session, cluster, now = batch.session, batch.cluster, p.now
+    result = TrackResult()
+    by_fp = _merge_duplicates(p.findings)
+    every = isinstance(p.evaluated, _EverySubject)
+    subjects: set[ObjectRef] = set() if isinstance(p.evaluated, _EverySubject) else set(p.evaluated)
+
+    unique = list({t.key: t for t in reversed(p.triggers)}.values())[::-1]  # first of each key, in order
+    fresh = [t for t in unique if t.key in batch.fresh_keys]
+    batch.fresh_keys.difference_update(t.key for t in fresh)  # a key counts once per batch
+    result.new_triggers, result.replayed_triggers = len(fresh), len(unique) - len(fresh)
+    pass_message = fresh[-1].message if fresh else (p.triggers[-1].message if p.triggers else "")
+
+    observed: dict[str, _Observed] = {}
+    for fp, f in by_fp.items():
+        concerning = _concerning(f, fresh)
+        observed[fp] = _Observed(
+            finding=f,
+            evidence=_jsonable(dict(f.evidence)),
+            remedies=_jsonable([r.as_dict() for r in f.remedies]),
+            occurrences=len(concerning),
+            message=concerning[-1].message if concerning else "",
+        )
+    continuing = {fp: inc for fp, inc in batch.open_by_fp.items() if fp in by_fp}
+
+    # Open what is new. Recurrences link to the latest resolved incident of their fingerprint.
+    opened: list[Incident] = []
+    for fp in by_fp:
+        if fp in continuing:
+            continue
+        ob = observed[fp]
+        f = ob.finding
+        inc = Incident(
+            cluster=cluster,
+            fingerprint=fp,
+            rule_id=f.rule_id,
+            cause=f.cause,
+            severity=str(f.severity),
+            status=str(IncidentStatus.OPEN),
+            subject_kind=f.subject.kind,
+            namespace=f.subject.namespace,
+            subject_name=f.subject.name,
+            title=f.title,
+            explanation=f.explanation,
+            evidence=ob.evidence,
+            remedies=ob.remedies,
+            pods=list(f.pods),
+            first_seen=now,
+            last_seen=now,
+            resolved_at=None,
+            occurrences=max(1, ob.occurrences),
+            last_message=ob.message or pass_message,
+            previous_id=batch.latest_resolved.get(fp),
+        )
+        session.add(inc)
+        opened.append(inc)
+    if opened:
+        await session.flush()  # ids for the timeline, the outbox and later passes
+    for inc in opened:
+        recurrence = {"previous_id": inc.previous_id} if inc.previous_id is not None else {}
+        batch.entries.append(_entry(inc, TimelineKind.OPENED, now, inc.last_message, **recurrence))
+        result.opened.append(inc.id)
+
+    # Update what continues.
+    for fp, inc in continuing.items():
+        ob = observed[fp]
+        f = ob.finding
+        severity = str(f.severity)
+        if severity != inc.severity:
+            batch.entries.append(
+                _entry(
+                    inc,
+                    TimelineKind.SEVERITY_CHANGED,
+                    now,
+                    ob.message,
+                    **{"from": inc.severity, "to": severity},
+                )
+            )
+            inc.severity = severity
+        changed = [
+            name
+            for name, old, new in (
+                ("title", inc.title, f.title),
+                ("explanation", inc.explanation, f.explanation),
+                ("evidence", inc.evidence, ob.evidence),
+                ("remedies", inc.remedies, ob.remedies),
+                ("message", inc.last_message, ob.message or inc.last_message),
+            )
+            if old != new
+        ]
+        if changed:
+            batch.entries.append(_entry(inc, TimelineKind.UPDATED, now, ob.message, changed=changed))
+            inc.title, inc.explanation = f.title, f.explanation
+            if "evidence" in changed:
+                inc.evidence = ob.evidence
+            if "remedies" in changed:
+                inc.remedies = ob.remedies
+            if ob.message:
+                inc.last_message = ob.message
+        if list(f.pods) != list(inc.pods or ()):
+            inc.pods = list(f.pods)
+        if now > inc.last_seen:
+            inc.last_seen = now
+        if ob.occurrences:
+            inc.occurrences += ob.occurrences
+        result.updated.append(inc.id)
+
+    # Resolve what an evaluated subject no longer shows.
+    resolved: list[Incident] = []
+    for fp, inc in sorted(batch.open_by_fp.items(), key=lambda item: item[1].id):
+        if fp in by_fp or not (every or _ref(inc) in subjects):
+            continue
+        inc.status = str(IncidentStatus.RESOLVED)
+        inc.resolved_at = max(now, inc.last_seen)
+        resolved.append(inc)
+        result.resolved.append(inc.id)
+        del batch.open_by_fp[fp]
+        batch.latest_resolved[fp] = inc.id
+    for inc in opened:
+        batch.open_by_fp[inc.fingerprint] = inc
+
+    # A subject that lost causes and gained others in the same pass changed root cause.
+    opened_by_subject: dict[ObjectRef, list[Incident]] = defaultdict(list)
+    for inc in opened:
+        opened_by_subject[_ref(inc)].append(inc)
+    replaced_by: dict[int, list[int]] = {}
+    replaces: dict[int, list[Incident]] = {}
+    for inc in resolved:
+        successors = opened_by_subject.get(_ref(inc))
+        if successors:
+            replaced_by[inc.id] = [s.id for s in successors]
+            for s in successors:
+                replaces.setdefault(s.id, []).append(inc)
+    for inc in resolved:
+        detail: dict[str, Any] = {}
+        if inc.id in replaced_by:
+            detail = {"reason": "root_cause_changed", "replaced_by": replaced_by[inc.id]}
+        batch.entries.append(_entry(inc, TimelineKind.RESOLVED, now, pass_message, **detail))
+    for inc in opened:
+        olds = replaces.get(inc.id)
+        if olds:
+            batch.entries.append(
+                _entry(
+                    inc,
+                    TimelineKind.ROOT_CAUSE_CHANGED,
+                    now,
+                    inc.last_message,
+                    replaces=[o.id for o in olds],
+                    previous_causes=[
+                        {"id": o.id, "rule_id": o.rule_id, "cause": o.cause, "title": o.title} for o in olds
+                    ],
+                )
+            )
+            result.root_cause_changed.append(inc.id)
+
+    # The outbox: open, root cause changed, resolve; one row per sink.
+    if batch.sinks:
+        events: list[tuple[Incident, NotificationEvent, dict[str, Any]]] = []
+        for inc in opened:
+            if inc.id in replaces:
+                extra = {"replaces": [incident_dict(o) for o in replaces[inc.id]]}
+                events.append((inc, NotificationEvent.ROOT_CAUSE_CHANGED, extra))
+            else:
+                events.append((inc, NotificationEvent.OPENED, {}))
+        for inc in resolved:
+            if inc.id not in replaced_by:
+                events.append((inc, NotificationEvent.RESOLVED, {}))
+        for inc, ev, extra in events:
+            payload = {"event": str(ev), "cluster": cluster, "incident": incident_dict(inc), **extra}
+            for sink in batch.sinks:
+                batch.outbox.append(
+                    {
+                        "incident_id": inc.id,
+                        "sink": sink,
+                        "event": str(ev),
+                        "payload": payload,
+                        "status": str(NotificationStatus.PENDING),
+                        "attempts": 0,
+                        "created_at": now,
+                        "next_attempt_at": now,
+                        "last_error": None,
+                        "sent_at": None,
+                        "thread_ref": None,
+                    }
+                )
+                result.notifications += 1
+    return result
+
+
+async def apply_passes(
+    session: AsyncSession, *, cluster: str, passes: Sequence[Pass], sinks: Sequence[str] = ()
+) -> list[TrackResult]:
+    """Several passes of one cluster, in order, in the caller's transaction: the same outcome
+    as applying them one by one, with a handful of statements for the whole batch.
+
+    For a pipeline that coalesces a burst of events (say, every 100 ms) into
+    one transaction: event keys are recorded in one statement, the open
+    incidents of every subject involved are read (and locked) in one query,
+    each pass is applied in memory (a new incident costs a flush, for its id),
+    then the incident updates, timeline and outbox rows are written at once.
+    A trigger key repeated across the passes counts once."""
+    if not passes:
+        return []
+    for p in passes:
+        _validate(cluster, p)
+    keys = list(dict.fromkeys(t.key for p in passes for t in p.triggers))
+    fresh_keys = await _record_triggers(session, cluster, keys, min(p.now for p in passes))
+    if any(isinstance(p.evaluated, _EverySubject) for p in passes):
+        names: set[str] | None = None
+    else:
+        names = set()
+        for p in passes:
+            names.update(f.subject.name for f in p.findings)
+            if not isinstance(p.evaluated, _EverySubject):
+                names.update(r.name for r in p.evaluated)
+    open_by_fp = await _load_open(session, cluster, names)
+    candidates = sorted({f.fingerprint for p in passes for f in p.findings} - open_by_fp.keys())
+    latest = await _latest_resolved(session, cluster, candidates) if candidates else {}
+    batch = _Batch(session, cluster, tuple(dict.fromkeys(sinks)), open_by_fp, latest, fresh_keys)
+    results = [await _apply_one(batch, p) for p in passes]
+    await session.flush()  # incident updates
+    if batch.entries:
+        await session.execute(insert(TimelineEntry), batch.entries)
+    if batch.outbox:
+        await session.execute(insert(Notification), batch.outbox)
+    return results
 
 
 async def apply_pass(
@@ -324,200 +570,38 @@ async def apply_pass(
     :param sinks: notification sink names; one outbox row per sink for each
         open, root-cause change and resolve.
     """
-    if now.tzinfo is None or now.utcoffset() is None:
-        raise ValueError("now must be timezone-aware")
-    if not cluster:
-        raise ValueError("cluster must be a non-empty name")
-    result = TrackResult()
-    by_fp = _merge_duplicates(findings)
-    every = isinstance(evaluated, _EverySubject)
-    subjects: set[ObjectRef] = set() if isinstance(evaluated, _EverySubject) else set(evaluated)
-
-    fresh, replayed = await _new_triggers(session, cluster, triggers, now)
-    result.new_triggers, result.replayed_triggers = len(fresh), replayed
-    pass_message = fresh[-1].message if fresh else (triggers[-1].message if triggers else "")
-
-    open_by_id = await _open_incidents(session, cluster, by_fp.keys(), EVERY_SUBJECT if every else subjects)
-    open_by_fp = {inc.fingerprint: inc for inc in open_by_id.values()}
-
-    observed: dict[str, _Observed] = {}
-    for fp, f in by_fp.items():
-        concerning = _concerning(f, fresh)
-        observed[fp] = _Observed(
-            finding=f,
-            evidence=_jsonable(dict(f.evidence)),
-            remedies=_jsonable([r.as_dict() for r in f.remedies]),
-            occurrences=len(concerning),
-            message=concerning[-1].message if concerning else "",
-        )
-
-    entries: list[TimelineEntry] = []
-    opened: list[Incident] = []
-
-    # Open what is new. Recurrences link to the latest resolved incident of their fingerprint.
-    to_open = [fp for fp in by_fp if fp not in open_by_fp]
-    previous = await _latest_resolved(session, cluster, to_open) if to_open else {}
-    for fp in to_open:
-        ob = observed[fp]
-        f = ob.finding
-        inc = Incident(
-            cluster=cluster,
-            fingerprint=fp,
-            rule_id=f.rule_id,
-            cause=f.cause,
-            severity=str(f.severity),
-            status=str(IncidentStatus.OPEN),
-            subject_kind=f.subject.kind,
-            namespace=f.subject.namespace,
-            subject_name=f.subject.name,
-            title=f.title,
-            explanation=f.explanation,
-            evidence=ob.evidence,
-            remedies=ob.remedies,
-            pods=list(f.pods),
-            first_seen=now,
-            last_seen=now,
-            resolved_at=None,
-            occurrences=max(1, ob.occurrences),
-            last_message=ob.message or pass_message,
-            previous_id=previous.get(fp),
-        )
-        session.add(inc)
-        opened.append(inc)
-    if opened:
-        await session.flush()  # ids for the timeline and the outbox
-    for inc in opened:
-        recurrence = {"previous_id": inc.previous_id} if inc.previous_id is not None else {}
-        entries.append(_entry(inc, TimelineKind.OPENED, now, inc.last_message, **recurrence))
-        result.opened.append(inc.id)
-
-    # Update what continues.
-    for fp, inc in open_by_fp.items():
-        ob_or_none = observed.get(fp)
-        if ob_or_none is None:
-            continue
-        ob = ob_or_none
-        f = ob.finding
-        severity = str(f.severity)
-        if severity != inc.severity:
-            entries.append(
-                _entry(
-                    inc,
-                    TimelineKind.SEVERITY_CHANGED,
-                    now,
-                    ob.message,
-                    **{"from": inc.severity, "to": severity},
-                )
-            )
-            inc.severity = severity
-        changed = [
-            name
-            for name, old, new in (
-                ("title", inc.title, f.title),
-                ("explanation", inc.explanation, f.explanation),
-                ("evidence", inc.evidence, ob.evidence),
-                ("remedies", inc.remedies, ob.remedies),
-                ("message", inc.last_message, ob.message or inc.last_message),
-            )
-            if old != new
-        ]
-        if changed:
-            entries.append(_entry(inc, TimelineKind.UPDATED, now, ob.message, changed=changed))
-            inc.title, inc.explanation = f.title, f.explanation
-            if "evidence" in changed:
-                inc.evidence = ob.evidence
-            if "remedies" in changed:
-                inc.remedies = ob.remedies
-            if ob.message:
-                inc.last_message = ob.message
-        if list(f.pods) != list(inc.pods or ()):
-            inc.pods = list(f.pods)
-        if now > inc.last_seen:
-            inc.last_seen = now
-        if ob.occurrences:
-            inc.occurrences += ob.occurrences
-        result.updated.append(inc.id)
-
-    # Resolve what an evaluated subject no longer shows.
-    resolved: list[Incident] = []
-    for inc in open_by_id.values():
-        if inc.fingerprint in by_fp:
-            continue
-        if every or _ref(inc) in subjects:
-            inc.status = str(IncidentStatus.RESOLVED)
-            inc.resolved_at = max(now, inc.last_seen)
-            resolved.append(inc)
-            result.resolved.append(inc.id)
-
-    # A subject that lost causes and gained others in the same pass changed root cause.
-    opened_by_subject: dict[ObjectRef, list[Incident]] = defaultdict(list)
-    for inc in opened:
-        opened_by_subject[_ref(inc)].append(inc)
-    replaced_by: dict[int, list[int]] = {}
-    replaces: dict[int, list[Incident]] = {}
-    for inc in resolved:
-        successors = opened_by_subject.get(_ref(inc))
-        if successors:
-            replaced_by[inc.id] = [s.id for s in successors]
-            for s in successors:
-                replaces.setdefault(s.id, []).append(inc)
-    for inc in resolved:
-        detail: dict[str, Any] = {}
-        if inc.id in replaced_by:
-            detail = {"reason": "root_cause_changed", "replaced_by": replaced_by[inc.id]}
-        entries.append(_entry(inc, TimelineKind.RESOLVED, now, pass_message, **detail))
-    for inc in opened:
-        olds = replaces.get(inc.id)
-        if olds:
-            entries.append(
-                _entry(
-                    inc,
-                    TimelineKind.ROOT_CAUSE_CHANGED,
-                    now,
-                    inc.last_message,
-                    replaces=[o.id for o in olds],
-                    previous_causes=[
-                        {"id": o.id, "rule_id": o.rule_id, "cause": o.cause, "title": o.title} for o in olds
-                    ],
-                )
-            )
-            result.root_cause_changed.append(inc.id)
-
-    # The outbox: open, root cause changed, resolve; one row per sink.
-    if sinks:
-        events: list[tuple[Incident, NotificationEvent, dict[str, Any]]] = []
-        for inc in opened:
-            if inc.id in replaces:
-                extra = {"replaces": [incident_dict(o) for o in replaces[inc.id]]}
-                events.append((inc, NotificationEvent.ROOT_CAUSE_CHANGED, extra))
-            else:
-                events.append((inc, NotificationEvent.OPENED, {}))
-        for inc in resolved:
-            if inc.id not in replaced_by:
-                events.append((inc, NotificationEvent.RESOLVED, {}))
-        for inc, ev, extra in events:
-            payload = {"event": str(ev), "cluster": cluster, "incident": incident_dict(inc), **extra}
-            for sink in dict.fromkeys(sinks):
-                session.add(
-                    Notification(
-                        incident_id=inc.id,
-                        sink=sink,
-                        event=str(ev),
-                        payload=payload,
-                        status=str(NotificationStatus.PENDING),
-                        attempts=0,
-                        created_at=now,
-                        next_attempt_at=now,
-                        last_error=None,
-                        sent_at=None,
-                        thread_ref=None,
-                    )
-                )
-                result.notifications += 1
-
-    session.add_all(entries)
-    await session.flush()
+    p = Pass(
+        findings=list(findings),
+        now=now,
+        evaluated=evaluated if isinstance(evaluated, _EverySubject) else tuple(evaluated),
+        triggers=tuple(triggers),
+    )
+    [result] = await apply_passes(session, cluster=cluster, passes=[p], sinks=sinks)
     return result
+
+
+async def track_passes(
+    sessions: async_sessionmaker[AsyncSession],
+    *,
+    cluster: str,
+    passes: Sequence[Pass],
+    sinks: Sequence[str] = (),
+    attempts: int = 3,
+) -> list[TrackResult]:
+    """:func:`apply_passes` in a transaction of its own, committed.
+
+    Passes of one cluster are expected to run one at a time (the pipeline is
+    partitioned by cluster); should two writers race to open the same
+    fingerprint, the unique index on open incidents rejects one, which is retried."""
+    for attempt in range(1, attempts + 1):
+        try:
+            async with sessions.begin() as session:
+                return await apply_passes(session, cluster=cluster, passes=passes, sinks=sinks)
+        except IntegrityError:
+            if attempt == attempts:
+                raise
+            log.info("incident pass raced another writer; retrying", extra={"cluster": cluster})
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 async def track(
@@ -531,30 +615,16 @@ async def track(
     sinks: Sequence[str] = (),
     attempts: int = 3,
 ) -> TrackResult:
-    """:func:`apply_pass` in a transaction of its own, committed.
-
-    Passes of one cluster are expected to run one at a time (the pipeline is
-    partitioned by cluster); should two race to open the same fingerprint, the
-    unique index on open incidents rejects one, which is retried."""
-    findings = list(findings)
-    evaluated = evaluated if isinstance(evaluated, _EverySubject) else list(evaluated)
-    for attempt in range(1, attempts + 1):
-        try:
-            async with sessions.begin() as session:
-                return await apply_pass(
-                    session,
-                    cluster=cluster,
-                    findings=findings,
-                    now=now,
-                    evaluated=evaluated,
-                    triggers=triggers,
-                    sinks=sinks,
-                )
-        except IntegrityError:
-            if attempt == attempts:
-                raise
-            log.info("incident pass raced another writer; retrying", extra={"cluster": cluster})
-    raise AssertionError("unreachable")  # pragma: no cover
+    """:func:`apply_pass` in a transaction of its own, committed (retried on a race, see
+    :func:`track_passes`)."""
+    p = Pass(
+        findings=list(findings),
+        now=now,
+        evaluated=evaluated if isinstance(evaluated, _EverySubject) else tuple(evaluated),
+        triggers=tuple(triggers),
+    )
+    [result] = await track_passes(sessions, cluster=cluster, passes=[p], sinks=sinks, attempts=attempts)
+    return result
 
 
 async def prune_applied_events(session: AsyncSession, *, before: datetime) -> int:

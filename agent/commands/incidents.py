@@ -21,7 +21,7 @@ from multidict import MultiDict
 from agent.api.errors import ApiError
 from agent.api.params import SEVERITIES, SORTS, parse_id, parse_list
 from agent.cli import EXIT_OK, UserError
-from agent.settings import Settings, add_db_arguments
+from agent.settings import ApiSettings, Settings, add_db_arguments
 from storage.engine import create_engine, create_sessionmaker, redact_db_url
 from storage.migrate import current_revision
 from storage.queries import STATUSES, InvalidCursor, get_incident, list_incidents
@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ls.add_argument("--until", help="first seen before: RFC 3339 time or a duration ago")
     ls.add_argument("-q", "--search", dest="q", metavar="TEXT", help="text in the title or explanation")
     ls.add_argument("--sort", choices=SORTS, default=None)
-    ls.add_argument("--limit", type=int, default=50, help="page size (default 50, at most 500)")
+    ls.add_argument("--limit", type=int, default=50, help="page size (default 50, at most 200)")
     ls.add_argument("--cursor", help="next_cursor of a previous --json page")
     ls.add_argument("--json", action="store_true", help="print the API's JSON")
     ls.set_defaults(func=run_list)
@@ -115,7 +115,7 @@ def run_list(args: argparse.Namespace) -> int:
             query[key] = value
     query["limit"] = str(args.limit)
     try:
-        params = parse_list(query, default_limit=50, max_limit=500)
+        params = parse_list(query, default_limit=50, max_limit=ApiSettings().max_page_size)
     except ApiError as exc:
         raise _user_error(exc) from None
 

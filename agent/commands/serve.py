@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 
 from aiohttp import web
 
@@ -67,11 +68,11 @@ async def serve(
         try:
             site = web.TCPSite(runner, settings.api.host, settings.api.port)
             await site.start()
-            log.warning(
-                "serving incidents on http://%s:%d (auth %s)",
-                settings.api.host,
-                settings.api.port,
-                "on" if settings.api.auth else "OFF",
+            auth = "bearer tokens" if settings.api.auth else "NO AUTHENTICATION"
+            print(
+                f"unstick: serving incidents on http://{settings.api.host}:{settings.api.port} ({auth})",
+                file=sys.stderr,
+                flush=True,
             )
             stop = stop or asyncio.Event()
             loop = asyncio.get_running_loop()

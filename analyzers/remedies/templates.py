@@ -40,4 +40,15 @@ spec:
 {{ spec | to_yaml(2) }}
 """,
     "object.yaml.j2": "{{ obj | to_yaml }}\n",
+    # A descheduler policy in the ConfigMap its Helm chart mounts (insufficient-resources).
+    "descheduler-policy.yaml.j2": """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+data:
+  policy.yaml: |
+{{ policy | to_yaml(4) }}
+""",
 }

@@ -37,6 +37,13 @@ def _rules() -> tuple[Rule, ...]:
         scheduling_gated,
         volume_binding,
     )
+    from analyzers.rules import (  # placement rules: one root cause per pod (see _placement)
+        anti_affinity_infeasible,
+        insufficient_resources,
+        node_selector_mismatch,
+        topology_spread_infeasible,
+        untolerated_taint,
+    )
 
     return (
         Rule(rollout_surge_deadlock.RULE_ID, rollout_surge_deadlock.analyze),
@@ -44,6 +51,11 @@ def _rules() -> tuple[Rule, ...]:
         Rule(scheduling_gated.RULE_ID, scheduling_gated.analyze),
         Rule(volume_binding.RULE_ID, volume_binding.analyze),
         Rule(requests_missing_load_skew.RULE_ID, requests_missing_load_skew.analyze, claims_pods=False),
+        Rule(node_selector_mismatch.RULE_ID, node_selector_mismatch.analyze),
+        Rule(untolerated_taint.RULE_ID, untolerated_taint.analyze),
+        Rule(insufficient_resources.RULE_ID, insufficient_resources.analyze),
+        Rule(anti_affinity_infeasible.RULE_ID, anti_affinity_infeasible.analyze),
+        Rule(topology_spread_infeasible.RULE_ID, topology_spread_infeasible.analyze),
     )
 
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from analyzers.findings import ObjectRef, Remedy, RemedyKind, Severity
+from analyzers.quantity import format_units
 from analyzers.records import (
     DaemonSet,
     Deployment,
@@ -233,7 +234,9 @@ def as_created_now(snap: ClusterSnapshot, pod: Pod, workload: Workload) -> tuple
         if getattr(base, name) != getattr(target, name):
             changes[name] = getattr(target, name)
     if set(base.tolerations) != set(target.tolerations):
-        injected = tuple(t for t in spec.tolerations if t not in base.tolerations and t not in target.tolerations)
+        injected = tuple(
+            t for t in spec.tolerations if t not in base.tolerations and t not in target.tolerations
+        )
         changes["tolerations"] = tuple(target.tolerations) + injected
     if base.requests != target.requests:
         merged = dict(spec.requests)
@@ -279,8 +282,13 @@ def with_labels(node: Node, set_labels: Mapping[str, str], remove: Iterable[str]
     return replace(node, labels=FrozenMap(labels))
 
 
-def synthetic_node(template: Node, name: str, *, allocatable: Mapping[str, int] | None = None,
-                   labels: Mapping[str, str] | None = None) -> Node:
+def synthetic_node(
+    template: Node,
+    name: str,
+    *,
+    allocatable: Mapping[str, int] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> Node:
     """A new, empty node shaped like ``template`` (labels and taints copied, hostname its own)."""
     new_labels = dict(template.labels)
     if "kubernetes.io/hostname" in new_labels:
@@ -296,6 +304,21 @@ def synthetic_node(template: Node, name: str, *, allocatable: Mapping[str, int] 
         capacity=alloc,
         unschedulable=False,
     )
+
+
+def synthetic_name(template: str) -> str:
+    """``ip-10-0-11-40-copy`` for ``ip-10-0-11-40.eu-west-1.compute.internal``."""
+    return f"{template.split('.', 1)[0]}-copy"
+
+
+def human(resource: str, units: int) -> str:
+    """A readable quantity: ``7910m``, ``29.9Gi``, ``2``."""
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        if units >= 2**30 and units % 2**30:
+            return f"{units / 2**30:.1f}Gi"
+        if 2**20 <= units < 2**30 and units % 2**20:
+            return f"{units / 2**20:.0f}Mi"
+    return format_units(resource, units)
 
 
 def daemonset_requests(snap: ClusterSnapshot, node_name: str) -> dict[str, int]:
@@ -447,11 +470,21 @@ def template_remedy(
     pending = " ".join(shlex.quote(p.name) for p in group.pods)
     ns = shlex.quote(ref.namespace)
     if ref.kind in ("Deployment", "DaemonSet"):
-        return r.patch(title, ref, {"spec": {"template": {"spec": spec_patch}}}, verified=verified,
-                       verification=verification)
+        return r.patch(
+            title,
+            ref,
+            {"spec": {"template": {"spec": spec_patch}}},
+            verified=verified,
+            verification=verification,
+        )
     if ref.kind in ("StatefulSet", "ReplicaSet"):
-        remedy = r.patch(title, ref, {"spec": {"template": {"spec": spec_patch}}}, verified=verified,
-                         verification=verification)
+        remedy = r.patch(
+            title,
+            ref,
+            {"spec": {"template": {"spec": spec_patch}}},
+            verified=verified,
+            verification=verification,
+        )
         why = (
             "a StatefulSet waits for its pending pod of the old revision instead of replacing it"
             if ref.kind == "StatefulSet"

@@ -33,6 +33,8 @@ class Thresholds:
     # A pod's usage beyond its request must be at least this share of the node's
     # allocatable for it to count as one of the pods the scheduler cannot see.
     unrequested_share: float = 0.10
+    # insufficient-resources proposes lowering a request only down to this share of it.
+    min_request_fraction: float = 0.5
 
 
 @dataclass

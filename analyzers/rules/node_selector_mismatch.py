@@ -127,14 +127,17 @@ def _analyse(table: NodeTable, pod: Pod) -> Analysis:
         conflict = f"each of {names([c.text() for c in sel], 5)} matches some node, but no node has them all"
     term_masks = [table.term_mask(term) for term in terms]
     if terms and not any(m & sel_mask for m in term_masks):
-        for t, term in enumerate(terms):
+        for t in range(len(terms)):
             in_term = [c for c in clauses if c.term == t]
             zero = [c for c in in_term if c.matched == 0]
             if zero:
                 culprits.extend(zero)
             elif not term_masks[t]:
                 culprits.extend(in_term)
-                conflict = conflict or "the expressions of the required term each match some node, but no node matches them all"
+                conflict = (
+                    conflict
+                    or "the expressions of the required term each match some node, but no node matches them all"
+                )
             elif sel_mask and sel:
                 culprits.extend(in_term)
                 conflict = "the nodeSelector and the required node affinity each match nodes, but never the same node"
@@ -157,9 +160,7 @@ def _suggest(table: NodeTable, clause: Clause) -> None:
     wanted = req.values if req.operator == "In" else ()
     candidate_keys = [req.key] if req.key in keys else []
     candidate_keys += [
-        k
-        for k in difflib.get_close_matches(req.key, list(keys), n=3, cutoff=0.75)
-        if k not in candidate_keys
+        k for k in difflib.get_close_matches(req.key, list(keys), n=3, cutoff=0.75) if k not in candidate_keys
     ]
     candidate_keys += [k for k in keys if k.lower() == req.key.lower() and k not in candidate_keys]
     seen: set[tuple[str, str]] = set()
@@ -288,7 +289,8 @@ def _clause_words(table: NodeTable, c: Clause) -> str:
         text = f"{c.text()} matches {plural(c.matched, 'node')}; nodes have {have}{more}"
     if c.suggestions:
         near = "; ".join(
-            f"{k}={v} on {plural(n, 'node')}" + (f" ({names(_nodes_with(table, k, v, c.is_field))})" if n <= 3 else "")
+            f"{k}={v} on {plural(n, 'node')}"
+            + (f" ({names(_nodes_with(table, k, v, c.is_field))})" if n <= 3 else "")
             for k, v, n, _ in c.suggestions
         )
         text += f". Nearest existing: {near}"
@@ -306,7 +308,9 @@ def _nodes_with(table: NodeTable, key: str, value: str, is_field: bool) -> list[
 # Remedies
 
 
-def _fixed_spec(pod: Pod, fixes: list[tuple[Clause, tuple[str, str, int, str]]]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _fixed_spec(
+    pod: Pod, fixes: list[tuple[Clause, tuple[str, str, int, str]]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(changes for the PodSpec record, the pod-spec part of the patch)."""
     spec = pod.spec
     selector = dict(spec.node_selector)
@@ -328,7 +332,9 @@ def _fixed_spec(pod: Pod, fixes: list[tuple[Clause, tuple[str, str, int, str]]])
         if req.operator == "Exists":
             new = Requirement(key, "Exists")
         elif key == req.key:
-            new = Requirement(key, "In", tuple(dict.fromkeys(value if v == source else v for v in req.values)))
+            new = Requirement(
+                key, "In", tuple(dict.fromkeys(value if v == source else v for v in req.values))
+            )
         else:
             new = Requirement(key, "In", (value,))
         if clause.is_field:
@@ -355,7 +361,9 @@ def _selector_fixes(ctx: RuleContext, group: P.Blocked, analysis: Analysis) -> l
     with_hints = [c for c in analysis.culprits if c.suggestions]
     if not with_hints:
         return []
-    plans: list[list[tuple[Clause, tuple[str, str, int, str]]]] = [[(c, c.suggestions[0]) for c in with_hints]]
+    plans: list[list[tuple[Clause, tuple[str, str, int, str]]]] = [
+        [(c, c.suggestions[0]) for c in with_hints]
+    ]
     if len(with_hints) == 1:
         plans += [[(with_hints[0], s)] for s in with_hints[0].suggestions[1:2]]
     out = []
@@ -423,7 +431,10 @@ def _label_command(
     # Nodes that fail nothing but NodeAffinity: labelled, they would take the pod.
     candidates: list[tuple[int, int, str, dict[str, str], list[str]]] = []
     preferred = {
-        n for c in analysis.culprits for k, v, _, _ in c.suggestions for n in _nodes_with(node_table(snap), k, v, c.is_field)
+        n
+        for c in analysis.culprits
+        for k, v, _, _ in c.suggestions
+        for n in _nodes_with(node_table(snap), k, v, c.is_field)
     }
     for nv in group.verdict.nodes:
         if P.plugins_of(nv) != {C.NODE_AFFINITY}:
@@ -434,7 +445,9 @@ def _label_command(
         change = _label_changes(node, group.pod)
         if change is None:
             continue
-        candidates.append((0 if node.name in preferred else 1, len(change[0]) + len(change[1]), node.name, *change))
+        candidates.append(
+            (0 if node.name in preferred else 1, len(change[0]) + len(change[1]), node.name, *change)
+        )
     candidates.sort()
     for _, _, name, to_set, to_remove in candidates[:_MAX_LABEL_TRIES]:
         node = snap.nodes[name]
@@ -455,7 +468,7 @@ def _label_command(
             + " Labels set by hand are lost when the node is replaced; set them in the node pool's template."
         )
         return ctx.renderer.command(
-            f"Or label node {name}: {' '.join(args)}",
+            f"Label node {name}: {' '.join(args)}",
             P.node_ref(name),
             command,
             note=note,

@@ -53,12 +53,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analyzers.disruption import (
+    MULTIPLE_PDBS_MESSAGE,
     PDB_VIOLATION_MESSAGE,
     BudgetStatus,
     EvictionVerdict,
     budget_status,
     eviction_verdict,
-    pdbs_for_pod,
     selected_pods,
 )
 from analyzers.findings import Finding, ObjectRef, Remedy, Severity
@@ -66,6 +66,7 @@ from analyzers.messages import EVICTION, MULTIPLE_PDBS, PDB_VIOLATION, Eviction,
 from analyzers.records import (
     Deployment,
     FrozenMap,
+    LabelSelector,
     Node,
     Pod,
     PodDisruptionBudget,
@@ -132,14 +133,14 @@ def analyze(ctx: RuleContext) -> list[Finding]:
         for pod in by_node.get(node.name, ()):
             if not _evicted_by_drain(pod):
                 continue
-            verdict = eviction_verdict(snap, pod)
+            verdict = _eviction(snap, pod)
             if not verdict.allowed:
                 blocked[pod.key] = _Blocked(pod, verdict, node.name, how)
     for report in _reports(ctx):
         for pod in _pods_of_report(snap, report):
             entry = blocked.get(pod.key)
             if entry is None:
-                verdict = eviction_verdict(snap, pod)
+                verdict = _eviction(snap, pod)
                 if verdict.allowed:
                     continue  # a stale report: the budget allows this eviction now
                 node_rec = snap.nodes.get(pod.node_name)
@@ -256,7 +257,7 @@ def _finding(ctx: RuleContext, subject: ObjectRef, entries: list[_Blocked]) -> F
     drained = sorted({e.node for e in entries if e.how is not None})
     workload = snap.workload_of(entries[0].pod)
     replicas = _replicas(workload.record)
-    statuses = [budget_status(snap, p) for p in pdbs]
+    statuses = [_status(snap, p) for p in pdbs]
     multiple = entries[0].verdict.kind == "multiple-pdbs"
     st = statuses[0]
     pdb = pdbs[0]
@@ -549,8 +550,68 @@ def _remedies(
     return out
 
 
+def _status(snap: ClusterSnapshot, pdb: PodDisruptionBudget) -> BudgetStatus:
+    """budget_status, computed once per PDB and snapshot (what-if snapshots have their own
+    cache), on the namespace's view (the same pods and controllers, without the rest of the
+    cluster to scan)."""
+    status: BudgetStatus = snap.derived(
+        f"{RULE_ID}:status:{pdb.namespace}/{pdb.name}:{id(pdb)}",
+        lambda: budget_status(_view(snap, (pdb,)), pdb),
+    )
+    return status
+
+
+def _pdbs_for(snap: ClusterSnapshot, pod: Pod) -> tuple[PodDisruptionBudget, ...]:
+    """pdbs_for_pod with the PDBs indexed by namespace once per snapshot (same order, same rule:
+    a nil or empty selector matches nothing)."""
+
+    def build() -> dict[str, tuple[PodDisruptionBudget, ...]]:
+        out: dict[str, list[PodDisruptionBudget]] = {}
+        for pdb in snap.pdbs.values():
+            if pdb.selector is not None and not pdb.selector.is_empty:
+                out.setdefault(pdb.namespace, []).append(pdb)
+        return {ns: tuple(items) for ns, items in out.items()}
+
+    index: Mapping[str, tuple[PodDisruptionBudget, ...]] = snap.derived(f"{RULE_ID}:pdbs_by_namespace", build)
+    return tuple(
+        p for p in index.get(pod.namespace, ()) if p.selector is not None and p.selector.matches(pod.labels)
+    )
+
+
+def _eviction(snap: ClusterSnapshot, pod: Pod) -> EvictionVerdict:
+    """The decision of analyzers.disruption.eviction_verdict (the eviction subresource), with the
+    PDB index and budget statuses computed once per snapshot instead of once per pod: a drain of
+    many nodes asks for thousands of pods of a few budgets. tests/rules/test_pdb_blocks_eviction.py
+    checks that both agree."""
+    if pod.finished or pod.phase == "Pending" or pod.deleted is not None:
+        return eviction_verdict(snap, pod)  # returns before looking at any PDB
+    pdbs = _pdbs_for(snap, pod)
+    if len(pdbs) > 1:
+        return EvictionVerdict(False, "multiple-pdbs", MULTIPLE_PDBS_MESSAGE, pdbs)
+    if not pdbs:
+        return EvictionVerdict(True, "no-pdb", "no PodDisruptionBudget selects this pod")
+    pdb = pdbs[0]
+    status = _status(snap, pdb)
+    if not pod.ready:
+        if pdb.unhealthy_pod_eviction_policy == "AlwaysAllow":
+            return EvictionVerdict(True, "unhealthy-allowed", "unready pod; policy AlwaysAllow", pdbs, status)
+        if status.current_healthy >= status.desired_healthy and status.desired_healthy > 0:
+            return EvictionVerdict(
+                True, "unhealthy-allowed", "unready pod; the budget is met (IfHealthyBudget)", pdbs, status
+            )
+    if status.disruptions_allowed > 0:
+        return EvictionVerdict(
+            True, "allowed", f"{status.disruptions_allowed} disruption(s) allowed", pdbs, status
+        )
+    message = (
+        f"{PDB_VIOLATION_MESSAGE} The disruption budget {pdb.name} needs {status.desired_healthy} "
+        f"healthy pods and has {status.current_healthy} currently"
+    )
+    return EvictionVerdict(False, "pdb-violation", message, pdbs, status)
+
+
 def _all_evictable(snap: ClusterSnapshot, pods: Sequence[Pod]) -> bool:
-    return all(eviction_verdict(snap, p).allowed for p in pods)
+    return all(_eviction(snap, p).allowed for p in pods)
 
 
 def _is_cordon_failure(failure: FilterFailure) -> bool:
@@ -574,8 +635,10 @@ def _uncordoned(node: Node) -> Node:
 
 def _place(
     ctx: RuleContext, snap: ClusterSnapshot, pods: Sequence[Pod], prefer: str | None = None
-) -> tuple[ClusterSnapshot, list[tuple[Pod, str]], list[Pod]]:
-    """Schedule pods one after another in a what-if snapshot (as Ready, running pods)."""
+) -> tuple[list[Pod], list[tuple[Pod, str]], list[Pod]]:
+    """Schedule pods one after another in a what-if snapshot; returns them as Ready, running
+    pods, where each went, and those that do not fit."""
+    running: list[Pod] = []
     placed: list[tuple[Pod, str]] = []
     unplaced: list[Pod] = []
     for pod in pods[:_MAX_PLACEMENTS]:
@@ -585,11 +648,78 @@ def _place(
             unplaced.append(pod)
             continue
         node = prefer if prefer in fitting else fitting[0]
-        running = replace(pod, node_name=node, phase="Running", ready=True, scheduled=None, nominated_node="")
-        snap = snap.replace(running)
+        bound = replace(pod, node_name=node, phase="Running", ready=True, scheduled=None, nominated_node="")
+        if len(pods) > 1:
+            snap = snap.replace(bound)
+        running.append(bound)
         placed.append((pod, node))
     unplaced.extend(pods[_MAX_PLACEMENTS:])
-    return snap, placed, unplaced
+    return running, placed, unplaced
+
+
+def _view(snap: ClusterSnapshot, pdbs: Sequence[PodDisruptionBudget]) -> ClusterSnapshot:
+    """Everything the PDB arithmetic and the eviction decision read for pods of these PDBs
+    (one namespace): the PDBs, the pods they select and the namespace's controllers.
+    budget_status and the eviction decision give the same answers on it as on the whole
+    snapshot (they read nothing else), so what-if budgets are recomputed on this view:
+    a change costs a copy of a few objects instead of a re-index of every pod. A snapshot
+    without nodes is a view already (or tiny): it is its own view."""
+    if not snap.nodes or not pdbs:
+        return snap
+    namespace = pdbs[0].namespace
+
+    def build() -> ClusterSnapshot:
+        pods: dict[tuple[str, str], Pod] = {}
+        for pdb in pdbs:
+            if pdb.selector is None:
+                continue
+            for pod in _candidates(snap, namespace, pdb.selector):
+                if pdb.selector.matches(pod.labels):
+                    pods[pod.key] = pod
+        return ClusterSnapshot.from_records(
+            [*pdbs, *pods.values(), *_controllers(snap, namespace)], kube_version=snap.kube_version
+        )
+
+    key = ",".join(f"{p.name}:{id(p)}" for p in sorted(pdbs, key=lambda p: p.name))
+    view: ClusterSnapshot = snap.derived(f"{RULE_ID}:view:{namespace}:{key}", build)
+    return view
+
+
+def _candidates(snap: ClusterSnapshot, namespace: str, selector: LabelSelector) -> Sequence[Pod]:
+    """The pods of the namespace that may match: the shortest posting list of the selector's
+    matchLabels in a per-namespace label index, else every pod of the namespace."""
+    if not selector.match_labels:
+        return snap.pods_in_namespace(namespace)
+
+    def build() -> dict[tuple[str, str], list[Pod]]:
+        index: dict[tuple[str, str], list[Pod]] = {}
+        for pod in snap.pods_in_namespace(namespace):
+            for item in pod.labels.items():
+                index.setdefault(item, []).append(pod)
+        return index
+
+    index: Mapping[tuple[str, str], list[Pod]] = snap.derived(f"{RULE_ID}:labels:{namespace}", build)
+    return min((index.get(item, []) for item in selector.match_labels.items()), key=len)
+
+
+def _controllers(snap: ClusterSnapshot, namespace: str) -> list[Any]:
+    def build() -> list[Any]:
+        return [
+            *(r for r in snap.replicasets.values() if r.namespace == namespace),
+            *(d for d in snap.deployments.values() if d.namespace == namespace),
+            *(s for s in snap.statefulsets.values() if s.namespace == namespace),
+        ]
+
+    found: list[Any] = snap.derived(f"{RULE_ID}:controllers:{namespace}", build)
+    return found
+
+
+def _needed(snap: ClusterSnapshot, pdb: PodDisruptionBudget, pending: list[Pod]) -> list[Pod]:
+    """The Pending pods that must become Ready for the budget to allow one disruption
+    (desiredHealthy - currentHealthy + 1), oldest first; all of them when that is more."""
+    st = _status(snap, pdb)
+    need = max(1, st.desired_healthy - st.current_healthy + 1)
+    return pending[:need]
 
 
 def _room_for_replacements(
@@ -611,14 +741,16 @@ def _room_for_replacements(
         and nv.node not in draining_nodes
         and snap.nodes[nv.node].unschedulable
     ]
+    pending = _needed(snap, pdb, pending)
     out: list[Remedy] = []
     for name in candidates[:3]:
         what_if = snap.replace(_uncordoned(snap.nodes[name]))
-        after, placed, unplaced = _place(ctx, what_if, pending, prefer=name)
+        running, placed, unplaced = _place(ctx, what_if, pending, prefer=name)
+        after = _view(snap, (pdb,)).replace(*running)
         if unplaced:
             continue
         ok = _all_evictable(after, blocked)
-        st = budget_status(after, pdb)
+        st = _status(after, pdb)
         where = ", ".join(f"{p.name} on {n}" for p, n in placed)
         out.append(
             ctx.renderer.command(
@@ -670,8 +802,10 @@ def _capacity(
         uid="",
         labels=FrozenMap({**model.labels, "kubernetes.io/hostname": clone_name}),
     )
-    after, placed, unplaced = _place(ctx, snap.replace(clone), pending, prefer=clone_name)
-    ok = not unplaced and _all_evictable(after, blocked)
+    running, placed, unplaced = _place(
+        ctx, snap.replace(clone), _needed(snap, pdb, pending), prefer=clone_name
+    )
+    ok = not unplaced and _all_evictable(_view(snap, (pdb,)).replace(*running), blocked)
     instance = model.labels.get("node.kubernetes.io/instance-type", "")
     return ctx.renderer.command(
         f"Or add a node like {model.name}{f' ({instance})' if instance else ''} to its node group",
@@ -700,7 +834,7 @@ def _always_allow(
     if not blocked_unready:
         return None
     changed = replace(pdb, unhealthy_pod_eviction_policy="AlwaysAllow")
-    after = ctx.snapshot.replace(changed)
+    after = _view(ctx.snapshot, (pdb,)).replace(changed)
     ok = _all_evictable(after, blocked_unready)
     note = _version_note(ctx.version)
     return ctx.renderer.patch(
@@ -735,14 +869,20 @@ def _relaxed_budget(
     """The smallest maxUnavailable that lets the blocked pods go, recomputed."""
     if st.error is not None:
         return None
-    snap = ctx.snapshot
-    limit = max(st.expected_pods, len(st.pods), 1)
-    for k in range(1, limit + 1):
+    snap = _view(ctx.snapshot, (pdb,))
+    # maxUnavailable k leaves expected - k to keep healthy; allowed = healthy - (expected - k) >= 1
+    # needs k >= expected - healthy + 1 (expected from the controllers' scale). Verified below.
+    probe = replace(pdb, min_available=None, max_unavailable=1)
+    scale = _status(snap.replace(probe), probe)
+    if scale.error is not None:
+        return None
+    first = max(1, scale.expected_pods - scale.current_healthy + 1)
+    for k in range(first, first + 3):
         changed = replace(pdb, min_available=None, max_unavailable=k)
         after = snap.replace(changed)
         if not _all_evictable(after, blocked):
             continue
-        st2 = budget_status(after, changed)
+        st2 = _status(after, changed)
         already = max(st.expected_pods - st.current_healthy, 0)
         if k == 1:
             title = f"Allow one voluntary disruption at a time: maxUnavailable: 1 on {pdb.name}"
@@ -799,12 +939,13 @@ def _scale_up(
         created=ctx.now,
     )
     bigger = replace(workload, replicas=workload.replicas + 1)
-    after, placed, unplaced = _place(ctx, ctx.snapshot.replace(bigger, new), [new])
+    running, placed, unplaced = _place(ctx, ctx.snapshot, [new])
     if unplaced:
         return None
+    after = _view(ctx.snapshot, (pdb,)).replace(bigger, *running)
     if not _all_evictable(after, blocked):
         return None
-    st = budget_status(after, pdb)
+    st = _status(after, pdb)
     kind = "deployment" if isinstance(workload, Deployment) else "statefulset"
     return ctx.renderer.command(
         f"Scale {ref.name} to {workload.replicas + 1} replicas so one pod can be spared",
@@ -827,10 +968,10 @@ def _drop_overlap(
     out = []
     for redundant in pdbs:
         keep = [p for p in pdbs if p.key != redundant.key]
-        after = snap.replace(remove=[("pdbs", redundant.key)])
+        after = _view(snap, pdbs).replace(remove=[("pdbs", redundant.key)])
         ok = _all_evictable(after, blocked)
         still = [
-            p.name for p in keep if all(any(q.key == p.key for q in pdbs_for_pod(after, b)) for b in blocked)
+            p.name for p in keep if all(any(q.key == p.key for q in _pdbs_for(after, b)) for b in blocked)
         ]
         out.append(
             ctx.renderer.command(
@@ -863,9 +1004,9 @@ def _countable_budget(
     if target < 0:
         return None
     changed = replace(pdb, min_available=target, max_unavailable=None)
-    after = ctx.snapshot.replace(changed)
+    after = _view(ctx.snapshot, (pdb,)).replace(changed)
     ok = _all_evictable(after, blocked)
-    st2 = budget_status(after, changed)
+    st2 = _status(after, changed)
     return ctx.renderer.patch(
         f"Use an integer minAvailable ({target}) that the controller can count without a pod controller",
         ObjectRef("PodDisruptionBudget", pdb.namespace, pdb.name),

@@ -65,12 +65,20 @@ def deployment(
     dep = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-dep-{name}",
-                     "annotations": {"deployment.kubernetes.io/revision": "1"}, "generation": 1},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-dep-{name}",
+            "annotations": {"deployment.kubernetes.io/revision": "1"},
+            "generation": 1,
+        },
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": labels},
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+            },
             "template": copy.deepcopy(tpl),
         },
         "status": {"replicas": replicas, "readyReplicas": ready if ready is not None else len(bound or [])},
@@ -86,8 +94,13 @@ def deployment(
             "uid": f"uid-rs-{name}",
             "annotations": {"deployment.kubernetes.io/revision": "1"},
             "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": f"uid-dep-{name}",
-                 "controller": True}
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "name": name,
+                    "uid": f"uid-dep-{name}",
+                    "controller": True,
+                }
             ],
         },
         "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": rs_tpl},
@@ -103,8 +116,18 @@ def pod_of_template(tpl: Obj, name: str, rs_name: str, namespace: str, node_name
     spec.setdefault("tolerations", [])
     spec["tolerations"] = [
         *spec["tolerations"],
-        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+        {
+            "key": "node.kubernetes.io/not-ready",
+            "operator": "Exists",
+            "effect": "NoExecute",
+            "tolerationSeconds": 300,
+        },
+        {
+            "key": "node.kubernetes.io/unreachable",
+            "operator": "Exists",
+            "effect": "NoExecute",
+            "tolerationSeconds": 300,
+        },
     ]
     spec["priority"] = 0
     status: Obj = {"phase": "Pending"}
@@ -121,8 +144,13 @@ def pod_of_template(tpl: Obj, name: str, rs_name: str, namespace: str, node_name
             "labels": copy.deepcopy(tpl["metadata"]["labels"]),
             "creationTimestamp": "2025-12-31T23:50:00Z",
             "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs_name, "uid": f"uid-rs-{rs_name}",
-                 "controller": True}
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": rs_name,
+                    "uid": f"uid-rs-{rs_name}",
+                    "controller": True,
+                }
             ],
         },
         "spec": spec,
@@ -147,3 +175,81 @@ def analyze_one(module: Any, snap: ClusterSnapshot) -> list[Finding]:
     """Run one rule module alone (no competition for pods)."""
     result: list[Finding] = module.analyze(RuleContext(snapshot=snap, now=NOW))
     return result
+
+
+def bare_pod(name: str, tpl: Obj, *, namespace: str = "default", node_name: str = "") -> Obj:
+    """A pod without an owner, made from a template (admission defaults added)."""
+    obj = pod_of_template(tpl, name, "unused", namespace, node_name)
+    del obj["metadata"]["ownerReferences"]
+    return obj
+
+
+def statefulset(
+    name: str, tpl: Obj, *, replicas: int, bound: list[str], pending: int = 1, namespace: str = "default"
+) -> list[Obj]:
+    sts = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-sts-{name}"},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": dict(tpl["metadata"]["labels"])},
+            "template": copy.deepcopy(tpl),
+        },
+        "status": {"replicas": replicas, "readyReplicas": len(bound)},
+    }
+    out = [sts]
+    for i, node_name in enumerate([*bound, *([""] * pending)]):
+        p = pod_of_template(tpl, f"{name}-{i}", name, namespace, node_name)
+        p["metadata"]["ownerReferences"][0].update(kind="StatefulSet", name=name, uid=f"uid-sts-{name}")
+        out.append(p)
+    return out
+
+
+def pod_event(
+    pod_name: str,
+    reason: str,
+    message: str,
+    *,
+    source: str,
+    namespace: str = "default",
+    last: str = "2025-12-31T23:58:00Z",
+) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{pod_name}.{reason.lower()}", "namespace": namespace},
+        "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": namespace},
+        "reason": reason,
+        "message": message,
+        "type": "Normal",
+        "count": 3,
+        "firstTimestamp": "2025-12-31T23:51:00Z",
+        "lastTimestamp": last,
+        "source": {"component": source},
+    }
+
+
+def anti_affinity(app: str, key: str = "kubernetes.io/hostname") -> Obj:
+    return {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}
+            ]
+        }
+    }
+
+
+def zone_spread(
+    app: str, *, max_skew: int = 1, key: str = "topology.kubernetes.io/zone", **extra: Any
+) -> list[Obj]:
+    return [
+        {
+            "maxSkew": max_skew,
+            "topologyKey": key,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": app}},
+            **extra,
+        }
+    ]

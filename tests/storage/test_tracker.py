@@ -13,10 +13,12 @@ from analyzers.findings import Severity
 from storage.models import AppliedEvent, Incident, Notification, TimelineEntry
 from storage.tracker import (
     EVERY_SUBJECT,
+    Pass,
     Trigger,
     apply_pass,
     prune_applied_events,
     track,
+    track_passes,
     trigger_from_event,
 )
 from tests.storage.factories import MESSAGE, at, deployment, finding, trigger
@@ -360,3 +362,102 @@ def test_trigger_from_core_and_events_v1_events() -> None:
     assert trigger_from_event({"metadata": {"uid": "u-3"}}).key == "u-3:1"
     with pytest.raises(ValueError):
         trigger_from_event({"metadata": {}})
+
+
+def _script() -> list[Pass]:
+    """A day in the life: opens, repeats, a replay, a severity change, a root-cause change,
+    a resolve, a recurrence and a whole-cluster pass."""
+    a, b = deployment("a"), deployment("b")
+    gpu = finding(a, cause="gpu", rule_id="insufficient-resources")
+    taint = finding(a, cause="taint", rule_id="untolerated-taint")
+    drain = finding(b, rule_id="pdb-blocks-drain", severity=Severity.WARNING)
+    return [
+        Pass([gpu, drain], at(0), (a, b), (trigger("e1"), trigger("e2"))),
+        Pass([gpu, drain], at(1), (a, b), (trigger("e1", 2),)),
+        Pass([gpu, drain], at(2), (a, b), (trigger("e1", 2),)),  # replay
+        Pass(
+            [gpu, finding(b, rule_id="pdb-blocks-drain", severity=Severity.CRITICAL)],
+            at(3),
+            (b,),
+            (trigger("e3"),),
+        ),
+        Pass([taint], at(4), (a,), (trigger("e4", message="taint"),)),  # root cause changed on a
+        Pass([], at(5), (b,), (trigger("ok", message="Scheduled"),)),  # b resolves
+        Pass([drain], at(6), (b,), (trigger("e5"),)),  # b recurs
+        Pass([], at(7), EVERY_SUBJECT, ()),  # everything resolves
+        Pass([gpu], at(8), (), (trigger("e1", 2), trigger("e6"))),  # gpu recurs; e1:2 is a replay
+    ]
+
+
+async def _dump(sessions: Sessions) -> list[object]:
+    async with sessions() as s:
+        incs = [
+            (
+                i.id,
+                i.fingerprint,
+                i.status,
+                i.severity,
+                i.occurrences,
+                i.first_seen,
+                i.last_seen,
+                i.resolved_at,
+                i.previous_id,
+                i.last_message,
+            )
+            for i in (await s.execute(select(Incident).order_by(Incident.id))).scalars()
+        ]
+        tl = [
+            tuple(r)
+            for r in await s.execute(
+                select(
+                    TimelineEntry.incident_id,
+                    TimelineEntry.kind,
+                    TimelineEntry.at,
+                    TimelineEntry.message,
+                    TimelineEntry.detail,
+                ).order_by(TimelineEntry.id)
+            )
+        ]
+        ob = [
+            tuple(r)
+            for r in await s.execute(
+                select(Notification.incident_id, Notification.sink, Notification.event).order_by(
+                    Notification.id
+                )
+            )
+        ]
+    return [incs, tl, ob]
+
+
+@pytest.mark.parametrize("batch", [2, 9])
+async def test_batched_passes_equal_passes_one_by_one(engine: object, db_url: str, batch: int) -> None:
+    from storage.engine import create_engine, create_sessionmaker
+    from storage.models import Base
+
+    script = _script()
+    one = create_sessionmaker(engine)  # type: ignore[arg-type]
+    for p in script:
+        await track(
+            one,
+            cluster="c",
+            findings=p.findings,
+            now=p.now,
+            evaluated=p.evaluated,
+            triggers=p.triggers,
+            sinks=["slack"],
+        )
+    expected = await _dump(one)
+    assert [row[2] for row in expected[0]] == ["resolved", "resolved", "resolved", "resolved", "open"]
+
+    # The same script, in batches, on a second, empty schema.
+    other = create_engine(db_url)
+    async with other.begin() as conn:
+        await conn.run_sync(Base.metadata.drop_all)
+        await conn.run_sync(Base.metadata.create_all)
+    sessions = create_sessionmaker(other)
+    results = []
+    for i in range(0, len(script), batch):
+        results += await track_passes(sessions, cluster="c", passes=script[i : i + batch], sinks=["slack"])
+    assert await _dump(sessions) == expected
+    assert [r.replayed_triggers for r in results] == [0, 0, 1, 0, 0, 0, 0, 0, 1]
+    await other.dispose()

@@ -1,0 +1,200 @@
+"""The composition root of the live agent: one ``ClusterAgent`` per watched
+cluster (gateway → watcher → cache → pipeline), one database, one web app.
+
+``unstick watch`` runs one ClusterAgent against a real cluster; ``unstick
+demo`` runs several against in-process fake API endpoints. Everything is built
+here and passed down; nothing below reads settings or the environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import re
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Histogram
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from agent.agent_metrics import AgentCollector, analysis_histogram
+from agent.api.app import create_app
+from agent.cache import ClusterCache
+from agent.kube.gateway import Gateway
+from agent.kube.watcher import MetricsPoller, MetricsSample, MetricsUnavailable, Watcher
+from agent.pipeline import PassOutcome, Pipeline, PipelineConfig
+from agent.settings import ApiSettings
+from analyzers.findings import Finding
+from analyzers.remedies import RemedyRenderer
+from analyzers.snapshot import ClusterState
+from storage.engine import create_engine, create_sessionmaker
+from storage.migrate import upgrade
+
+log = logging.getLogger(__name__)
+
+OnPass = Callable[[str, PassOutcome], Awaitable[None] | None]
+
+
+def minor_version(version: dict[str, object]) -> str | None:
+    """'1.30' from the API server's /version (gitVersion 'v1.30.4+rke2r1', or major/minor)."""
+    git = str(version.get("gitVersion") or "")
+    match = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", git)
+    if match:
+        return ".".join(g for g in match.groups() if g is not None)
+    major, minor = str(version.get("major") or ""), str(version.get("minor") or "").rstrip("+")
+    return f"{major}.{minor}" if major.isdigit() and minor.isdigit() else None
+
+
+@dataclass
+class ClusterAgent:
+    """Everything that watches and analyses one cluster."""
+
+    cluster: str
+    gateway: Gateway
+    cache: ClusterCache
+    watcher: Watcher
+    pipeline: Pipeline
+    metrics: MetricsPoller | None = None
+    last_tracked: tuple[Finding, ...] = ()
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @classmethod
+    async def connect(
+        cls,
+        *,
+        cluster: str,
+        gateway: Gateway,
+        sessions: async_sessionmaker[AsyncSession],
+        config: PipelineConfig,
+        renderer: RemedyRenderer,
+        namespaces: Sequence[str] | None = None,
+        on_pass: OnPass | None = None,
+        observe_seconds: Callable[[float], None] | None = None,
+        metrics_interval: float = 30.0,
+    ) -> ClusterAgent:
+        await gateway.open()
+        kube_version = config.kube_version
+        if kube_version is None:
+            try:
+                kube_version = minor_version(await gateway.version())
+            except Exception as exc:  # an old or odd server: analyse with the default wording
+                log.warning("could not read the API server version (%s); assuming a recent release", exc)
+        config = PipelineConfig(**{**config.__dict__, "kube_version": kube_version, "cluster": cluster})
+        cache = ClusterCache(ClusterState(kube_version))
+        agent: ClusterAgent
+
+        async def _on_pass(outcome: PassOutcome) -> None:
+            agent.last_tracked = outcome.tracked
+            if on_pass is not None:
+                maybe = on_pass(cluster, outcome)
+                if maybe is not None:
+                    await maybe
+
+        pipeline = Pipeline(cache, sessions, config, renderer=renderer, on_pass=_on_pass, observe_seconds=observe_seconds)
+        cache.on_event = pipeline.on_event
+        watcher = Watcher(gateway, cache, namespaces=namespaces)
+        metrics = None
+        if await gateway.metrics_available():
+            metrics = MetricsPoller(gateway, cls._metrics_callback(cache), interval=metrics_interval, namespaces=namespaces)
+        else:
+            log.warning("cluster %s has no metrics.k8s.io API: load-skew analysis needs metrics-server", cluster)
+        agent = cls(cluster, gateway, cache, watcher, pipeline, metrics)
+        return agent
+
+    @staticmethod
+    def _metrics_callback(cache: ClusterCache) -> Callable[[MetricsSample | MetricsUnavailable], Awaitable[None]]:
+        async def apply(result: MetricsSample | MetricsUnavailable) -> None:
+            if isinstance(result, MetricsSample):
+                cache.apply_metrics(result)
+
+        return apply
+
+    def start(self, stop: asyncio.Event) -> None:
+        self.tasks.append(asyncio.create_task(self.watcher.run(), name=f"watch:{self.cluster}"))
+        if self.metrics is not None:
+            self.tasks.append(asyncio.create_task(self.metrics.run(), name=f"metrics:{self.cluster}"))
+        self.tasks.append(asyncio.create_task(self._analyse(stop), name=f"pipeline:{self.cluster}"))
+
+    async def _analyse(self, stop: asyncio.Event) -> None:
+        # Never analyse a half-listed cluster: a pass over partial state would
+        # resolve every open incident whose objects were not listed yet.
+        await self.watcher.wait_synced()
+        if self.watcher.unavailable_kinds:
+            log.warning("cluster %s: not watching %s (no such API or no access)", self.cluster, ", ".join(self.watcher.unavailable_kinds))
+        gc.freeze()  # the initial objects live for long; keep the collector off them
+        await self.pipeline.run(stop)
+
+    async def stop(self) -> None:
+        """Stop watching, let the pipeline drain (it runs a final pass), close the connection."""
+        *watching, analysing = self.tasks if self.tasks else (None,)
+        for task in watching:
+            if task is not None:
+                task.cancel()
+        for task in watching:
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        if analysing is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(analysing, timeout=30)
+        await self.gateway.close()
+
+
+@dataclass
+class AgentHost:
+    """The database, the web app and the ClusterAgents sharing them."""
+
+    engine: AsyncEngine
+    sessions: async_sessionmaker[AsyncSession]
+    registry: CollectorRegistry
+    histogram: Histogram
+    renderer: RemedyRenderer
+    agents: list[ClusterAgent] = field(default_factory=list)
+    runner: web.AppRunner | None = None
+    url: str = ""
+
+    @classmethod
+    async def open(cls, db_url: str, *, migrate: bool = True) -> AgentHost:
+        engine = create_engine(db_url)
+        if migrate:
+            await upgrade(engine)
+        registry = CollectorRegistry(auto_describe=True)
+        host = cls(engine, create_sessionmaker(engine), registry, analysis_histogram(registry), RemedyRenderer())
+        registry.register(AgentCollector(lambda: host.agents))
+        return host
+
+    def observe(self, seconds: float) -> None:
+        self.histogram.observe(seconds)
+
+    def synced(self) -> bool:
+        return bool(self.agents) and all(a.watcher.synced for a in self.agents)
+
+    async def serve(self, api: ApiSettings) -> str:
+        app = create_app(sessions=self.sessions, settings=api, readiness=self.synced, registry=self.registry)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, api.host, api.port)
+        await site.start()
+        sockets = [s.getsockname() for s in (site._server.sockets if site._server else [])]  # type: ignore[union-attr]
+        port = sockets[0][1] if sockets else api.port
+        host = api.host if api.host not in ("", "0.0.0.0") else "127.0.0.1"
+        self.url = f"http://{host}:{port}"
+        return self.url
+
+    async def close(self) -> None:
+        for agent in self.agents:
+            await agent.stop()
+        if self.runner is not None:
+            await self.runner.cleanup()
+        await self.engine.dispose()
+
+
+def install_signal_handlers(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)

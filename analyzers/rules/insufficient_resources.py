@@ -1,0 +1,498 @@
+"""insufficient-resources: no eligible node has room for the pod's requests.
+
+NodeResourcesFit (pkg/scheduler/framework/plugins/noderesources/fit.go,
+fitsRequest) rejects a node when ``Too many pods`` (its ``allocatable.pods``
+are all taken) or when a request -- cpu, memory, ephemeral-storage or any
+scalar resource such as ``nvidia.com/gpu`` -- exceeds the node's allocatable
+minus the sum of the *requests* (not the usage) of the pods bound to it.
+Allocatable is capacity minus kube-reserved, system-reserved and the eviction
+threshold.
+
+The eligible nodes are those passing the pod's node affinity/selector and
+taints (the others belong to other rules); on them the shortage is one of:
+
+- **never fits**: the request exceeds every eligible node's allocatable, so no
+  amount of waiting or rescheduling helps (since 1.34 kube-scheduler marks
+  such nodes UnschedulableAndUnresolvable, #131345);
+- **cluster full**: the eligible nodes together have less free than one pod needs;
+- **fragmented**: enough free in total, but not on one node.
+
+Remedies: lower requests (the largest request that fits some node,
+re-simulated), capacity (verified with a synthetic node shaped like an
+eligible one), and for fragmentation a descheduler policy (unverified).
+cluster-autoscaler and Karpenter events about the pod are reported; while a
+scale-up is under way the finding is informational.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from analyzers.findings import Finding, ObjectRef, Remedy
+from analyzers.quantity import format_units
+from analyzers.records import FrozenMap, Pod
+from analyzers.rules import _placement as P
+from analyzers.rules._describe import names, plural
+from analyzers.rules.context import RuleContext
+from analyzers.simulator import codes as C
+from analyzers.simulator import node_table
+from analyzers.simulator.nodeinfo import NodeTable
+from analyzers.simulator.resources import checked_requests, is_scalar
+
+RULE_ID = "insufficient-resources"
+
+NEVER = "never fits"
+FULL = "cluster full"
+FRAGMENTED = "fragmented"
+_ORDER = {NEVER: 0, FULL: 1, FRAGMENTED: 2, "": 3}
+_LOWERABLE = ("cpu", "memory", "ephemeral-storage")
+
+
+@dataclass(slots=True)
+class Shortage:
+    """One resource over the eligible nodes."""
+
+    resource: str
+    requested: int
+    per_node: list[tuple[str, int, int]]  # (node, free, allocatable)
+    kind: str = ""
+
+    @property
+    def max_allocatable(self) -> int:
+        return max((a for _, _, a in self.per_node), default=0)
+
+    @property
+    def max_free(self) -> int:
+        return max((f for _, f, _ in self.per_node), default=0)
+
+    @property
+    def total_free(self) -> int:
+        return sum(max(f, 0) for _, f, _ in self.per_node)
+
+    def best(self, of: str) -> str:
+        rows = sorted(self.per_node, key=lambda r: (-(r[2] if of == "allocatable" else r[1]), r[0]))
+        return rows[0][0] if rows else ""
+
+
+@dataclass(slots=True)
+class Analysis:
+    nodes: list[str]  # eligible nodes failing only NodeResourcesFit (the accounting set)
+    shortages: list[Shortage]
+    kind: str
+    excluded: dict[str, list[str]] = field(default_factory=dict)  # eligible nodes failing other filters
+    tainted_with_room: list[str] = field(default_factory=list)
+
+    @property
+    def resources(self) -> list[str]:
+        return [s.resource for s in self.shortages]
+
+
+def analyze(ctx: RuleContext) -> list[Finding]:
+    items = []
+    table = node_table(ctx.snapshot)
+    for group in P.blocked(ctx, P.RESOURCES):
+        pending = sum(len(g.pods) for g in P.blocked(ctx, P.RESOURCES) if g.ref == group.ref)
+        analysis = _analyse(table, group, pending)
+        if not analysis.shortages:
+            continue
+        items.append(("resource:" + "+".join(analysis.resources), group, analysis))
+    return [_finding(ctx, cause, found) for cause, found in P.merge_by_cause(items)]
+
+
+def _requests(pod: Pod) -> list[tuple[str, int]]:
+    return [("pods", 1), *checked_requests(pod)]
+
+
+def _free(table: NodeTable, i: int, res: str) -> tuple[int, int]:
+    if res == "pods":
+        return table.allowed_pods[i] - table.pod_count[i], table.allowed_pods[i]
+    alloc = table.allocatable.get(res)
+    if alloc is None:
+        return 0, 0
+    return table.free[res][i], alloc[i]
+
+
+def _analyse(table: NodeTable, group: P.Blocked, pending: int) -> Analysis:
+    usable = [nv for nv in group.verdict.nodes if P.eligible(nv)]
+    accounting = [nv for nv in usable if P.plugins_of(nv) <= {C.NODE_RESOURCES_FIT}]
+    if not accounting:
+        accounting = [nv for nv in usable if C.NODE_RESOURCES_FIT in P.plugins_of(nv)]
+    picked = {nv.node for nv in accounting}
+    excluded: dict[str, list[str]] = {}
+    for nv in usable:
+        if nv.node not in picked:
+            for f in nv.filters:
+                if f.plugin != C.NODE_RESOURCES_FIT:
+                    excluded.setdefault(f.plugin, []).append(nv.node)
+                    break
+    short: set[str] = set()
+    for nv in accounting:
+        for row in P.resource_rows(nv):
+            short.add(str(row.get("resource")))
+    shortages = []
+    for res, want in _requests(group.pod):
+        if res not in short:
+            continue
+        rows = []
+        for nv in accounting:
+            i = table.index[nv.node]
+            free, alloc = _free(table, i, res)
+            rows.append((nv.node, free, alloc))
+        s = Shortage(res, want, rows)
+        if want > s.max_allocatable:
+            s.kind = NEVER
+        elif s.total_free < want * pending:
+            s.kind = FULL  # not enough in total for every pending pod: repacking cannot help
+        elif s.max_free < want:
+            s.kind = FRAGMENTED
+        shortages.append(s)
+    kind = min((s.kind for s in shortages), key=lambda k: _ORDER[k], default="")
+    # No node whose allocatable holds every short resource at once: never fits either.
+    if (
+        kind != NEVER
+        and shortages
+        and not any(
+            all(_free(table, table.index[nv.node], s.resource)[1] >= s.requested for s in shortages)
+            for nv in accounting
+        )
+    ):
+        kind = NEVER
+    if not kind and shortages:
+        kind = FRAGMENTED  # each resource fits somewhere, never all of them on one node
+    tainted = [
+        nv.node
+        for nv in group.verdict.nodes
+        if P.passes_affinity(nv)
+        and nv.filters
+        and P.plugins_of(nv) <= {C.TAINT_TOLERATION, C.NODE_UNSCHEDULABLE_PLUGIN}
+    ]
+    return Analysis([nv.node for nv in accounting], shortages, kind, excluded, tainted)
+
+
+# ---------------------------------------------------------------------------
+# Words
+
+
+def _q(res: str, units: int) -> str:
+    if res == "pods":
+        return f"{units} pod slot" + ("" if units == 1 else "s")
+    return f"{P.human(res, units)} {res}"
+
+
+def _per_node(s: Shortage, limit: int) -> str:
+    rows = sorted(s.per_node, key=lambda r: (-r[1], r[0]))
+    shown = [f"{n} {P.human(s.resource, max(f, 0))}/{P.human(s.resource, a)}" for n, f, a in rows[:limit]]
+    more = f", {len(rows) - limit} more with less" if len(rows) > limit else ""
+    return ", ".join(shown) + more
+
+
+def _shortage_words(s: Shortage, pending: int) -> str:
+    res, want = s.resource, s.requested
+    if res == "pods":
+        full = [n for n, f, _ in s.per_node if f <= 0]
+        return (
+            f"{names(full)} already run{'s' if len(full) == 1 else ''} their maximum number of pods "
+            f'(allocatable pods: {names(sorted({str(a) for _, _, a in s.per_node}))}): "Too many pods"'
+        )
+    limit = 12 if is_scalar(res) else 5
+    table = f"free/allocatable per node: {_per_node(s, limit)}"
+    if s.kind == NEVER:
+        return (
+            f"{_q(res, want)} is more than any eligible node can ever offer (largest allocatable "
+            f"{_q(res, s.max_allocatable)} on {s.best('allocatable')}); {table}"
+        )
+    if s.kind == FULL:
+        if s.total_free >= want:
+            return (
+                f"together the eligible nodes have {_q(res, s.total_free)} free, less than the "
+                f"{_q(res, want * pending)} the {pending} pending pods need ({_q(res, want)} each), and at most "
+                f"{_q(res, s.max_free)} on one node: the cluster is full for them; {table}"
+            )
+        return (
+            f"together the eligible nodes have {_q(res, s.total_free)} free, less than the {_q(res, want)} one "
+            f"pod requests: the cluster is full for it; {table}"
+        )
+    if s.kind == FRAGMENTED:
+        return (
+            f"together the eligible nodes have {_q(res, s.total_free)} free -- enough in total, but at most "
+            f"{_q(res, s.max_free)} on one node ({s.best('free')}): the free {res} is fragmented; {table}"
+        )
+    return f"{_q(res, want)} fits on some node, but never together with the other requests; {table}"
+
+
+def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis]]) -> Finding:
+    group, analysis = found[0]
+    pod = group.pod
+    pending = sum(len(g.pods) for g, _ in found)
+    requests = ", ".join(_q(r, q) for r, q in checked_requests(pod)) or "no resources"
+    parts = [
+        f"{P.kind_word(group.ref)} has {P.pending_words(group, ctx.now)}; each requests {requests}. "
+        f"{plural(len(analysis.nodes), 'node')} pass{'es' if len(analysis.nodes) == 1 else ''} its node "
+        f"affinity and taints, and the pod fits on none of them ({analysis.kind}):"
+    ]
+    parts.append("; ".join(_shortage_words(s, pending) for s in analysis.shortages) + ".")
+    for plugin, nodes in sorted(analysis.excluded.items()):
+        parts.append(
+            f"{names(nodes)} also pass{'es' if len(nodes) == 1 else ''} affinity and taints but fail {plugin}."
+        )
+    if analysis.tainted_with_room:
+        parts.append(
+            f"{names(analysis.tainted_with_room)} would have room but {'is' if len(analysis.tainted_with_room) == 1 else 'are'} "
+            "tainted or cordoned against this pod."
+        )
+    parts.append(
+        "NodeResourcesFit (pkg/scheduler/framework/plugins/noderesources/fit.go) rejects a node when a request "
+        "exceeds its allocatable minus the requests of the pods already bound to it -- requests, not real usage."
+    )
+    parts.append(P.preemption_words(group.verdict).strip())
+    events = P.autoscaler_events(ctx.snapshot, group.pods)
+    coming = P.scale_up_in_progress(events)
+    if coming is not None:
+        parts.append(
+            f"{coming.source or 'The autoscaler'} is already adding capacity for it ({coming.reason}: {coming.message})."
+        )
+    explanation = " ".join(p for p in parts if p) + (P.autoscaler_words(events) if coming is None else "")
+    remedies = _remedies(ctx, group, analysis, pending, events)
+    evidence: dict[str, Any] = {
+        "kind": analysis.kind,
+        "requests": {r: format_units(r, q) for r, q in checked_requests(pod)},
+        "eligible_nodes": analysis.nodes,
+        "shortages": [
+            {
+                "resource": s.resource,
+                "requested": format_units(s.resource, s.requested),
+                "kind": s.kind,
+                "total_free": format_units(s.resource, s.total_free),
+                "max_free": format_units(s.resource, s.max_free),
+                "max_allocatable": format_units(s.resource, s.max_allocatable),
+                "per_node": [
+                    {
+                        "node": n,
+                        "free": format_units(s.resource, f),
+                        "allocatable": format_units(s.resource, a),
+                    }
+                    for n, f, a in s.per_node[:100]
+                ],
+            }
+            for s in analysis.shortages
+        ],
+        "excluded_by_other_filters": analysis.excluded,
+        "tainted_nodes_with_room": analysis.tainted_with_room,
+        "scheduler_message": group.verdict.message,
+        "pending_pods": [p.name for g, _ in found for p in g.pods],
+        "autoscaler_events": [{"reason": e.reason, "message": e.message, "source": e.source} for e in events],
+        "preemption_candidates": list(group.verdict.preemption.candidates),
+    }
+    return Finding(
+        rule_id=RULE_ID,
+        severity=P.severity(ctx, group, capacity_coming=coming is not None),
+        subject=group.ref,
+        title=f"{group.ref.name}: insufficient {', '.join(analysis.resources)} ({analysis.kind})",
+        explanation=explanation,
+        evidence=evidence,
+        remedies=tuple(remedies),
+        cause=cause,
+        pods=P.all_pods(found),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Remedies
+
+
+def _round_down(res: str, units: int) -> int:
+    if res == "cpu":
+        return units - units % 10
+    if res in ("memory", "ephemeral-storage") and units >= 2**20:
+        return units - units % 2**20
+    return units
+
+
+def _round_up(res: str, units: int) -> int:
+    step = 1000 if res == "cpu" else 2**30 if res in ("memory", "ephemeral-storage") else 1
+    return -(-units // step) * step
+
+
+def _remedies(
+    ctx: RuleContext, group: P.Blocked, analysis: Analysis, pending: int, events: Sequence[Any]
+) -> list[Remedy]:
+    out: list[Remedy] = []
+    lower = _lower_requests(ctx, group, analysis, pending)
+    if lower is not None:
+        out.append(lower)
+    capacity = _capacity(ctx, group, analysis, events)
+    if capacity is not None:
+        out.append(capacity)
+    if analysis.kind == FRAGMENTED:
+        out.append(_descheduler(ctx, analysis))
+    out.sort(key=lambda r: not r.verified)
+    return out
+
+
+def _lower_requests(ctx: RuleContext, group: P.Blocked, analysis: Analysis, pending: int) -> Remedy | None:
+    if group.ref.kind in ("Pod", "Job") or "pods" in analysis.resources:
+        return None
+    table = node_table(ctx.snapshot)
+    pod = group.pod
+    best: tuple[float, str, dict[str, int]] | None = None
+    for name in analysis.nodes:
+        i = table.index[name]
+        new: dict[str, int] = {}
+        ratio = 1.0
+        for s in analysis.shortages:
+            free, _ = _free(table, i, s.resource)
+            if free >= s.requested:
+                continue
+            value = _round_down(s.resource, free)
+            if value <= 0 or not (s.resource in _LOWERABLE or is_scalar(s.resource)):
+                ratio = 0.0
+                break
+            new[s.resource] = value
+            ratio = min(ratio, value / s.requested)
+        if new and ratio > 0 and (best is None or ratio > best[0]):
+            best = (ratio, name, new)
+    if best is None or best[0] < ctx.thresholds.min_request_fraction:
+        return None
+    ratio, node, new = best
+    requests = dict(pod.spec.requests) | new
+    verdict = P.what_if(ctx, P.with_spec(pod, requests=FrozenMap(requests)))
+    slots = _slots(table, analysis.nodes, requests, [r for r, _ in _requests(pod)])
+    multi = pod.spec.container_count > 1
+    req_arg = ",".join(f"{r}={format_units(r, v)}" for r, v in sorted(new.items()) if not is_scalar(r))
+    lim_arg = ",".join(f"{r}={format_units(r, v)}" for r, v in sorted(new.items()) if is_scalar(r))
+    ns = shlex.quote(group.ref.namespace)
+    command = f"kubectl set resources {group.ref.kind.lower()}/{shlex.quote(group.ref.name)} -n {ns}"
+    if req_arg or lim_arg:
+        command += f" --requests={','.join(a for a in (req_arg, lim_arg) if a)}"
+    if lim_arg:
+        command += f" --limits={lim_arg}"  # extended resources: requests must equal limits
+    words = ", ".join(
+        f"{r} {format_units(r, pod.spec.requests.get(r, 0))} → {format_units(r, v)}"
+        for r, v in sorted(new.items())
+    )
+    note = (
+        f"The largest request that fits a node ({node}); only if {group.ref.name} really needs no more "
+        "(check kubectl top pod): a request below real usage throttles CPU or gets the pod OOM-killed."
+    )
+    if multi:
+        note += " The pod has several containers: split these totals across them with -c <container>."
+    verification = (
+        f"re-simulated {group.pods[0].name} with {words}: {P.outcome(verdict)}; at that size the eligible nodes "
+        f"have room for {plural(slots, 'such pod')}, {pending} pending"
+        + ("; not verified per container (several containers per pod)" if multi else "")
+    )
+    return ctx.renderer.command(
+        f"Lower the request to what a node can hold: {words}",
+        group.ref,
+        command,
+        note=note,
+        verified=verdict.fits and not multi,
+        verification=verification,
+    )
+
+
+def _slots(
+    table: NodeTable, nodes: Sequence[str], requests: Mapping[str, int], resources: Sequence[str]
+) -> int:
+    total = 0
+    for name in nodes:
+        i = table.index[name]
+        fit = None
+        for res in resources:
+            want = 1 if res == "pods" else requests.get(res, 0)
+            if want <= 0:
+                continue
+            free, _ = _free(table, i, res)
+            n = max(free, 0) // want
+            fit = n if fit is None else min(fit, n)
+        total += fit or 0
+    return total
+
+
+def _capacity(ctx: RuleContext, group: P.Blocked, analysis: Analysis, events: Sequence[Any]) -> Remedy | None:
+    snap = ctx.snapshot
+    pool = analysis.nodes or [nv.node for nv in group.verdict.nodes if P.eligible(nv)]
+    if not pool or not analysis.shortages:
+        return None
+    main = analysis.shortages[0].resource
+    template = max(
+        (snap.nodes[n] for n in pool if n in snap.nodes),
+        key=lambda node: (node.allocatable.get(main, 0), node.name),
+        default=None,
+    )
+    if template is None:
+        return None
+    ds = P.daemonset_requests(snap, template.name)
+    alloc = dict(template.allocatable)
+    bigger = []
+    for r, want in _requests(group.pod):
+        if r == "pods":
+            continue
+        needed = want + ds.get(r, 0)
+        if alloc.get(r, 0) < needed:
+            alloc[r] = _round_up(r, needed)
+            bigger.append(f"{_q(r, alloc[r])}")
+    effective = {r: v - ds.get(r, 0) for r, v in alloc.items()}
+    name = P.synthetic_name(template.name)
+    synthetic = P.synthetic_node(template, name, allocatable=effective)
+    verdict = P.what_if(ctx, group.pod, snap.replace(synthetic))
+    refused = next((e for e in events if e.reason == "NotTriggerScaleUp"), None)
+    if bigger:
+        title = f"Add bigger nodes: at least {', '.join(bigger)} allocatable (a node pool shaped like {template.name})"
+    else:
+        title = f"Add a node like {template.name} to its pool"
+    note = "Capacity is added outside Kubernetes objects: the node group's maximum, a Karpenter NodePool's limits, or your IaC."
+    if refused is not None:
+        note += f" cluster-autoscaler declined so far: {refused.message}"
+    ds_words = (
+        f", minus its DaemonSet pods' requests ({', '.join(_q(r, v) for r, v in sorted(ds.items()))})"
+        if ds
+        else ""
+    )
+    return ctx.renderer.command(
+        title,
+        None,
+        "# add capacity to the node group / NodePool that serves this workload",
+        note=note,
+        verified=verdict.fits,
+        verification=(
+            f"re-simulated with a synthetic empty node {name} shaped like {template.name} (labels and taints "
+            f"copied{', allocatable raised to ' + ', '.join(bigger) if bigger else ''}{ds_words}): "
+            f"{P.outcome(verdict)}"
+        ),
+    )
+
+
+def _descheduler(ctx: RuleContext, analysis: Analysis) -> Remedy:
+    thresholds = {r: 20 for r in ("cpu", "memory") if r in analysis.resources} or {"cpu": 20, "memory": 20}
+    policy = {
+        "apiVersion": "descheduler/v1alpha2",
+        "kind": "DeschedulerPolicy",
+        "profiles": [
+            {
+                "name": "defragment",
+                "pluginConfig": [
+                    {"name": "DefaultEvictor", "args": {"evictLocalStoragePods": False}},
+                    {"name": "HighNodeUtilization", "args": {"thresholds": thresholds}},
+                ],
+                "plugins": {"balance": {"enabled": ["HighNodeUtilization"]}},
+            }
+        ],
+    }
+    return ctx.renderer.manifest(
+        "Defragment with the descheduler: HighNodeUtilization packs pods off under-used nodes",
+        ObjectRef("ConfigMap", "kube-system", "descheduler"),
+        "descheduler-policy.yaml.j2",
+        verified=False,
+        verification=(
+            "not simulated: the descheduler evicts pods from nodes below the thresholds so they repack (best with "
+            "the scheduler's MostAllocated scoring), leaving whole nodes free; the policy format is the "
+            "descheduler's v1alpha2 (its Helm chart reads it from this ConfigMap)"
+        ),
+        name="descheduler",
+        namespace="kube-system",
+        policy=policy,
+    )

@@ -1,0 +1,154 @@
+"""The placement rules' shared machinery: one root cause per pod, and the pod judged
+as its Deployment would create it now."""
+
+from __future__ import annotations
+
+import copy
+
+from analyzers.rules import _placement as P
+from analyzers.rules.context import RuleContext
+from analyzers.simulator import simulate
+from tests.rules.placement_fixtures import (
+    NOW,
+    anti_affinity,
+    deployment,
+    findings,
+    node,
+    snapshot,
+    taint,
+    template,
+    zone_spread,
+)
+from tests.simulator.builders import pod as raw_pod
+
+Z = "topology.kubernetes.io/zone"
+CP = "node-role.kubernetes.io/control-plane"
+
+
+def _root(snap, name_prefix: str) -> str | None:
+    pod = next(p for p in snap.pods.values() if p.name.startswith(name_prefix) and not p.node_name)
+    return P.root_cause(simulate(snap, pod, kube_version="1.30"))
+
+
+def test_no_matching_node_is_a_selector_problem():
+    snap = snapshot(node("w-0"), deployment("web", template(node_selector={"pool": "nope"})))
+    assert _root(snap, "web") == P.SELECTOR
+
+
+def test_full_workers_beat_a_control_plane_with_room():
+    """Workers could hold the pod once pods leave; the control plane's taint is not the story."""
+    snap = snapshot(
+        node("w-0", cpu="2"),
+        node("cp-0", cpu="8", labels={CP: ""}, taints=[taint(CP)]),
+        deployment("busy", template(app="busy", requests={"cpu": "1500m"}), bound=["w-0"], pending=0),
+        deployment("web", template(requests={"cpu": "1"})),
+    )
+    assert _root(snap, "web-") == P.RESOURCES
+
+
+def test_only_tainted_nodes_could_ever_hold_it():
+    snap = snapshot(
+        node("w-0", cpu="2"),
+        node("gpu-0", extra={"nvidia.com/gpu": "1"}, taints=[taint("nvidia.com/gpu", "present")]),
+        deployment("train", template(app="train", requests={"nvidia.com/gpu": "1"})),
+    )
+    assert _root(snap, "train") == P.TAINT
+
+
+def test_spread_into_a_tainted_zone_is_a_spread_problem():
+    snap = snapshot(
+        node("a-0", labels={Z: "a"}),
+        node("b-0", labels={Z: "b"}),
+        node("c-0", labels={Z: "c"}, taints=[taint("dedicated", "infra")]),
+        deployment("web", template(spread=zone_spread("web")), replicas=3, bound=["a-0", "b-0"]),
+    )
+    assert _root(snap, "web") == P.SPREAD
+
+
+def test_anti_affinity_with_a_tainted_spare_node_is_an_interpod_problem():
+    snap = snapshot(
+        node("w-0"),
+        node("w-1"),
+        node("cp-0", labels={CP: ""}, taints=[taint(CP)]),
+        deployment("web", template(affinity=anti_affinity("web")), replicas=3, bound=["w-0", "w-1"]),
+    )
+    assert _root(snap, "web") == P.INTERPOD
+
+
+def test_fitting_gated_and_volume_prefilter_pods_have_no_root_cause():
+    snap = snapshot(
+        node("w-0"),
+        raw_pod("fits"),
+        raw_pod("gated", gates=["example.com/quota"]),
+        raw_pod("claims", pvcs=["missing-claim"]),
+    )
+    for name in ("fits", "gated", "claims"):
+        assert P.root_cause(simulate(snap, snap.pods[("default", name)])) is None
+
+
+def test_a_pod_gets_one_finding_even_when_several_filters_fail():
+    """Tainted nodes and full nodes: the pod is explained once, by insufficient-resources."""
+    snap = snapshot(
+        node("w-0", cpu="2"),
+        node("w-1", cpu="2"),
+        node("cp-0", cpu="8", labels={CP: ""}, taints=[taint(CP)]),
+        deployment(
+            "busy",
+            template(app="busy", requests={"cpu": "1500m"}),
+            replicas=2,
+            bound=["w-0", "w-1"],
+            pending=0,
+        ),
+        deployment("web", template(requests={"cpu": "1"}), pending=2),
+    )
+    found = findings(snap)
+    assert [(f.rule_id, f.subject.name) for f in found] == [("insufficient-resources", "web")]
+    assert len(found[0].pods) == 2
+
+
+def _drifted(new_template: dict, old_template: dict, **kwargs):
+    objs = deployment("web", old_template, **kwargs)
+    objs[0]["spec"]["template"] = copy.deepcopy(new_template)
+    return objs
+
+
+def test_a_fixed_deployment_template_is_what_counts():
+    """The template was fixed after the ReplicaSet made the pending pod: the next pod fits."""
+    snap = snapshot(
+        node("w-0", labels={"pool": "general"}),
+        _drifted(template(node_selector={"pool": "general"}), template(node_selector={"pool": "genral"})),
+    )
+    ctx = RuleContext(snapshot=snap, now=NOW)
+    assert P.blocked(ctx, P.SELECTOR) == []
+    assert findings(snap) == []
+
+
+def test_drift_keeps_admission_tolerations_and_sidecar_requests():
+    old = template(requests={"cpu": "4"})
+    new = template(
+        requests={"cpu": "1"},
+        tolerations=[{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+    )
+    objs = _drifted(new, old)
+    pending = objs[-1]
+    # A mutating webhook added a sidecar asking for 200m more.
+    pending["spec"]["containers"].append(
+        {"name": "istio-proxy", "image": "istio/proxyv2:1.22.1", "resources": {"requests": {"cpu": "200m"}}}
+    )
+    snap = snapshot(node("w-0"), objs)
+    pod = next(p for p in snap.pods.values() if not p.node_name)
+    dep = snap.deployments[("default", "web")]
+    now, drifted = P.as_created_now(snap, pod, snap.workload_of(pod))
+    assert drifted
+    assert now.spec.requests["cpu"] == 1200  # 4200m - (4000m - 1000m)
+    keys = {t.key for t in now.spec.tolerations}
+    assert {"dedicated", "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"} <= keys
+    assert dep.template.tolerations[0] in now.spec.tolerations
+
+
+def test_no_drift_without_the_replicaset():
+    objs = deployment("web", template(node_selector={"pool": "x"}))
+    objs = [o for o in objs if o["kind"] != "ReplicaSet"]
+    snap = snapshot(node("w-0"), objs)
+    pod = next(p for p in snap.pods.values() if not p.node_name)
+    assert P.as_created_now(snap, pod, snap.workload_of(pod)) == (pod, False)
