@@ -1,6 +1,6 @@
 """Benchmark of the incident tracker on SQLite and on PostgreSQL. Prints figures.
 
-    .venv/bin/python bench/bench_tracker.py [--incidents 2000 --passes 3000 --batch 50] [--pg-url URL] [--no-pg]
+    .venv/bin/python bench/bench_tracker.py [--incidents 2000 --passes 3000 --batch 50 --coalesce 100] [--pg-url URL] [--no-pg]
 
 The Python process is pinned to one core. An *incident update* is one open
 incident seen again in a pass (occurrences + 1 from a new event key, last
@@ -8,6 +8,8 @@ seen moved, the idempotency key recorded), committed. Two shapes:
 
 * ``per-event``: one pass per Kubernetes event, one finding per pass, one
   transaction each (the worst case: every event commits on its own);
+* ``coalesced``: the same one-finding, one-event passes, ``--coalesce`` of them
+  per transaction (``track_passes``: a pipeline flushing a burst every ~100 ms);
 * ``batched``: the pipeline's passes after a burst, ``--batch`` findings
   (each with its own new event) per pass and transaction.
 
@@ -33,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from analyzers.findings import Finding, ObjectRef, Remedy, RemedyKind, Severity
 from storage.engine import create_engine, create_sessionmaker
 from storage.migrate import upgrade
-from storage.tracker import Trigger, track
+from storage.tracker import Pass, Trigger, track, track_passes
 
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
 YAML = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  strategy:\n    rollingUpdate: {maxSurge: 0, maxUnavailable: 1}\n"
@@ -101,6 +103,25 @@ async def run_backend(name: str, url: str, args: argparse.Namespace) -> dict[str
     results["per-event p50 ms"] = statistics.median(latencies) * 1000
     results["per-event p99 ms"] = latencies[int(len(latencies) * 0.99)] * 1000
 
+    # Coalesced: the per-event passes, --coalesce per transaction.
+    updates = 0
+    start = time.perf_counter()
+    for k0 in range(0, args.passes, args.coalesce):
+        passes = []
+        for k in range(k0, min(args.passes, k0 + args.coalesce)):
+            f = findings[k % len(findings)]
+            passes.append(
+                Pass(
+                    [f],
+                    T0 + timedelta(minutes=30, seconds=k),
+                    (f.subject,),
+                    (Trigger(f"c-{k}:1", MESSAGE, f.pods[0]),),
+                )
+            )
+        for r in await track_passes(sessions, cluster="bench", passes=passes):
+            updates += len(r.updated)
+    results[f"coalesced updates/s ({args.coalesce}/tx)"] = updates / (time.perf_counter() - start)
+
     # Batched: --batch findings per pass, each with a new event.
     updates = 0
     start = time.perf_counter()
@@ -133,6 +154,7 @@ def main() -> int:
     parser.add_argument("--incidents", type=int, default=2000)
     parser.add_argument("--passes", type=int, default=3000)
     parser.add_argument("--batch", type=int, default=50)
+    parser.add_argument("--coalesce", type=int, default=100)
     parser.add_argument("--pg-url", help="use this PostgreSQL instead of starting one")
     parser.add_argument("--no-pg", action="store_true")
     args = parser.parse_args()

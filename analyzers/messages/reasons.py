@@ -187,6 +187,9 @@ CATALOGUE: Final[tuple[tuple[str, str, str | None], ...]] = (
     ("node(s) didn't match node selector", NODE_AFFINITY_MISMATCH, NODE_AFFINITY),
     ("node(s) didn't match scheduler-enforced node affinity", NODE_AFFINITY_MISMATCH, NODE_AFFINITY),
     ("pod affinity terms conflict", NODE_AFFINITY_MISMATCH, NODE_AFFINITY),
+    # pkg/scheduler/schedule_one.go: nodes a PreFilter result (NodeAffinity's
+    # matchFields/nodeSelector narrowing, 1.30+) excluded before Filter ran.
+    ("node is filtered out by the prefilter result", NODE_AFFINITY_MISMATCH, NODE_AFFINITY),
     ("node(s) didn't have the requested labels", NODE_AFFINITY_MISMATCH, NODE_LABEL),
     ("node(s) had untolerated taint(s)", UNTOLERATED_TAINT, TAINT_TOLERATION),
     ("node(s) had untolerated taint", UNTOLERATED_TAINT, TAINT_TOLERATION),
@@ -340,6 +343,14 @@ def _taint_info(text: str) -> ReasonInfo:
     return ReasonInfo(UNTOLERATED_TAINT, TAINT_TOLERATION, taint=Taint(match.group(1), match.group(2) or ""))
 
 
+# Plugins whose PreFilter result can exclude nodes, and the code of that exclusion.
+_PREFILTER_RESULT_CODES: Final[dict[str, str]] = {
+    NODE_AFFINITY: NODE_AFFINITY_MISMATCH,
+    INTER_POD_AFFINITY: POD_AFFINITY_MISMATCH,
+    VOLUME_BINDING: VOLUME_NODE_AFFINITY_CONFLICT,
+}
+
+
 @lru_cache(maxsize=8192)
 def classify_reason(text: str) -> ReasonInfo:
     """Map one reason text (as printed, without its count) to its code and plugin.
@@ -396,6 +407,12 @@ def classify_reason(text: str) -> ReasonInfo:
             return ReasonInfo(DRA_CLAIM_MISSING, DYNAMIC_RESOURCES, object_name=match.group(2))
     if text.startswith("node(s) had condition"):
         return ReasonInfo(NODE_NOT_READY, NODE_CONDITION)
+    if text.startswith("node(s) didn't satisfy plugin(s) ["):
+        # pkg/scheduler/schedule_one.go: nodes a PreFilter result excluded, naming the plugins.
+        plugins = text[len("node(s) didn't satisfy plugin(s) [") :].rstrip("]").split()
+        first = plugins[0] if plugins else None
+        code = _PREFILTER_RESULT_CODES.get(first or "", OTHER)
+        return ReasonInfo(code, first)
     info = _EXACT_LOWER.get(text.lower())
     if info is not None:
         return info

@@ -643,10 +643,17 @@ def _place(
     unplaced: list[Pod] = []
     for pod in pods[:_MAX_PLACEMENTS]:
         verdict = ctx.verdict(pod, snap)
-        fitting = [n.node for n in verdict.nodes if n.fits] if verdict.fits else []
-        if not fitting:
+        if not verdict.fits:
             unplaced.append(pod)
             continue
+        if len(pods) == 1 and prefer is None:
+            # One pod: where exactly does not matter to the budget; skip the per-node verdicts.
+            node = f"one of {verdict.feasible_nodes} feasible node(s)"
+            bound = replace(pod, node_name=node, phase="Running", ready=True, scheduled=None, nominated_node="")
+            running.append(bound)
+            placed.append((pod, node))
+            continue
+        fitting = [n.node for n in verdict.nodes if n.fits]
         node = prefer if prefer in fitting else fitting[0]
         bound = replace(pod, node_name=node, phase="Running", ready=True, scheduled=None, nominated_node="")
         if len(pods) > 1:

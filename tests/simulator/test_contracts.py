@@ -21,20 +21,8 @@ EMITTED = [
     ("Insufficient nvidia.com/gpu", C.INSUFFICIENT_RESOURCE),
     ("Too many pods", C.TOO_MANY_PODS),
     ("node(s) didn't match Pod's node affinity/selector", C.NODE_AFFINITY_MISMATCH),
-    pytest.param(
-        "node(s) didn't satisfy plugin(s) [NodeAffinity]",
-        C.NODE_AFFINITY_MISMATCH,
-        marks=pytest.mark.xfail(
-            reason="not yet in analyzers.messages' catalogue (reported to the lead)", strict=False
-        ),
-    ),
-    pytest.param(
-        "node is filtered out by the prefilter result",
-        C.NODE_AFFINITY_MISMATCH,
-        marks=pytest.mark.xfail(
-            reason="not yet in analyzers.messages' catalogue (reported to the lead)", strict=False
-        ),
-    ),
+    ("node(s) didn't satisfy plugin(s) [NodeAffinity]", C.NODE_AFFINITY_MISMATCH),
+    ("node is filtered out by the prefilter result", C.NODE_AFFINITY_MISMATCH),
     ("node(s) had untolerated taint {dedicated: gpu}", C.UNTOLERATED_TAINT),
     ("node(s) had taint {dedicated: gpu}, that the pod didn't tolerate", C.UNTOLERATED_TAINT),
     ("node(s) had untolerated taint(s)", C.UNTOLERATED_TAINT),
