@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 
 COMMANDS: tuple[str, ...] = (
+    "agent.commands.demo",
+    "agent.commands.watch",
     "agent.commands.analyze",
     "agent.commands.explain",
     "agent.commands.serve",

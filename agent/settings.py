@@ -22,11 +22,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.cli import UserError
+
+if TYPE_CHECKING:
+    from agent.pipeline import PipelineConfig
+
 from storage.engine import DEFAULT_DB_URL, DatabaseURLError, parse_db_url, redact_db_url
 
 MIN_TOKEN_LENGTH = 16
@@ -161,10 +166,10 @@ class Settings:
 
 
 def parse_listen(value: str) -> tuple[str, int]:
-    """``HOST:PORT``, ``:PORT`` (all interfaces) or ``[v6]:PORT``."""
+    """``HOST:PORT``, ``:PORT`` (all interfaces) or ``[v6]:PORT``; port 0 picks a free port."""
     host, sep, port_s = value.rpartition(":")
-    if not sep or not port_s.isdigit() or not 0 < int(port_s) < 65536:
-        raise ValueError(f"listen address {value!r}: expected HOST:PORT with a port 1-65535")
+    if not sep or not port_s.isdigit() or not 0 <= int(port_s) < 65536:
+        raise ValueError(f"listen address {value!r}: expected HOST:PORT with a port 0-65535")
     host = host.strip("[]") or "0.0.0.0"
     return host, int(port_s)
 
@@ -213,4 +218,109 @@ def add_api_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-migrate", action="store_true", help="do not upgrade the database schema at start-up"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    """What the live agent (``watch``, ``demo``) needs beyond the database and API.
+
+    =========================  ============================  =========================================
+    flag                       environment                   meaning
+    =========================  ============================  =========================================
+    ``--cluster NAME``         ``UNSTICK_CLUSTER``           name of the cluster in incidents
+    ``--namespace NS``         ``UNSTICK_NAMESPACES``        watch only these namespaces (repeatable / comma list)
+    ``--grace SECONDS``        ``UNSTICK_GRACE_SECONDS``     pending time before a pod becomes an incident (60)
+    ``--scale-up-timeout S``   ``UNSTICK_SCALE_UP_TIMEOUT``  how long to wait for an autoscaler (600)
+    ``--kube-version X.Y``     ``UNSTICK_KUBE_VERSION``      message wording (default: the API server's)
+    =========================  ============================  =========================================
+    """
+
+    cluster: str = ""
+    namespaces: tuple[str, ...] = ()
+    grace: float = 60.0
+    scale_up_timeout: float = 600.0
+    kube_version: str | None = None
+
+    @classmethod
+    def from_args(
+        cls, args: argparse.Namespace | None = None, environ: Mapping[str, str] | None = None
+    ) -> AgentSettings:
+        env = os.environ if environ is None else environ
+        flags: dict[str, Any] = vars(args) if args is not None else {}
+        errors: list[str] = []
+
+        def seconds(flag: str, name: str, default: float) -> float:
+            raw = flags.get(flag)
+            raw = raw if raw is not None else env.get(name)
+            if raw is None or raw == "":
+                return default
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                errors.append(
+                    f"{name.lower()} / --{flag.replace('_', '-')}: not a number of seconds: {raw!r}"
+                )
+                return default
+            if value < 0:
+                errors.append(f"--{flag.replace('_', '-')}: must not be negative: {raw!r}")
+            return value
+
+        grace = seconds("grace", "UNSTICK_GRACE_SECONDS", 60.0)
+        scale_up = seconds("scale_up_timeout", "UNSTICK_SCALE_UP_TIMEOUT", 600.0)
+        namespaces: list[str] = []
+        for item in flags.get("namespace") or env.get("UNSTICK_NAMESPACES", "").split(","):
+            namespaces += [n.strip() for n in str(item).split(",") if n.strip()]
+        version = flags.get("kube_version") or env.get("UNSTICK_KUBE_VERSION") or None
+        if version is not None and not _VERSION.match(version):
+            errors.append(f"--kube-version: expected MAJOR.MINOR such as 1.30, got {version!r}")
+        if errors:
+            raise SettingsError(errors)
+        return cls(
+            cluster=flags.get("cluster") or env.get("UNSTICK_CLUSTER", ""),
+            namespaces=tuple(dict.fromkeys(namespaces)),
+            grace=grace,
+            scale_up_timeout=scale_up,
+            kube_version=version,
+        )
+
+    def pipeline_config(self) -> PipelineConfig:
+        from agent.pipeline import PipelineConfig
+
+        return PipelineConfig(
+            cluster=self.cluster or "default",
+            grace=self.grace,
+            scale_up_timeout=self.scale_up_timeout,
+            kube_version=self.kube_version,
+        )
+
+
+_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?$")
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cluster", metavar="NAME", help="name of this cluster in incidents (env UNSTICK_CLUSTER)"
+    )
+    parser.add_argument(
+        "--namespace",
+        "-n",
+        action="append",
+        metavar="NS",
+        help="watch only these namespaces (repeatable; env UNSTICK_NAMESPACES)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=str,
+        metavar="SECONDS",
+        help="pending time before a pod becomes an incident (env UNSTICK_GRACE_SECONDS; 60)",
+    )
+    parser.add_argument(
+        "--scale-up-timeout",
+        type=str,
+        metavar="SECONDS",
+        help="wait this long for cluster-autoscaler/Karpenter (600)",
+    )
+    parser.add_argument(
+        "--kube-version", metavar="X.Y", help="kube-scheduler wording to expect (default: the API server's)"
     )

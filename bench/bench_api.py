@@ -68,7 +68,16 @@ async def seed(url: str, n: int) -> None:
                 "title": f"Rollout of {ns}/{name} cannot progress: needs {rnd.randint(1, 8)} GPU",
                 "explanation": "25% of 1 replica rounds up to a surge of 1 and down to 0 unavailable; the new pod needs a second GPU.",
                 "evidence": {"gpus_free": 0, "nodes": 10, "requested": {"nvidia.com/gpu": 1}},
-                "remedies": [{"title": "maxSurge 0", "kind": "patch", "yaml": YAML, "command": "kubectl patch …", "verified": True, "verification": "re-simulated"}],
+                "remedies": [
+                    {
+                        "title": "maxSurge 0",
+                        "kind": "patch",
+                        "yaml": YAML,
+                        "command": "kubectl patch …",
+                        "verified": True,
+                        "verification": "re-simulated",
+                    }
+                ],
                 "pods": [f"{ns}/{name}-abc"],
                 "first_seen": first,
                 "last_seen": last,
@@ -96,7 +105,10 @@ QUERIES: list[tuple[str, dict[str, str]]] = [
     ("since/until window", {"since": "2024-07-01T00:00:00Z", "until": "2024-07-02T00:00:00Z"}),
     ("sort -occurrences", {"sort": "-occurrences", "status": "open"}),
     ("limit 200 (the maximum)", {"limit": "200"}),
-    ("window, sort -first_seen", {"since": "2024-07-01T00:00:00Z", "until": "2024-07-02T00:00:00Z", "sort": "-first_seen"}),
+    (
+        "window, sort -first_seen",
+        {"since": "2024-07-01T00:00:00Z", "until": "2024-07-02T00:00:00Z", "sort": "-first_seen"},
+    ),
 ]
 EXTRA: list[tuple[str, str, dict[str, str]]] = [
     ("text search q=", "/api/v1/incidents", {"q": "needs 7 GPU"}),
@@ -157,7 +169,9 @@ async def measure(url: str, requests: int) -> None:
             lat.append((time.perf_counter() - t0) * 1000)
         all_listing += lat
         print(f"  {'cursor pages 1-20 (resolved)':<32}{statistics.median(lat):>9.1f}{pct(lat, 0.95):>9.1f}")
-        print(f"  {'ALL listing requests':<32}{statistics.median(all_listing):>9.1f}{pct(all_listing, 0.95):>9.1f}")
+        print(
+            f"  {'ALL listing requests':<32}{statistics.median(all_listing):>9.1f}{pct(all_listing, 0.95):>9.1f}"
+        )
 
         print(f"\n{'other (no target)':<34}{'p50 ms':>9}{'p95 ms':>9}")
         for label, path, params in EXTRA:
@@ -172,9 +186,10 @@ def main() -> int:
     parser.add_argument("--incidents", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=200, help="requests per filter combination")
     parser.add_argument("--db", help="an already seeded SQLite URL (skips seeding)")
+    parser.add_argument("--cpu", type=int, help="core to pin this process to (default: the last one allowed)")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        os.sched_setaffinity(0, {args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))})
     with tempfile.TemporaryDirectory() as tmp:
         url = args.db or f"sqlite+aiosqlite:///{tmp}/api-bench.db"
         if not args.db:

@@ -57,7 +57,11 @@ def make_findings(n: int) -> list[Finding]:
                 title=f"Rollout of ns-{i % 40}/app-{i} cannot progress",
                 explanation="25% of 1 replica rounds up to a surge of 1 and down to 0 unavailable.",
                 evidence={"gpus_free": 0, "nodes": 10, "requested": {"nvidia.com/gpu": 1}},
-                remedies=(Remedy("maxSurge 0", RemedyKind.PATCH, subject, YAML, "kubectl patch …", True, "re-simulated"),),
+                remedies=(
+                    Remedy(
+                        "maxSurge 0", RemedyKind.PATCH, subject, YAML, "kubectl patch …", True, "re-simulated"
+                    ),
+                ),
                 cause="nvidia.com/gpu",
                 pods=(f"ns-{i % 40}/app-{i}-abc",),
             )
@@ -77,7 +81,12 @@ async def run_backend(name: str, url: str, args: argparse.Namespace) -> dict[str
     for i in range(0, len(findings), 100):
         chunk = findings[i : i + 100]
         await track(
-            sessions, cluster="bench", findings=chunk, now=T0, triggers=[Trigger(f"open-{i}:1", MESSAGE)], sinks=["slack"]
+            sessions,
+            cluster="bench",
+            findings=chunk,
+            now=T0,
+            triggers=[Trigger(f"open-{i}:1", MESSAGE)],
+            sinks=["slack"],
         )
     results["opened/s (batches of 100)"] = len(findings) / (time.perf_counter() - start)
 
@@ -157,13 +166,17 @@ def main() -> int:
     parser.add_argument("--coalesce", type=int, default=100)
     parser.add_argument("--pg-url", help="use this PostgreSQL instead of starting one")
     parser.add_argument("--no-pg", action="store_true")
+    parser.add_argument("--cpu", type=int, help="core to pin this process to (default: the last one allowed)")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        os.sched_setaffinity(0, {args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))})
     print(f"tracker benchmark: {args.incidents} open incidents, {args.passes} per-event passes, one core")
 
     with tempfile.TemporaryDirectory() as tmp:
-        report("SQLite (file, WAL, synchronous=NORMAL)", asyncio.run(run_backend("sqlite", f"sqlite+aiosqlite:///{tmp}/bench.db", args)))
+        report(
+            "SQLite (file, WAL, synchronous=NORMAL)",
+            asyncio.run(run_backend("sqlite", f"sqlite+aiosqlite:///{tmp}/bench.db", args)),
+        )
 
     if args.no_pg:
         return 0
@@ -175,7 +188,10 @@ def main() -> int:
     server = PostgresServer(durable=True).start()
     try:
         url = server.url()
-        report("PostgreSQL 15 (local, fsync on, synchronous_commit on)", asyncio.run(run_backend("postgres", url, args)))
+        report(
+            "PostgreSQL 15 (local, fsync on, synchronous_commit on)",
+            asyncio.run(run_backend("postgres", url, args)),
+        )
     finally:
         server.stop()
     return 0

@@ -64,6 +64,7 @@ cluster-autoscaler is already adding the capacity).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -72,7 +73,7 @@ from datetime import datetime
 from typing import Any, Final
 
 import orjson
-from sqlalchemy import and_, delete, insert, literal_column, select
+from sqlalchemy import and_, delete, insert, literal_column, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -224,15 +225,26 @@ def _concerning(finding: Finding, triggers: Sequence[Trigger]) -> list[Trigger]:
     return [t for t in triggers if not t.pod or t.pod in pods]
 
 
+async def _lock_cluster(session: AsyncSession, cluster: str) -> None:
+    """Serialise the tracker's transactions per cluster (PostgreSQL; SQLite has one writer anyway).
+
+    One transaction-scoped advisory lock instead of row locks: cheaper than
+    locking every incident a batch touches, and it also covers incidents about
+    to be opened. A concurrent writer for the same cluster waits, then reads
+    the committed state."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    digest = hashlib.sha256(b"unstick-tracker\0" + cluster.encode()).digest()
+    await session.execute(
+        text("SELECT pg_advisory_xact_lock(:key)"), {"key": int.from_bytes(digest[:8], "big", signed=True)}
+    )
+
+
 async def _load_open(
     session: AsyncSession, cluster: str, names: Collection[str] | None
 ) -> dict[str, Incident]:
-    """Open incidents of the cluster (of these subject names; all when None), by fingerprint,
-    locked for update.
-
-    Row locks matter on PostgreSQL (SQLite serialises writers anyway): a
-    concurrent pass on the same incidents waits, then reads the committed counts."""
-    base = select(Incident).where(Incident.cluster == cluster, _IS_OPEN).with_for_update()
+    """Open incidents of the cluster (of these subject names; all when None), by fingerprint."""
+    base = select(Incident).where(Incident.cluster == cluster, _IS_OPEN)
     found: dict[str, Incident] = {}
     if names is None:
         for inc in (await session.execute(base)).scalars():
@@ -303,6 +315,19 @@ class _Batch:
     fresh_keys: set[str]
     entries: list[dict[str, Any]] = field(default_factory=list)
     outbox: list[dict[str, Any]] = field(default_factory=list)
+    fps_by_subject: dict[ObjectRef, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    def __post_init__(self) -> None:
+        for inc in self.open_by_fp.values():
+            self.fps_by_subject[_ref(inc)].add(inc.fingerprint)
+
+    def remember(self, inc: Incident) -> None:
+        self.open_by_fp[inc.fingerprint] = inc
+        self.fps_by_subject[_ref(inc)].add(inc.fingerprint)
+
+    def forget(self, inc: Incident) -> None:
+        del self.open_by_fp[inc.fingerprint]
+        self.fps_by_subject[_ref(inc)].discard(inc.fingerprint)
 
 
 def _validate(cluster: str, p: Pass) -> None:
@@ -339,7 +364,7 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
             occurrences=len(concerning),
             message=concerning[-1].message if concerning else "",
         )
-    continuing = {fp: inc for fp, inc in batch.open_by_fp.items() if fp in by_fp}
+    continuing = {fp: batch.open_by_fp[fp] for fp in by_fp if fp in batch.open_by_fp}
 
     # Open what is new. Recurrences link to the latest resolved incident of their fingerprint.
     opened: list[Incident] = []
@@ -425,17 +450,22 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
 
     # Resolve what an evaluated subject no longer shows.
     resolved: list[Incident] = []
-    for fp, inc in sorted(batch.open_by_fp.items(), key=lambda item: item[1].id):
-        if fp in by_fp or not (every or _ref(inc) in subjects):
+    if every:
+        candidates = list(batch.open_by_fp.values())
+    else:
+        candidates = [batch.open_by_fp[fp] for ref in subjects for fp in batch.fps_by_subject.get(ref, ())]
+    for inc in sorted(candidates, key=lambda i: i.id):
+        fp = inc.fingerprint
+        if fp in by_fp:
             continue
         inc.status = str(IncidentStatus.RESOLVED)
         inc.resolved_at = max(now, inc.last_seen)
         resolved.append(inc)
         result.resolved.append(inc.id)
-        del batch.open_by_fp[fp]
+        batch.forget(inc)
         batch.latest_resolved[fp] = inc.id
     for inc in opened:
-        batch.open_by_fp[inc.fingerprint] = inc
+        batch.remember(inc)
 
     # A subject that lost causes and gained others in the same pass changed root cause.
     opened_by_subject: dict[ObjectRef, list[Incident]] = defaultdict(list)
@@ -521,6 +551,7 @@ async def apply_passes(
         return []
     for p in passes:
         _validate(cluster, p)
+    await _lock_cluster(session, cluster)
     keys = list(dict.fromkeys(t.key for p in passes for t in p.triggers))
     fresh_keys = await _record_triggers(session, cluster, keys, min(p.now for p in passes))
     if any(isinstance(p.evaluated, _EverySubject) for p in passes):
@@ -591,8 +622,9 @@ async def track_passes(
     """:func:`apply_passes` in a transaction of its own, committed.
 
     Passes of one cluster are expected to run one at a time (the pipeline is
-    partitioned by cluster); should two writers race to open the same
-    fingerprint, the unique index on open incidents rejects one, which is retried."""
+    partitioned by cluster); on PostgreSQL concurrent writers of one cluster
+    queue on an advisory lock. Should a race still open the same fingerprint
+    twice, the unique index on open incidents rejects one, which is retried."""
     for attempt in range(1, attempts + 1):
         try:
             async with sessions.begin() as session:

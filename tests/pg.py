@@ -150,7 +150,16 @@ class PostgresServer:
     def _accepting(self) -> bool:
         """True once the server accepts connections (not merely listening while it starts up)."""
         probe = subprocess.run(
-            [str(self.bindir / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"],
+            [
+                str(self.bindir / "pg_isready"),
+                "-q",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                "postgres",
+            ],
             capture_output=True,
             check=False,
         )

@@ -10,12 +10,26 @@ one kube-scheduler reports).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyzers.quantity import format_units
-from analyzers.records import Node, Pod
-from analyzers.simulator import PodVerdict
+from analyzers.records import (
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    Record,
+    StorageClass,
+)
+from analyzers.simulator import PodVerdict, simulate
+from analyzers.simulator.nodeinfo import DERIVED_KEY as NODE_TABLE_KEY
+from analyzers.simulator.nodeinfo import node_table
 from analyzers.simulator.results import FilterFailure, NodeVerdict
+from analyzers.snapshot import ClusterSnapshot
+
+if TYPE_CHECKING:
+    from analyzers.rules.context import RuleContext
 
 # Taints that mark a node as being drained or removed (besides spec.unschedulable).
 DRAIN_TAINTS: Mapping[str, str] = {
@@ -133,3 +147,27 @@ def describe_nodes(nodes: Iterable[NodeVerdict], *, limit: int = 3) -> str:
 
 def fitting_nodes(verdict: PodVerdict) -> Sequence[str]:
     return [nv.node for nv in verdict.nodes if nv.fits]
+
+
+def what_if_verdict(ctx: RuleContext, pod: Pod, snapshot: ClusterSnapshot | None = None) -> PodVerdict:
+    """Simulate a what-if pod (a changed copy) or a what-if snapshot, never from the memo:
+    ``ctx.verdict`` keys its memo by the ids of a pod's spec and labels, which a short-lived
+    copy may share with an earlier, garbage-collected one. A hypothetical pod is scheduled
+    against the snapshot as if it had no node (analyzers.simulator.simulate)."""
+    return simulate(snapshot if snapshot is not None else ctx.snapshot, pod, kube_version=ctx.version)
+
+
+# Records the simulator's NodeTable does not read (it reads nodes, bound pods, priorities).
+_TABLE_FREE = (PersistentVolume, PersistentVolumeClaim, StorageClass, PodDisruptionBudget)
+
+
+def table_free_what_if(ctx: RuleContext, *records: Record) -> ClusterSnapshot:
+    """A what-if snapshot changing only storage objects or PDBs: it shares the base
+    snapshot's NodeTable (nodes and bound pods are unchanged) instead of rebuilding it,
+    which costs a pass over every pod of a large cluster."""
+    if not all(isinstance(r, _TABLE_FREE) for r in records):
+        raise TypeError("table_free_what_if only takes PVs, PVCs, StorageClasses and PDBs")
+    what_if = ctx.snapshot.replace(*records)
+    base = node_table(ctx.snapshot)
+    what_if.derived(NODE_TABLE_KEY, lambda: base)
+    return what_if

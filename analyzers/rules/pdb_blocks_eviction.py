@@ -73,7 +73,15 @@ from analyzers.records import (
     ReplicaSet,
     StatefulSet,
 )
-from analyzers.rules._describe import are, describe_verdict, draining, duration, names, plural
+from analyzers.rules._describe import (
+    are,
+    describe_verdict,
+    draining,
+    duration,
+    names,
+    plural,
+    what_if_verdict,
+)
 from analyzers.rules.context import RuleContext
 from analyzers.simulator.results import FilterFailure
 from analyzers.snapshot import ClusterSnapshot
@@ -642,16 +650,17 @@ def _place(
     placed: list[tuple[Pod, str]] = []
     unplaced: list[Pod] = []
     for pod in pods[:_MAX_PLACEMENTS]:
-        verdict = ctx.verdict(pod, snap)
+        verdict = what_if_verdict(ctx, pod, snap)
         if not verdict.fits:
             unplaced.append(pod)
             continue
         if len(pods) == 1 and prefer is None:
             # One pod: where exactly does not matter to the budget; skip the per-node verdicts.
-            node = f"one of {verdict.feasible_nodes} feasible node(s)"
-            bound = replace(pod, node_name=node, phase="Running", ready=True, scheduled=None, nominated_node="")
+            bound = replace(
+                pod, node_name="what-if", phase="Running", ready=True, scheduled=None, nominated_node=""
+            )
             running.append(bound)
-            placed.append((pod, node))
+            placed.append((pod, plural(verdict.feasible_nodes, "feasible node")))
             continue
         fitting = [n.node for n in verdict.nodes if n.fits]
         node = prefer if prefer in fitting else fitting[0]
@@ -961,7 +970,7 @@ def _scale_up(
         note="A HorizontalPodAutoscaler, if any, owns replicas: raise its minReplicas instead.",
         verified=True,
         verification=(
-            f"re-simulated one more pod: it fits on {placed[0][1]}; with it Ready {pdb.name} counts "
+            f"re-simulated one more pod: it fits ({placed[0][1]}); with it Ready {pdb.name} counts "
             f"{st.current_healthy} healthy of {st.desired_healthy} required \u2192 disruptionsAllowed "
             f"{st.disruptions_allowed}, so the eviction of {names(p.name for p in blocked)} is allowed"
         ),

@@ -18,12 +18,14 @@ more than they request (no request, or more than
 workload of such pods. Without NodeMetrics and PodMetrics it says nothing.
 
 Remedies: requests for the workload sized from the highest observed usage of
-its pods plus ``thresholds.request_headroom`` (``kubectl set resources``),
-verified by recomputing the hot nodes' requested share and LeastAllocated
-rank with the new requests and by re-simulating each pod with them (it must
-still fit a node, or the next rollout would leave it Pending); and a
-namespace ``LimitRange`` default for containers that set none (unverified:
-it only affects pods created afterwards).
+its pods plus ``thresholds.request_headroom`` (``kubectl set resources``;
+without the headroom when that would not fit), verified by recomputing with
+the new requests the hot nodes' requested share and LeastAllocated rank, and
+NodeResourcesFit (requested <= allocatable) on every node running the
+workload's pods, the only filter a change of requests touches: the rollout's
+re-created pods still fit where they run. And a namespace ``LimitRange``
+default for containers that set none (unverified: it only affects pods
+created afterwards).
 """
 
 from __future__ import annotations
@@ -48,8 +50,6 @@ _RESOURCES = ("cpu", "memory")
 _NONZERO = {"cpu": 100, "memory": 200 * 1024 * 1024}
 # Pods named in the explanation (the biggest hidden users first).
 _SHOWN_PODS = 5
-# Pods re-simulated with the proposed requests.
-_MAX_SIMULATED = 10
 # Rounding steps for proposed requests: 50m cpu, 64Mi memory.
 _STEP = {"cpu": 50, "memory": 64 * 1024 * 1024}
 
@@ -265,27 +265,44 @@ def _nonzero(spec: PodSpec, res: str) -> int:
     return value + _NONZERO[res] * spec.containers_without_requests
 
 
-def _scores(snap: ClusterSnapshot) -> dict[str, int]:
+def _nonzero_requested(snap: ClusterSnapshot) -> Mapping[str, dict[str, int]]:
+    """Per schedulable node, the summed GetNonzeroRequests of its pods (cached per snapshot)."""
+
+    def build() -> dict[str, dict[str, int]]:
+        by_node = snap.pods_by_node()
+        return {
+            name: {res: sum(_nonzero(p.spec, res) for p in by_node.get(name, ())) for res in _RESOURCES}
+            for name, node in snap.nodes.items()
+            if not node.unschedulable
+        }
+
+    found: Mapping[str, dict[str, int]] = snap.derived(f"{RULE_ID}:nonzero", build)
+    return found
+
+
+def _scores(snap: ClusterSnapshot, delta: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, int]:
     """NodeResourcesFit LeastAllocated score (cpu and memory, weight 1 each) of each
-    schedulable node for an incoming pod without requests (100m / 200Mi)."""
-    by_node = snap.pods_by_node()
+    schedulable node for an incoming pod without requests (100m / 200Mi), optionally with
+    the nodes' scoring requests grown by ``delta`` (a what-if change of requests)."""
     out: dict[str, int] = {}
-    for name, node in snap.nodes.items():
-        if node.unschedulable:
-            continue
+    for name, requested in _nonzero_requested(snap).items():
+        node = snap.nodes[name]
+        grow = delta.get(name, {}) if delta else {}
         total = 0
         for res in _RESOURCES:
             alloc = node.allocatable.get(res, 0)
             if alloc <= 0:
                 continue
-            requested = sum(_nonzero(p.spec, res) for p in by_node.get(name, ())) + _NONZERO[res]
-            total += max(0, (alloc - requested) * 100 // alloc)
+            used = requested[res] + grow.get(f"nonzero:{res}", 0) + _NONZERO[res]
+            total += max(0, (alloc - used) * 100 // alloc)
         out[name] = total // len(_RESOURCES)
     return out
 
 
-def _ranks(snap: ClusterSnapshot, nodes: Sequence[str]) -> dict[str, Any]:
-    scores = _scores(snap)
+def _ranks(
+    snap: ClusterSnapshot, nodes: Sequence[str], delta: Mapping[str, Mapping[str, int]] | None = None
+) -> dict[str, Any]:
+    scores = _scores(snap, delta)
     order = sorted(scores, key=lambda n: (-scores[n], n))
     return {
         n: {"score": scores[n], "rank": order.index(n) + 1, "of": len(order)} for n in nodes if n in scores
@@ -361,12 +378,11 @@ def _set_requests(
             shown = ", ".join(f"{format_units(r, v)} {r}" for r, v in sorted(requests.items()))
             rejected = f" With {headroom:.0%} headroom ({shown}) they would not fit: {text_i}."
     # The hot nodes' requested share and LeastAllocated rank with the new requests.
-    resized = snap.replace(*[_with_requests(p, chosen) for p in pods])
-    caps_after = node_capacities(resized)
+    delta = _delta(pods, chosen)
     share_words = []
     reflects = True
     for h in hot:
-        after = caps_after[h.node].requested.get(h.resource, 0)
+        after = h.requested + delta.get(h.node, {}).get(h.resource, 0)
         share = after / h.allocatable
         share_words.append(
             f"{h.node} {h.resource} requested {h.requested_share:.0%} \u2192 {share:.0%} (real usage {h.usage_share:.0%})"
@@ -374,7 +390,7 @@ def _set_requests(
         if share < h.usage_share - 0.15:
             reflects = False
     nodes = sorted({h.node for h in hot})
-    before, after_ranks = _ranks(snap, nodes), _ranks(resized, nodes)
+    before, after_ranks = _ranks(snap, nodes), _ranks(snap, nodes, delta)
     rank_words = "; ".join(
         f"{n} LeastAllocated rank {before[n]['rank']} \u2192 {after_ranks[n]['rank']} of {after_ranks[n]['of']}"
         for n in nodes
@@ -411,33 +427,42 @@ def _set_requests(
     )
 
 
-def _still_fits(ctx: RuleContext, pods: Sequence[Pod], requests: Mapping[str, int]) -> tuple[bool, str]:
-    """Re-simulate each pod with the new requests (as the rollout re-creates it): it must fit a node."""
-    snap = ctx.snapshot.replace(*[_with_requests(p, requests) for p in pods])
-    placed = []
-    for pod in pods[:_MAX_SIMULATED]:
+def _delta(pods: Sequence[Pod], requests: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    """Per node, how much the requests (and GetNonzeroRequests' scoring requests) grow."""
+    out: dict[str, dict[str, int]] = {}
+    for pod in pods:
         resized = _with_requests(pod, requests)
-        pending = replace(
-            resized,
-            spec=replace(resized.spec, node_name=""),
-            node_name="",
-            phase="Pending",
-            ready=False,
-            scheduled=None,
-        )
-        what_if = snap.replace(pending)
-        verdict = ctx.verdict(pending, what_if)
-        if not verdict.fits:
-            return False, f"re-simulated {pod.name} with these requests: it would not fit ({verdict.message})"
-        fitting = [n.node for n in verdict.nodes if n.fits]
-        where = pod.node_name if pod.node_name in fitting else fitting[0]
-        placed.append(f"{pod.name} on {where}")
-        snap = what_if.replace(replace(pending, node_name=where, phase="Running", ready=True))
-    more = f" (the first {_MAX_SIMULATED} of {len(pods)} pods)" if len(pods) > _MAX_SIMULATED else ""
-    return (
-        True,
-        f"re-simulated each pod with them: {', '.join(placed)} still fit{'s' if len(placed) == 1 else ''}{more}",
-    )
+        row = out.setdefault(pod.node_name, {})
+        for res in _RESOURCES:
+            row[res] = row.get(res, 0) + resized.spec.requests.get(res, 0) - pod.spec.requests.get(res, 0)
+            key = f"nonzero:{res}"
+            row[key] = row.get(key, 0) + _nonzero(resized.spec, res) - _nonzero(pod.spec, res)
+    return out
+
+
+def _still_fits(ctx: RuleContext, pods: Sequence[Pod], requests: Mapping[str, int]) -> tuple[bool, str]:
+    """NodeResourcesFit recomputed for every node running the workload's pods with the new
+    requests (requested + growth <= allocatable, fit.go fitsRequest): the only filter a change
+    of requests touches, so every pod the rollout re-creates still fits where it runs."""
+    caps = node_capacities(ctx.snapshot)
+    rows = []
+    for node, delta in sorted(_delta(pods, requests).items()):
+        cap = caps.get(node)
+        if cap is None:
+            continue
+        for res in _RESOURCES:
+            if not delta.get(res):
+                continue
+            after = cap.requested.get(res, 0) + delta[res]
+            alloc = cap.allocatable(res)
+            if after > alloc:
+                return (
+                    False,
+                    f"recomputed NodeResourcesFit: {node} would have {_q(res, after)} {res} requested of "
+                    f"{_q(res, alloc)} allocatable, so a re-created pod would not fit there",
+                )
+            rows.append(f"{node} {_q(res, after)}/{_q(res, alloc)} {res}")
+    return True, f"recomputed NodeResourcesFit: every pod still fits where it runs ({'; '.join(rows)})"
 
 
 def _limit_range(ctx: RuleContext, ref: ObjectRef, items: Sequence[_Hidden]) -> Remedy | None:

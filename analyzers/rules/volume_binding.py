@@ -56,7 +56,14 @@ from analyzers.records import (
     StatefulSet,
     StorageClass,
 )
-from analyzers.rules._describe import describe_nodes, describe_verdict, names, plural
+from analyzers.rules._describe import (
+    describe_nodes,
+    describe_verdict,
+    names,
+    plural,
+    table_free_what_if,
+    what_if_verdict,
+)
 from analyzers.rules.context import RuleContext
 from analyzers.simulator import PodVerdict
 from analyzers.snapshot import ClusterSnapshot
@@ -216,7 +223,7 @@ def _fits_without_volumes(ctx: RuleContext, pod: Pod, drop: Iterable[str] | None
     dropped = set(pod.spec.pvc_names if drop is None else drop)
     spec = replace(pod.spec, pvc_names=tuple(c for c in pod.spec.pvc_names if c not in dropped))
     bare = replace(pod, spec=spec)
-    verdict = ctx.verdict(bare, ctx.snapshot.replace(bare))
+    verdict = what_if_verdict(ctx, bare)
     return [nv.node for nv in verdict.nodes if nv.fits] if verdict.fits else []
 
 
@@ -402,13 +409,11 @@ def _claim_event(snap: ClusterSnapshot, pvc: PersistentVolumeClaim) -> str:
     return ""
 
 
-def _bound_snapshot(
-    snap: ClusterSnapshot, pvc: PersistentVolumeClaim, pv: PersistentVolume
-) -> ClusterSnapshot:
+def _bound(
+    pvc: PersistentVolumeClaim, pv: PersistentVolume
+) -> tuple[PersistentVolume, PersistentVolumeClaim]:
     """What the PV controller does within seconds once a matching, pre-bound PV exists."""
-    bound_pv = replace(pv, phase="Bound")
-    bound_pvc = replace(pvc, volume_name=pv.name, phase="Bound")
-    return snap.replace(bound_pv, bound_pvc)
+    return replace(pv, phase="Bound"), replace(pvc, volume_name=pv.name, phase="Bound")
 
 
 def _matching_pv(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim, *, immediate: bool) -> Remedy | None:
@@ -429,10 +434,8 @@ def _matching_pv(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim, *, imme
         node_affinity=affinity,
         phase="Available",
     )
-    what_if = ctx.snapshot.replace(pv)
-    if immediate:
-        what_if = _bound_snapshot(what_if, pvc, pv)
-    verdict = ctx.verdict(pod, what_if)
+    what_if = table_free_what_if(ctx, *_bound(pvc, pv)) if immediate else table_free_what_if(ctx, pv)
+    verdict = what_if_verdict(ctx, pod, what_if)
     fits_on = [nv.node for nv in verdict.nodes if nv.fits] if verdict.fits else []
     manifest = {
         "apiVersion": "v1",
@@ -491,7 +494,7 @@ def _other_class(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim) -> Reme
     )
     for cls in classes[:3]:
         changed = replace(pvc, storage_class=cls.name, volume_name="", phase="Pending")
-        verdict = ctx.verdict(pod, snap.replace(changed))
+        verdict = what_if_verdict(ctx, pod, table_free_what_if(ctx, changed))
         if not verdict.fits:
             continue
         fits_on = [nv.node for nv in verdict.nodes if nv.fits]
@@ -623,7 +626,7 @@ def _selector_to_volume(ctx: RuleContext, pod: Pod, pv: PersistentVolume) -> Rem
     if node_zone is None:
         return None
     moved = _with_selector(pod, key, node_zone)
-    verdict = ctx.verdict(moved, ctx.snapshot.replace(moved))
+    verdict = what_if_verdict(ctx, moved)
     if not verdict.fits:
         return None
     fits_on = [nv.node for nv in verdict.nodes if nv.fits]
@@ -702,7 +705,7 @@ def _node_in_topology(
     )
     if not topology.matches(clone.labels, clone.name):
         return None
-    verdict = ctx.verdict(pod, snap.replace(clone))
+    verdict = what_if_verdict(ctx, pod, snap.replace(clone))
     ok = verdict.fits and any(nv.node == clone_name and nv.fits for nv in verdict.nodes)
     where = _selector_words(topology)
     command = (
@@ -830,7 +833,7 @@ def _selector_to_topology(ctx: RuleContext, pod: Pod, cls: StorageClass) -> Reme
     )
     for zone in zones:
         moved = _with_selector(pod, key, zone)
-        verdict = ctx.verdict(moved, ctx.snapshot.replace(moved))
+        verdict = what_if_verdict(ctx, moved)
         if not verdict.fits:
             continue
         fits_on = [nv.node for nv in verdict.nodes if nv.fits]
@@ -873,7 +876,7 @@ def _class_for_pod_zone(
         allowed_topologies=NodeSelector((NodeSelectorTerm((Requirement(key, "In", values),)),)),
     )
     moved = replace(pvc, storage_class=name)
-    verdict = ctx.verdict(pod, ctx.snapshot.replace(new_cls, moved))
+    verdict = what_if_verdict(ctx, pod, table_free_what_if(ctx, new_cls, moved))
     fits_on = [nv.node for nv in verdict.nodes if nv.fits] if verdict.fits else []
     manifest = {
         "apiVersion": "storage.k8s.io/v1",

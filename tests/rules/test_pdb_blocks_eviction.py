@@ -216,3 +216,40 @@ def test_relaxed_budget_is_the_smallest_that_works() -> None:
     uncordon = remedy(finding, "uncordon n1")
     assert uncordon.verified and uncordon.command == "kubectl uncordon n1"
     assert not any("uncordon n2" in r.title for r in finding.remedies)
+
+
+def test_the_cached_eviction_decision_agrees_with_the_eviction_subresource_model() -> None:
+    from analyzers.disruption import eviction_verdict
+
+    cases = [
+        web(extra=(pdb("web", selector=SEL, min_available=2),)),
+        web(ready=(True, False, False), extra=(pdb("web", selector=SEL, min_available=2),)),
+        web(ready=(True, False, True), extra=(pdb("web", selector=SEL, max_unavailable="34%"),)),
+        web(
+            ready=(False, False, True),
+            extra=(pdb("web", selector=SEL, min_available=1, policy="AlwaysAllow"),),
+        ),
+        web(extra=(pdb("a", selector=SEL, min_available=1), pdb("b", selector=SEL, max_unavailable=1))),
+        web(extra=(pdb("empty", selector={}, min_available=1),)),
+        web(
+            extra=(
+                pdb("web", selector=SEL, min_available="50%"),
+                pod("pending", labels={"app": "web"}, owner=("ReplicaSet", "web-6d4")),
+                pod(
+                    "leaving",
+                    node_name="n1",
+                    labels={"app": "web"},
+                    owner=("ReplicaSet", "web-6d4"),
+                    deleting=True,
+                ),
+            )
+        ),
+    ]
+    for objs in cases:
+        snap = ClusterSnapshot.from_objects(objs)
+        for p in snap.pods.values():
+            ours, theirs = pdb_blocks_eviction._eviction(snap, p), eviction_verdict(snap, p)
+            assert (ours.allowed, ours.kind, ours.message) == (theirs.allowed, theirs.kind, theirs.message), (
+                p.name
+            )
+            assert [x.name for x in ours.pdbs] == [x.name for x in theirs.pdbs]

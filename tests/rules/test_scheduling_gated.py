@@ -58,7 +58,7 @@ def test_unknown_gate_names_the_domain_and_the_verified_removal() -> None:
     assert removal.command == (
         'kubectl patch pod report-7 -n default --type json -p \'[{"op":"remove","path":"/spec/schedulingGates"}]\''
     )
-    assert "re-simulated without schedulingGates: report-7 on n1" in removal.verification
+    assert "report-7 fits on n1, which have room for" in removal.verification
 
 
 def test_removal_is_not_verified_when_the_pod_would_still_not_fit() -> None:
@@ -82,12 +82,13 @@ def test_kueue_gate_without_a_queue_label_and_several_gates() -> None:
     assert not finding.remedies[0].verified  # an inspection
 
 
-def test_pods_that_no_longer_fit_together_are_simulated_one_after_another() -> None:
+def test_pods_that_do_not_fit_together_are_not_verified() -> None:
     pods = [
         gated(f"w-{i}", ["example.com/approval"], cpu="3", owner=("ReplicaSet", "w-5c")) for i in range(2)
     ]
     [finding] = run([node("n1", cpu="4"), *pods], after=900)
     assert (finding.subject.kind, finding.subject.name) == ("ReplicaSet", "w-5c")
-    # One fits on n1 (4 cpu); the second would not fit once the first is placed.
+    # Each fits n1 (4 cpu) alone; n1 holds one 3-cpu pod, not two.
     assert not finding.evidence["fits_once_ungated"]
-    assert finding.evidence["placements_once_ungated"] == {"w-0": "n1"}
+    assert "hold only 1 of the 2 gated pod(s)" in finding.explanation
+    assert not finding.remedies[-1].verified

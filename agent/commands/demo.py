@@ -1,0 +1,200 @@
+"""``unstick demo``: the live agent with no cluster needed.
+
+Starts one in-process, protocol-faithful Kubernetes API endpoint per seed
+incident (``agent/demo/scenarios``), runs the real agent against each of them
+through kubernetes-asyncio, keeps incidents in SQLite (a temporary folder
+unless ``--db`` is given), serves the API and pages on localhost and prints
+incidents as they open and resolve. ``--once`` plays every timeline to the
+end, step by step, and prints the incidents (``--json``: a JSON array in the
+storage contract's shape).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agent.settings import AgentSettings, Settings, add_agent_arguments, add_api_arguments, add_db_arguments
+
+QUIET_SECONDS = 0.25  # no cache change for this long: the agent has seen the step
+STEP_TIMEOUT = 10.0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="no cluster needed: watch the seed incidents unfold against an in-process Kubernetes API",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--once", action="store_true", help="play every timeline to the end, print the incidents, exit")
+    p.add_argument("--json", action="store_true", help="with --once: print the incidents as a JSON array")
+    p.add_argument("--speed", type=float, default=1.0, help="timeline speed factor (default 1: real time)")
+    p.add_argument("--scenario", action="append", metavar="NAME", help="only these scenarios (default: all)")
+    add_agent_arguments(p)
+    add_db_arguments(p)
+    add_api_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.log_level.upper() == "WARNING":
+        # The demo prints incidents itself; the agent's own notices would repeat them.
+        for name in ("agent.pipeline", "agent.runner"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+    if args.grace is None:
+        args.grace = "0"  # the scenarios' pods have been pending since the past
+    if args.speed <= 0:
+        from agent.cli import UserError
+
+        raise UserError("--speed must be positive")
+    if args.listen is None:
+        args.listen = "127.0.0.1:0" if args.once else "127.0.0.1:8080"
+    if args.api_token_file is None and not args.no_auth:
+        args.no_auth = True  # localhost demo; give --api-token-file to require tokens
+    with tempfile.TemporaryDirectory(prefix="unstick-demo-") as tmp:
+        if args.db is None:
+            args.db = f"sqlite+aiosqlite:///{tmp}/unstick-demo.db"
+        settings = Settings.from_args(args)
+        agent = AgentSettings.from_args(args)
+        return asyncio.run(demo(settings, agent, Path(tmp), args))
+
+
+async def _print_changes(host: Any, cluster: str, outcome: Any, out: Any) -> None:
+    from storage.queries import get_incident
+
+    result = outcome.result
+    changes = [("OPENED", i) for i in result.opened] + [("ROOT CAUSE CHANGED", i) for i in result.root_cause_changed]
+    changes += [("RESOLVED", i) for i in result.resolved]
+    if not changes:
+        return
+    async with host.sessions() as session:
+        for what, incident_id in changes:
+            found = await get_incident(session, incident_id)
+            if found is None:
+                continue
+            inc = found[0]
+            out.write(f"[{cluster}] {what} #{inc.id} {inc.severity.upper()} {inc.rule_id} {inc.subject_kind}/{inc.namespace}/{inc.subject_name}\n")
+            if what != "RESOLVED":
+                out.write(f"    {inc.title}\n")
+    out.flush()
+
+
+async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, args: argparse.Namespace) -> int:
+    from agent.demo import scenario_paths
+    from agent.fakecluster.scenario import Scenario, ScenarioPlayer, play_step
+    from agent.kube.gateway import Gateway
+    from agent.runner import AgentHost, ClusterAgent, install_signal_handlers
+    from storage.queries import IncidentFilter, list_incidents
+    from storage.views import incident_dict
+
+    stop = asyncio.Event()
+    install_signal_handlers(stop)
+    scenarios = [Scenario.load(p) for p in scenario_paths()]
+    if args.scenario:
+        unknown = set(args.scenario) - {s.name for s in scenarios}
+        if unknown:
+            from agent.cli import UserError
+
+            raise UserError(f"--scenario: unknown {', '.join(sorted(unknown))}; known: {', '.join(s.name for s in scenarios)}")
+        scenarios = [s for s in scenarios if s.name in args.scenario]
+    out = sys.stderr if args.json else sys.stdout
+    host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
+    clusters = []
+    try:
+        for scenario in scenarios:
+            cluster = scenario.cluster()
+            await cluster.start()
+            clusters.append((scenario, cluster))
+            kubeconfig = cluster.write_kubeconfig(tmp / f"{scenario.name}.kubeconfig")
+            agent = await ClusterAgent.connect(
+                cluster=scenario.name,
+                gateway=Gateway(str(kubeconfig)),
+                sessions=host.sessions,
+                config=agent_settings.pipeline_config(),
+                renderer=host.renderer,
+                on_pass=lambda name, outcome: _print_changes(host, name, outcome, out),
+                observe_seconds=host.observe,
+                metrics_interval=1.0,
+            )
+            host.agents.append(agent)
+        url = await host.serve(settings.api)
+        out.write(f"unstick demo: {len(scenarios)} scenario(s) against in-process Kubernetes APIs; pages on {url}\n")
+        out.flush()
+        if args.once:
+            await _play_once(host, clusters, play_step)
+            async with host.sessions() as session:
+                page = await list_incidents(session, IncidentFilter(), limit=1000)
+            incidents = [incident_dict(i) for i in sorted(page.items, key=lambda i: i.id)]
+            if args.json:
+                sys.stdout.buffer.write(orjson.dumps(incidents, option=orjson.OPT_INDENT_2) + b"\n")
+            else:
+                _print_summary(incidents)
+            return 0
+        for agent in host.agents:
+            agent.start(stop)
+        players = [
+            asyncio.create_task(ScenarioPlayer(cluster, scenario, speed=args.speed).play()) for scenario, cluster in clusters
+        ]
+        out.write("unstick demo: playing the timelines; Ctrl-C to stop\n")
+        await stop.wait()
+        for task in players:
+            task.cancel()
+        return 0
+    finally:
+        await host.close()
+        for _, cluster in clusters:
+            with contextlib.suppress(Exception):
+                await cluster.stop()
+
+
+async def _settle(agent: Any) -> None:
+    """Wait until the agent's cache has seen everything the endpoint sent."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STEP_TIMEOUT
+    while loop.time() < deadline:
+        agent.cache.changed.clear()
+        await asyncio.sleep(QUIET_SECONDS)
+        if not agent.cache.changed.is_set():
+            return
+
+
+async def _play_once(host: Any, clusters: list[Any], play_step: Any) -> None:
+    """Each step of each timeline in turn: apply it, let the agent see it, analyse."""
+    for agent in host.agents:
+        agent.tasks.append(asyncio.create_task(agent.watcher.run()))
+    for agent in host.agents:
+        await asyncio.wait_for(agent.watcher.wait_synced(), timeout=STEP_TIMEOUT * 3)
+    for agent, (scenario, cluster) in zip(host.agents, clusters, strict=True):
+        await _pass(agent)
+        for step in scenario.timeline:
+            play_step(cluster, step)
+            await _settle(agent)
+            await _pass(agent)
+
+
+async def _pass(agent: Any) -> None:
+    if agent.metrics is not None:
+        await agent.metrics.poll()
+    await agent.pipeline.run_pass()
+
+
+def _print_summary(incidents: list[dict[str, Any]]) -> None:
+    print(f"\n{len(incidents)} incident(s):")
+    for inc in incidents:
+        s = inc["subject"]
+        resolved = f"resolved {inc['resolved_at']}" if inc["status"] == "resolved" else "OPEN"
+        print(f"\n#{inc['id']} [{inc['severity'].upper()}] {inc['rule_id']} — {s['kind']}/{s['namespace']}/{s['name']} ({resolved})")
+        print(f"  {inc['title']}")
+        verified = [r for r in inc["remedies"] if r["verified"]]
+        if verified:
+            print(f"  fix (verified): {verified[0]['title']}")
+            print(f"    $ {verified[0]['command']}")

@@ -1,0 +1,74 @@
+"""``unstick watch``: the live agent against a cluster (kubeconfig or in-cluster).
+
+Watches the cluster, keeps a slim cache, analyses as events stream, tracks
+incidents in the database and serves the API, pages, health and metrics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from agent.settings import AgentSettings, Settings, add_agent_arguments, add_api_arguments, add_db_arguments
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "watch",
+        help="watch a cluster live: explain stuck pods, rollouts and drains as they happen",
+        description=(
+            "Watch a Kubernetes cluster (kubeconfig or in-cluster service account), explain scheduling failures, "
+            "stalled rollouts and blocked drains as they happen, keep incidents in the database and serve the API "
+            "and pages alongside."
+        ),
+    )
+    p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (env KUBECONFIG; default ~/.kube/config, else in-cluster)")
+    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
+    add_agent_arguments(p)
+    add_db_arguments(p)
+    add_api_arguments(p)
+    p.set_defaults(func=run, require_tokens=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = Settings.from_args(args)
+    agent = AgentSettings.from_args(args)
+    return asyncio.run(watch(settings, agent, kubeconfig=args.kubeconfig, context=args.context))
+
+
+async def watch(settings: Settings, agent: AgentSettings, *, kubeconfig: str | None, context: str | None) -> int:
+    from agent.kube.errors import KubeError
+    from agent.kube.gateway import Gateway
+    from agent.runner import AgentHost, ClusterAgent, install_signal_handlers
+
+    stop = asyncio.Event()
+    install_signal_handlers(stop)
+    host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
+    try:
+        gateway = Gateway(kubeconfig, context)
+        try:
+            cluster_agent = await ClusterAgent.connect(
+                cluster=agent.cluster or context or "default",
+                gateway=gateway,
+                sessions=host.sessions,
+                config=agent.pipeline_config(),
+                renderer=host.renderer,
+                namespaces=agent.namespaces or None,
+                observe_seconds=host.observe,
+            )
+        except KubeError as exc:
+            print(f"unstick: error: cannot reach the cluster: {exc}", file=sys.stderr)
+            return 2
+        host.agents.append(cluster_agent)
+        url = await host.serve(settings.api)
+        print(f"unstick: watching {cluster_agent.cluster} ({gateway.server or 'in-cluster'}); API and pages on {url}", file=sys.stderr)
+        cluster_agent.start(stop)
+        await stop.wait()
+        print("unstick: stopping: draining the pipeline", file=sys.stderr)
+        return 0
+    finally:
+        await host.close()
