@@ -22,15 +22,35 @@ class AgentCollector(Collector):
         self._agents = agents
 
     def collect(self) -> Iterator[Any]:
-        restarts = CounterMetricFamily("unstick_watch_restarts", "Watch restarts per cluster and kind.", labels=["cluster", "kind"])
-        relists = CounterMetricFamily("unstick_watch_relists", "Relists (410 Gone) per cluster and kind.", labels=["cluster", "kind"])
-        processed = CounterMetricFamily("unstick_events_processed", "Watch deltas applied to the cache.", labels=["cluster"])
-        dropped = CounterMetricFamily("unstick_events_dropped", "Deltas dropped: irrelevant events.", labels=["cluster"])
-        malformed = CounterMetricFamily("unstick_objects_malformed", "Objects that could not be decoded (skipped).", labels=["cluster"])
-        passes = CounterMetricFamily("unstick_analysis_passes", "Analysis passes run.", labels=["cluster", "outcome"])
-        open_by_rule = GaugeMetricFamily("unstick_open_incidents", "Incidents open after the last pass, by rule.", labels=["cluster", "rule_id"])
-        held = GaugeMetricFamily("unstick_findings_held", "Findings held back (grace period or scale-up).", labels=["cluster"])
-        synced = GaugeMetricFamily("unstick_synced", "1 once the initial lists have synced.", labels=["cluster"])
+        restarts = CounterMetricFamily(
+            "unstick_watch_restarts", "Watch restarts per cluster and kind.", labels=["cluster", "kind"]
+        )
+        relists = CounterMetricFamily(
+            "unstick_watch_relists", "Relists (410 Gone) per cluster and kind.", labels=["cluster", "kind"]
+        )
+        processed = CounterMetricFamily(
+            "unstick_events_processed", "Watch deltas applied to the cache.", labels=["cluster"]
+        )
+        dropped = CounterMetricFamily(
+            "unstick_events_dropped", "Deltas dropped: irrelevant events.", labels=["cluster"]
+        )
+        malformed = CounterMetricFamily(
+            "unstick_objects_malformed", "Objects that could not be decoded (skipped).", labels=["cluster"]
+        )
+        passes = CounterMetricFamily(
+            "unstick_analysis_passes", "Analysis passes run.", labels=["cluster", "outcome"]
+        )
+        open_by_rule = GaugeMetricFamily(
+            "unstick_open_incidents",
+            "Incidents open after the last pass, by rule.",
+            labels=["cluster", "rule_id"],
+        )
+        held = GaugeMetricFamily(
+            "unstick_findings_held", "Findings held back (grace period or scale-up).", labels=["cluster"]
+        )
+        synced = GaugeMetricFamily(
+            "unstick_synced", "1 once the initial lists have synced.", labels=["cluster"]
+        )
         for agent in self._agents():
             c = agent.cluster
             for kind, stats in agent.watcher.stats().items():

@@ -90,7 +90,11 @@ class ClusterCache:
         """Apply one delta; returns whether the state changed."""
         obj = delta.object
         self.stats.by_kind[delta.kind] = self.stats.by_kind.get(delta.kind, 0) + 1
-        if delta.kind == "Event" and delta.type != "DELETED" and obj.get("reason") not in RELEVANT_EVENT_REASONS:
+        if (
+            delta.kind == "Event"
+            and delta.type != "DELETED"
+            and obj.get("reason") not in RELEVANT_EVENT_REASONS
+        ):
             self.stats.events_dropped += 1
             return False
         if delta.type == "DELETED":
@@ -106,11 +110,17 @@ class ClusterCache:
             record = self.state.apply_object(obj, source="watch")
         except InputError as exc:
             self.stats.malformed += 1
-            log.warning("skipped a malformed object: %s", exc.detail, extra={"k8s_object": exc.obj, "kind": delta.kind})
+            log.warning(
+                "skipped a malformed object: %s",
+                exc.detail,
+                extra={"k8s_object": exc.obj, "kind": delta.kind},
+            )
             return False
         except Exception:  # a decoder bug must not stop the stream either
             self.stats.malformed += 1
-            log.exception("could not decode an object", extra={"k8s_object": describe(obj), "kind": delta.kind})
+            log.exception(
+                "could not decode an object", extra={"k8s_object": describe(obj), "kind": delta.kind}
+            )
             return False
         if record is None:
             return False

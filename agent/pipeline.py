@@ -49,8 +49,19 @@ from storage.tracker import EVERY_SUBJECT, TrackResult, Trigger, track, trigger_
 log = logging.getLogger(__name__)
 
 SCALE_UP_STARTED = frozenset({"TriggeredScaleUp", "Nominated"})
-SCALE_UP_FAILED = frozenset({"FailedScaleUp", "NotTriggerScaleUp", "FailedLaunching", "InsufficientCapacityError", "LaunchFailed"})
-TRIGGER_REASONS = frozenset({"FailedScheduling", "EvictionBlocked", "FailedEviction", "Scheduled", *SCALE_UP_STARTED, *SCALE_UP_FAILED})
+SCALE_UP_FAILED = frozenset(
+    {"FailedScaleUp", "NotTriggerScaleUp", "FailedLaunching", "InsufficientCapacityError", "LaunchFailed"}
+)
+TRIGGER_REASONS = frozenset(
+    {
+        "FailedScheduling",
+        "EvictionBlocked",
+        "FailedEviction",
+        "Scheduled",
+        *SCALE_UP_STARTED,
+        *SCALE_UP_FAILED,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -111,9 +122,15 @@ def scale_up_state(snapshot: ClusterSnapshot, pods: Sequence[Pod], now: float, t
     return "waiting" if now - started < timeout else "failed"
 
 
-def hold_reason(finding: Finding, snapshot: ClusterSnapshot, now: float, config: PipelineConfig) -> str | None:
+def hold_reason(
+    finding: Finding, snapshot: ClusterSnapshot, now: float, config: PipelineConfig
+) -> str | None:
     """Why a new finding should not become an incident yet (None: track it)."""
-    pods = [snapshot.pods[(ns, name)] for ns, name in (p.split("/", 1) for p in finding.pods) if (ns, name) in snapshot.pods]
+    pods = [
+        snapshot.pods[(ns, name)]
+        for ns, name in (p.split("/", 1) for p in finding.pods)
+        if (ns, name) in snapshot.pods
+    ]
     if not pods:
         return None
     oldest = min((pending_since(p) or now) for p in pods)
@@ -127,7 +144,9 @@ def hold_reason(finding: Finding, snapshot: ClusterSnapshot, now: float, config:
 async def open_fingerprints(sessions: async_sessionmaker[AsyncSession], cluster: str) -> set[str]:
     async with sessions() as session:
         rows = await session.execute(
-            select(Incident.fingerprint).where(Incident.cluster == cluster, Incident.status == IncidentStatus.OPEN)
+            select(Incident.fingerprint).where(
+                Incident.cluster == cluster, Incident.status == IncidentStatus.OPEN
+            )
         )
         return {r[0] for r in rows}
 
@@ -186,7 +205,11 @@ class Pipeline:
             tracked: list[Finding] = []
             held: list[tuple[Finding, str]] = []
             for finding in report.findings:
-                why = None if finding.fingerprint in self._open else hold_reason(finding, snapshot, now, self.config)
+                why = (
+                    None
+                    if finding.fingerprint in self._open
+                    else hold_reason(finding, snapshot, now, self.config)
+                )
                 if why is None:
                     tracked.append(finding)
                 else:
@@ -211,7 +234,11 @@ class Pipeline:
             if self.observe_seconds is not None:
                 self.observe_seconds(seconds)
             for finding, why in held:
-                log.info("finding held back: %s", why, extra={"rule_id": finding.rule_id, "k8s_object": str(finding.subject)})
+                log.info(
+                    "finding held back: %s",
+                    why,
+                    extra={"rule_id": finding.rule_id, "k8s_object": str(finding.subject)},
+                )
             if not self.config.sinks and (result.opened or result.resolved or result.root_cause_changed):
                 log.warning(
                     "incidents: %d opened, %d resolved, %d root cause changed (no notification sink configured)",
@@ -233,7 +260,9 @@ class Pipeline:
             changed = self.cache.changed
             waiter = asyncio.ensure_future(changed.wait())
             stopper = asyncio.ensure_future(stop.wait())
-            await asyncio.wait({waiter, stopper}, timeout=self.config.resync, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                {waiter, stopper}, timeout=self.config.resync, return_when=asyncio.FIRST_COMPLETED
+            )
             waiter.cancel()
             stopper.cancel()
             if stop.is_set():

@@ -94,19 +94,27 @@ class ClusterAgent:
                 if maybe is not None:
                     await maybe
 
-        pipeline = Pipeline(cache, sessions, config, renderer=renderer, on_pass=_on_pass, observe_seconds=observe_seconds)
+        pipeline = Pipeline(
+            cache, sessions, config, renderer=renderer, on_pass=_on_pass, observe_seconds=observe_seconds
+        )
         cache.on_event = pipeline.on_event
         watcher = Watcher(gateway, cache, namespaces=namespaces)
         metrics = None
         if await gateway.metrics_available():
-            metrics = MetricsPoller(gateway, cls._metrics_callback(cache), interval=metrics_interval, namespaces=namespaces)
+            metrics = MetricsPoller(
+                gateway, cls._metrics_callback(cache), interval=metrics_interval, namespaces=namespaces
+            )
         else:
-            log.warning("cluster %s has no metrics.k8s.io API: load-skew analysis needs metrics-server", cluster)
+            log.warning(
+                "cluster %s has no metrics.k8s.io API: load-skew analysis needs metrics-server", cluster
+            )
         agent = cls(cluster, gateway, cache, watcher, pipeline, metrics)
         return agent
 
     @staticmethod
-    def _metrics_callback(cache: ClusterCache) -> Callable[[MetricsSample | MetricsUnavailable], Awaitable[None]]:
+    def _metrics_callback(
+        cache: ClusterCache,
+    ) -> Callable[[MetricsSample | MetricsUnavailable], Awaitable[None]]:
         async def apply(result: MetricsSample | MetricsUnavailable) -> None:
             if isinstance(result, MetricsSample):
                 cache.apply_metrics(result)
@@ -124,7 +132,11 @@ class ClusterAgent:
         # resolve every open incident whose objects were not listed yet.
         await self.watcher.wait_synced()
         if self.watcher.unavailable_kinds:
-            log.warning("cluster %s: not watching %s (no such API or no access)", self.cluster, ", ".join(self.watcher.unavailable_kinds))
+            log.warning(
+                "cluster %s: not watching %s (no such API or no access)",
+                self.cluster,
+                ", ".join(self.watcher.unavailable_kinds),
+            )
         gc.freeze()  # the initial objects live for long; keep the collector off them
         await self.pipeline.run(stop)
 
@@ -163,7 +175,9 @@ class AgentHost:
         if migrate:
             await upgrade(engine)
         registry = CollectorRegistry(auto_describe=True)
-        host = cls(engine, create_sessionmaker(engine), registry, analysis_histogram(registry), RemedyRenderer())
+        host = cls(
+            engine, create_sessionmaker(engine), registry, analysis_histogram(registry), RemedyRenderer()
+        )
         registry.register(AgentCollector(lambda: host.agents))
         return host
 

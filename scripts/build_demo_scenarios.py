@@ -94,7 +94,10 @@ def gpu_rollout() -> None:
     before["spec"]["template"]["spec"]["containers"][0]["image"] = "vision/boost-track-app:1.0"
     initial = [o for o in objs if o not in (dep, new_rs, new_pod, *failed)] + [before]
     fixed = copy.deepcopy(dep)
-    fixed["spec"]["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    fixed["spec"]["strategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+    }
     old_scaled = copy.deepcopy(old_rs)
     old_scaled["spec"]["replicas"] = 0
     old_scaled["status"] = {"replicas": 0, "observedGeneration": 4}
@@ -110,7 +113,11 @@ def gpu_rollout() -> None:
             "apply": [running(new_pod, "tracker-node", "2026-11-20T10:20:14Z")],
             "events": [
                 {
-                    "involvedObject": {"kind": "Pod", "namespace": "vision", "name": new_pod["metadata"]["name"]},
+                    "involvedObject": {
+                        "kind": "Pod",
+                        "namespace": "vision",
+                        "name": new_pod["metadata"]["name"],
+                    },
                     "reason": "Scheduled",
                     "type": "Normal",
                     "source": "default-scheduler",
@@ -119,7 +126,12 @@ def gpu_rollout() -> None:
             ],
         },
     ]
-    write("gpu-rollout-deadlock", "Seed 1: a one-GPU Deployment's default 25%/25% rollout deadlocks; then maxSurge 0 / maxUnavailable 1 is applied.", initial, steps)
+    write(
+        "gpu-rollout-deadlock",
+        "Seed 1: a one-GPU Deployment's default 25%/25% rollout deadlocks; then maxSurge 0 / maxUnavailable 1 is applied.",
+        initial,
+        steps,
+    )
 
 
 def _short(event: Obj) -> Obj:
@@ -138,21 +150,30 @@ def pdb_drain() -> None:
     node1, node2 = find(objs, "Node", "node-1"), find(objs, "Node", "node-2")
     pending = next(o for o in objs if o["kind"] == "Pod" and o["status"].get("phase") == "Pending")
     blocked = next(
-        o for o in objs if o["kind"] == "Pod" and o["spec"].get("nodeName") == "node-2"
+        o
+        for o in objs
+        if o["kind"] == "Pod"
+        and o["spec"].get("nodeName") == "node-2"
         and o["metadata"]["name"].startswith("storefront-")
     )
     events = [o for o in objs if o["kind"] == "Event"]
     # Before: node-2 still schedulable and running the pod that will be evicted first.
     node2_before = copy.deepcopy(node2)
     node2_before["spec"].pop("unschedulable", None)
-    node2_before["spec"]["taints"] = [t for t in node2_before["spec"].get("taints", []) if t["key"] != "node.kubernetes.io/unschedulable"]
+    node2_before["spec"]["taints"] = [
+        t for t in node2_before["spec"].get("taints", []) if t["key"] != "node.kubernetes.io/unschedulable"
+    ]
     evicted = running(pending, "node-2", "2026-11-19T08:00:00Z")
     evicted["metadata"]["name"] = "storefront-5d8f7c9b6d-w2h7d"
     evicted["metadata"]["uid"] = "4f2d9a61-0b7e-4c3a-9d15-7e8a2c6b1f90"
     initial = [o for o in objs if o not in (node2, pending, *events)] + [node2_before, evicted]
     node1_uncordoned = copy.deepcopy(node1)
     node1_uncordoned["spec"].pop("unschedulable", None)
-    node1_uncordoned["spec"]["taints"] = [t for t in node1_uncordoned["spec"].get("taints", []) if t["key"] != "node.kubernetes.io/unschedulable"]
+    node1_uncordoned["spec"]["taints"] = [
+        t
+        for t in node1_uncordoned["spec"].get("taints", [])
+        if t["key"] != "node.kubernetes.io/unschedulable"
+    ]
     if not node1_uncordoned["spec"]["taints"]:
         del node1_uncordoned["spec"]["taints"]
     steps = [
@@ -162,10 +183,17 @@ def pdb_drain() -> None:
         {
             "at": 16,
             "delete": [ref(blocked)],
-            "apply": [_renamed(running(blocked, "node-1", "2026-11-20T10:40:16Z"), "storefront-5d8f7c9b6d-zq4n8")],
+            "apply": [
+                _renamed(running(blocked, "node-1", "2026-11-20T10:40:16Z"), "storefront-5d8f7c9b6d-zq4n8")
+            ],
         },
     ]
-    write("pdb-blocked-drain", "Seed 4: a drain of node-2 hangs on a PDB (minAvailable 2 of 3) because the replacement pod has nowhere to go; then node-1 is uncordoned.", initial, steps)
+    write(
+        "pdb-blocked-drain",
+        "Seed 4: a drain of node-2 hangs on a PDB (minAvailable 2 of 3) because the replacement pod has nowhere to go; then node-1 is uncordoned.",
+        initial,
+        steps,
+    )
 
 
 def _renamed(pod: Obj, name: str) -> Obj:
@@ -189,14 +217,21 @@ def cassandra_load_skew() -> None:
             c["resources"] = {"requests": requests}
         fixed_pods.append(fixed)
     steps = [{"at": 12, "apply": [fixed_sts, *fixed_pods]}]
-    write("cassandra-load-skew", "Seed 3: Cassandra pods without requests look empty to the scheduler while their nodes run hot; then requests sized from usage are applied.", objs, steps)
+    write(
+        "cassandra-load-skew",
+        "Seed 3: Cassandra pods without requests look empty to the scheduler while their nodes run hot; then requests sized from usage are applied.",
+        objs,
+        steps,
+    )
 
 
 def main() -> None:
     gpu_rollout()
     pdb_drain()
     cassandra_load_skew()
-    print(f"wrote {', '.join(sorted(p.name for p in OUT.iterdir() if p.is_dir()))} under {OUT.relative_to(ROOT)}")
+    print(
+        f"wrote {', '.join(sorted(p.name for p in OUT.iterdir() if p.is_dir()))} under {OUT.relative_to(ROOT)}"
+    )
 
 
 if __name__ == "__main__":

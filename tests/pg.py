@@ -16,6 +16,7 @@ user lets go. Each test gets a database of its own (:meth:`PostgresServer.databa
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import glob
 import os
@@ -111,7 +112,7 @@ class PostgresServer:
             cwd=self.root,
             **self._run_as(),  # type: ignore[call-overload]
         )
-        log = open(self.root / "postgres.log", "wb")  # noqa: SIM115 - lives as long as the server
+        log = self._log = open(self.root / "postgres.log", "wb")  # noqa: SIM115 - closed by stop()
         for _ in range(5):
             self.port = _free_port()
             settings = ["-c", "max_connections=200", "-c", "shared_buffers=128MB"]
@@ -184,6 +185,8 @@ class PostgresServer:
                 self.proc.kill()
                 self.proc.wait(5)
         self.proc = None
+        if getattr(self, "_log", None) is not None:
+            self._log.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def url(self, database: str = "postgres") -> str:
@@ -227,6 +230,7 @@ def acquire() -> PostgresServer:
     global _shared, _users
     if _shared is None:
         _shared = PostgresServer().start()
+        atexit.register(_shared.stop)  # an interrupted run does not leave a server behind
     _users += 1
     return _shared
 

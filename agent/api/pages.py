@@ -9,13 +9,14 @@ one small stylesheet and script, no front-end framework.
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import jinja2
 from aiohttp import web
+from multidict import MultiDict
 
 from agent.api import auth
 from agent.api.errors import ApiError
@@ -30,7 +31,7 @@ from storage.queries import (
     get_incident,
     list_incidents,
 )
-from storage.views import remedy_dict
+from storage.views import remedy_dict, rfc3339
 
 routes = web.RouteTableDef()
 TEMPLATES = Path(__file__).parent / "templates"
@@ -148,9 +149,17 @@ async def logout(request: web.Request) -> web.Response:
 @routes.get("/incidents")
 async def incident_list(request: web.Request) -> web.Response:
     settings = request.app[SETTINGS]
+    # "Active in the last …": a page-only shorthand for since=now-window.
+    window = request.query.get("window", "")
+    query: MultiDict[str] = MultiDict(request.query)
+    query.popall("window", None)
+    if window in WINDOWS and not query.get("since"):
+        query["since"] = rfc3339(request.app[CLOCK]() - WINDOWS[window]) or ""
+    elif window not in WINDOWS:
+        window = ""
     try:
         params = parse_list(
-            request.query,
+            query,
             default_limit=settings.default_page_size,
             max_limit=settings.max_page_size,
             strict=False,
@@ -169,9 +178,16 @@ async def incident_list(request: web.Request) -> web.Response:
         rules = await distinct_values(session, "rule_id")
         clusters = await distinct_values(session, "cluster")
 
+    def query_of(**overrides: Any) -> dict[str, str]:
+        q = params.query(**overrides)
+        if window:
+            q.pop("since", None)
+            q["window"] = window
+        return q
+
     def link(**overrides: Any) -> str:
-        query = params.query(cursor=None, **overrides)
-        return "/incidents" + ("?" + urlencode(query) if query else "")
+        q = query_of(cursor=None, **overrides)
+        return "/incidents" + ("?" + urlencode(q) if q else "")
 
     return render(
         request,
@@ -186,7 +202,9 @@ async def incident_list(request: web.Request) -> web.Response:
         statuses=STATUSES,
         severities=SEVERITIES,
         sorts=[(s.value, _SORT_LABELS[s]) for s in Sort],
-        next_link=("/incidents?" + urlencode(params.query(cursor=page.next_cursor)))
+        window=window,
+        windows=list(WINDOWS),
+        next_link=("/incidents?" + urlencode(query_of(cursor=page.next_cursor)))
         if page.next_cursor
         else None,
         link=link,
@@ -206,6 +224,8 @@ async def incident_list(request: web.Request) -> web.Response:
         ),
     )
 
+
+WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
 _SORT_LABELS = {
     Sort.LAST_SEEN_DESC: "Last seen, newest first",

@@ -35,7 +35,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--once", action="store_true", help="play every timeline to the end, print the incidents, exit")
+    p.add_argument(
+        "--once", action="store_true", help="play every timeline to the end, print the incidents, exit"
+    )
     p.add_argument("--json", action="store_true", help="with --once: print the incidents as a JSON array")
     p.add_argument("--speed", type=float, default=1.0, help="timeline speed factor (default 1: real time)")
     p.add_argument("--scenario", action="append", metavar="NAME", help="only these scenarios (default: all)")
@@ -72,7 +74,9 @@ async def _print_changes(host: Any, cluster: str, outcome: Any, out: Any) -> Non
     from storage.queries import get_incident
 
     result = outcome.result
-    changes = [("OPENED", i) for i in result.opened] + [("ROOT CAUSE CHANGED", i) for i in result.root_cause_changed]
+    changes = [("OPENED", i) for i in result.opened] + [
+        ("ROOT CAUSE CHANGED", i) for i in result.root_cause_changed
+    ]
     changes += [("RESOLVED", i) for i in result.resolved]
     if not changes:
         return
@@ -82,7 +86,9 @@ async def _print_changes(host: Any, cluster: str, outcome: Any, out: Any) -> Non
             if found is None:
                 continue
             inc = found[0]
-            out.write(f"[{cluster}] {what} #{inc.id} {inc.severity.upper()} {inc.rule_id} {inc.subject_kind}/{inc.namespace}/{inc.subject_name}\n")
+            out.write(
+                f"[{cluster}] {what} #{inc.id} {inc.severity.upper()} {inc.rule_id} {inc.subject_kind}/{inc.namespace}/{inc.subject_name}\n"
+            )
             if what != "RESOLVED":
                 out.write(f"    {inc.title}\n")
     out.flush()
@@ -104,7 +110,9 @@ async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, arg
         if unknown:
             from agent.cli import UserError
 
-            raise UserError(f"--scenario: unknown {', '.join(sorted(unknown))}; known: {', '.join(s.name for s in scenarios)}")
+            raise UserError(
+                f"--scenario: unknown {', '.join(sorted(unknown))}; known: {', '.join(s.name for s in scenarios)}"
+            )
         scenarios = [s for s in scenarios if s.name in args.scenario]
     out = sys.stderr if args.json else sys.stdout
     host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
@@ -127,7 +135,9 @@ async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, arg
             )
             host.agents.append(agent)
         url = await host.serve(settings.api)
-        out.write(f"unstick demo: {len(scenarios)} scenario(s) against in-process Kubernetes APIs; pages on {url}\n")
+        out.write(
+            f"unstick demo: {len(scenarios)} scenario(s) against in-process Kubernetes APIs; pages on {url}\n"
+        )
         out.flush()
         if args.once:
             await _play_once(host, clusters, play_step)
@@ -142,7 +152,8 @@ async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, arg
         for agent in host.agents:
             agent.start(stop)
         players = [
-            asyncio.create_task(ScenarioPlayer(cluster, scenario, speed=args.speed).play()) for scenario, cluster in clusters
+            asyncio.create_task(ScenarioPlayer(cluster, scenario, speed=args.speed).play())
+            for scenario, cluster in clusters
         ]
         out.write("unstick demo: playing the timelines; Ctrl-C to stop\n")
         await stop.wait()
@@ -192,7 +203,9 @@ def _print_summary(incidents: list[dict[str, Any]]) -> None:
     for inc in incidents:
         s = inc["subject"]
         resolved = f"resolved {inc['resolved_at']}" if inc["status"] == "resolved" else "OPEN"
-        print(f"\n#{inc['id']} [{inc['severity'].upper()}] {inc['rule_id']} — {s['kind']}/{s['namespace']}/{s['name']} ({resolved})")
+        print(
+            f"\n#{inc['id']} [{inc['severity'].upper()}] {inc['rule_id']} — {s['kind']}/{s['namespace']}/{s['name']} ({resolved})"
+        )
         print(f"  {inc['title']}")
         verified = [r for r in inc["remedies"] if r["verified"]]
         if verified:

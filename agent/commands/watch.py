@@ -26,7 +26,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "and pages alongside."
         ),
     )
-    p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (env KUBECONFIG; default ~/.kube/config, else in-cluster)")
+    p.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig file (env KUBECONFIG; default ~/.kube/config, else in-cluster)",
+    )
     p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
     add_agent_arguments(p)
     add_db_arguments(p)
@@ -40,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(watch(settings, agent, kubeconfig=args.kubeconfig, context=args.context))
 
 
-async def watch(settings: Settings, agent: AgentSettings, *, kubeconfig: str | None, context: str | None) -> int:
+async def watch(
+    settings: Settings, agent: AgentSettings, *, kubeconfig: str | None, context: str | None
+) -> int:
     from agent.kube.errors import KubeError
     from agent.kube.gateway import Gateway
     from agent.runner import AgentHost, ClusterAgent, install_signal_handlers
@@ -65,7 +71,10 @@ async def watch(settings: Settings, agent: AgentSettings, *, kubeconfig: str | N
             return 2
         host.agents.append(cluster_agent)
         url = await host.serve(settings.api)
-        print(f"unstick: watching {cluster_agent.cluster} ({gateway.server or 'in-cluster'}); API and pages on {url}", file=sys.stderr)
+        print(
+            f"unstick: watching {cluster_agent.cluster} ({gateway.server or 'in-cluster'}); API and pages on {url}",
+            file=sys.stderr,
+        )
         cluster_agent.start(stop)
         await stop.wait()
         print("unstick: stopping: draining the pipeline", file=sys.stderr)

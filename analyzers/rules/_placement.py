@@ -36,8 +36,9 @@ requests stay). A patch remedy therefore cures the finding once applied.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from analyzers.findings import ObjectRef, Remedy, RemedyKind, Severity
@@ -62,9 +63,10 @@ from analyzers.records import (
 )
 from analyzers.rules._describe import names
 from analyzers.rules.context import RuleContext
-from analyzers.simulator import NodeVerdict, PodVerdict, simulate
+from analyzers.simulator import NodeVerdict, PodVerdict, node_table, simulate
 from analyzers.simulator import codes as C
-from analyzers.snapshot import ClusterSnapshot, Workload
+from analyzers.simulator.interpod import existing_term_matches
+from analyzers.snapshot import KIND_COLLECTIONS, ClusterSnapshot, Workload
 
 T = TypeVar("T")
 
@@ -198,6 +200,9 @@ def blocked(ctx: RuleContext, root: str) -> list[Blocked]:
 def _classify(ctx: RuleContext) -> list[Blocked]:
     snap = ctx.snapshot
     out: list[Blocked] = []
+    # Pods of one spec, labels and namespace get one verdict (bare pods of one
+    # manifest, pods of one template across owners): the per-node detail is costly.
+    shared: dict[tuple[Any, ...], PodVerdict] = {}
     for ref, pods in ctx.pending_by_workload().items():
         workload = snap.workload_of(pods[0])
         for rep in ctx.representative(pods):
@@ -205,7 +210,12 @@ def _classify(ctx: RuleContext) -> list[Blocked]:
                 continue  # scheduling-gated owns these
             members = tuple(p for p in pods if p.spec is rep.spec and p.labels is rep.labels)
             pod, drifted = as_created_now(snap, rep, workload)
-            verdict = simulate(snap, pod, kube_version=ctx.version) if drifted else ctx.verdict(rep)
+            key = (pod.namespace, pod.spec, pod.labels, pod.nominated_node)
+            verdict = shared.get(key)
+            if verdict is None:
+                verdict = shared[key] = (
+                    simulate(snap, pod, kube_version=ctx.version) if drifted else ctx.verdict(rep)
+                )
             root = root_cause(verdict)
             if root is not None:
                 out.append(Blocked(ref, workload, members, pod, verdict, root, drifted))
@@ -260,19 +270,115 @@ def with_spec(pod: Pod, **changes: Any) -> Pod:
     return replace(pod, spec=replace(pod.spec, **changes))
 
 
-def what_if(ctx: RuleContext, pod: Pod, snapshot: ClusterSnapshot | None = None) -> PodVerdict:
-    """Simulate a changed pod (or the pod in a changed snapshot); never memoised."""
-    return simulate(snapshot if snapshot is not None else ctx.snapshot, pod, kube_version=ctx.version)
+# Re-simulations that rebuild the node table of a changed cluster (pods moved or
+# changed, or a node changed for a pod whose filters look beyond that node) cost
+# about a second on 5,000 nodes / 150,000 pods; an analysis spends at most this
+# many, and reports the remedies it could not check as unverified.
+FULL_RESIMULATIONS = 12
+NOT_RESIMULATED = (
+    "not re-simulated: this analysis already spent its budget of full-cluster re-simulations on other findings"
+)
+
+
+def _memo(ctx: RuleContext) -> dict[Any, Any]:
+    memo: dict[Any, Any] = ctx.snapshot.derived(f"rules.placement.whatif:{ctx.version}", dict)
+    return memo
+
+
+def what_if(ctx: RuleContext, pod: Pod) -> PodVerdict:
+    """The verdict of a changed pod (its spec or labels) in the unchanged cluster (memoised)."""
+    memo = _memo(ctx)
+    key = ("pod", pod.namespace, pod.spec, pod.labels, pod.nominated_node)
+    found: PodVerdict | None = memo.get(key)
+    if found is None:
+        found = memo[key] = simulate(ctx.snapshot, pod, kube_version=ctx.version)
+    return found
+
+
+def what_if_nodes(ctx: RuleContext, pod: Pod, *nodes: Node) -> PodVerdict | None:
+    """The pod's verdict with some nodes changed or added, everything else as is.
+
+    When the pod's filters on a node depend on that node alone (no required pod
+    affinity or anti-affinity, no DoNotSchedule spread, no existing pod's
+    anti-affinity matching it), the changed nodes are simulated by themselves
+    with their pods: the other nodes rejected the pod before and still do, so
+    the pod fits the changed cluster exactly when it fits one of these. Otherwise
+    the whole changed cluster is re-simulated (budgeted; None when spent)."""
+    memo = _memo(ctx)
+    key = ("nodes", pod.namespace, pod.spec, pod.labels, nodes)
+    if key in memo:
+        found: PodVerdict | None = memo[key]
+        return found
+    snap = ctx.snapshot
+    if _isolated(ctx, pod):
+        memo[key] = simulate(_only_nodes(snap, nodes), pod, kube_version=ctx.version)
+    else:
+        memo[key] = what_if_cluster(ctx, pod, ("nodes", nodes), lambda: snap.replace(*nodes))
+    result: PodVerdict | None = memo[key]
+    return result
+
+
+def what_if_cluster(
+    ctx: RuleContext, pod: Pod, change: Any, build: Callable[[], ClusterSnapshot]
+) -> PodVerdict | None:
+    """The pod's verdict in a changed cluster (``change`` identifies the change); None
+    once the analysis has spent its FULL_RESIMULATIONS."""
+    memo = _memo(ctx)
+    key = ("cluster", pod.namespace, pod.spec, pod.labels, change)
+    if key in memo:
+        found: PodVerdict | None = memo[key]
+        return found
+    spent = memo.get("spent", 0)
+    if spent >= FULL_RESIMULATIONS:
+        return None
+    memo["spent"] = spent + 1
+    memo[key] = simulate(build(), pod, kube_version=ctx.version)
+    result: PodVerdict | None = memo[key]
+    return result
+
+
+def _isolated(ctx: RuleContext, pod: Pod) -> bool:
+    spec = pod.spec
+    if spec.pod_affinity or spec.pod_anti_affinity:
+        return False
+    if any(c.when_unsatisfiable == "DoNotSchedule" for c in spec.topology_spread):
+        return False
+    ns = ctx.snapshot.namespaces.get(pod.namespace)
+    ns_labels: Mapping[str, str] = ns.labels if ns is not None else {}
+    for group in node_table(ctx.snapshot).anti_affinity_groups:
+        for term in group.terms:
+            if existing_term_matches(term, group.namespace, pod, ns_labels):
+                return False
+    return True
+
+
+def _only_nodes(snap: ClusterSnapshot, nodes: Sequence[Node]) -> ClusterSnapshot:
+    by_node = snap.pods_by_node()
+    collections: dict[str, Mapping[Any, Any]] = {name: getattr(snap, name) for name in KIND_COLLECTIONS.values()}
+    collections["nodes"] = MappingProxyType({n.name: n for n in nodes})
+    collections["pods"] = MappingProxyType({p.key: p for n in nodes for p in by_node.get(n.name, ())})
+    return ClusterSnapshot(collections, kube_version=snap.kube_version)
+
+
+def fits(verdict: PodVerdict | None) -> bool:
+    return verdict is not None and verdict.fits
 
 
 def fitting_nodes(verdict: PodVerdict) -> list[str]:
     return [nv.node for nv in verdict.nodes if nv.fits]
 
 
-def outcome(verdict: PodVerdict) -> str:
+def outcome(verdict: PodVerdict | None) -> str:
     """``it fits on a, b and 2 more`` or ``still unschedulable: 0/5 nodes are available: …``."""
+    if verdict is None:
+        return NOT_RESIMULATED
     if verdict.fits:
         return f"it fits on {names(fitting_nodes(verdict))}"
+    if verdict.total_nodes and len(verdict.nodes) < 3 and verdict.nodes and verdict.nodes[0].filters:
+        # A what-if of the changed nodes alone: say what they still fail.
+        return "still unschedulable there: " + "; ".join(
+            f"{nv.node}: {'; '.join(r for f in nv.filters for r in f.reasons)}" for nv in verdict.nodes
+        )
     return f"still unschedulable: {verdict.message}"
 
 

@@ -102,3 +102,14 @@ def test_templates_use_strict_undefined() -> None:
     with pytest.raises(jinja2.UndefinedError):
         env.from_string("{{ missing }}").render()
     assert env.from_string("{{ x }}").render(x="<b>") == "&lt;b&gt;"
+
+
+async def test_active_window_shorthand(client: TestClient, page_auth: dict[str, str]) -> None:
+    # The clock is 2024-05-04 12:00; in the last 24 h only the three open incidents were active.
+    html = await (await client.get("/incidents?window=24h", headers=page_auth)).text()
+    assert sorted(map(int, re.findall(r'href="/incidents/(\d+)"', html))) == [1, 3, 4]
+    assert '<option value="24h" selected>' in html
+    # In the last 7 days: everything; links keep the window, not a frozen time.
+    html = await (await client.get("/incidents?window=7d&limit=5", headers=page_auth)).text()
+    assert len(re.findall(r'<tr class="', html)) == 5
+    assert re.search(r'id="next-page" href="[^"]*window=7d', html) and "since=" not in html

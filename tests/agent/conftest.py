@@ -1,0 +1,48 @@
+"""The live agent against the in-process fake Kubernetes API, through the real
+kubernetes-asyncio client over HTTP, with a real SQLite database."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from agent.demo import SCENARIOS
+from agent.fakecluster.scenario import Scenario
+from agent.runner import AgentHost
+from storage.models import Incident
+
+
+@pytest.fixture
+def gpu_scenario() -> Scenario:
+    return Scenario.load(SCENARIOS / "gpu-rollout-deadlock")
+
+
+@pytest.fixture
+async def host(tmp_path: Path) -> AsyncIterator[AgentHost]:
+    h = await AgentHost.open(f"sqlite+aiosqlite:///{tmp_path}/agent.db")
+    try:
+        yield h
+    finally:
+        await h.close()
+
+
+async def incidents(host: AgentHost) -> list[Incident]:
+    async with host.sessions() as session:
+        return list((await session.execute(select(Incident).order_by(Incident.id))).scalars())
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 15.0, interval: float = 0.1) -> Any:
+    """Await ``check()`` (sync or async) until it returns something truthy."""
+    async with asyncio.timeout(timeout):
+        while True:
+            value = check()
+            if asyncio.iscoroutine(value):
+                value = await value
+            if value:
+                return value
+            await asyncio.sleep(interval)
