@@ -48,6 +48,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--now", metavar="RFC3339", help="time of the analysis (default: the current time)")
     p.add_argument(
+        "--eviction-log",
+        metavar="FILE",
+        help="output of a hanging `kubectl drain` (any text with eviction errors); - reads stdin",
+    )
+    p.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress on stderr"
     )
     p.set_defaults(func=run)
@@ -71,6 +76,26 @@ def _pod_filter(args: argparse.Namespace) -> Callable[[Any], bool] | None:
     return lambda pod: pod.namespace == ns and pod.name == name
 
 
+def _eviction_messages(path: str | None) -> tuple[dict[str, Any], ...]:
+    """Eviction failures from drain output: one parsed message per line that has one."""
+    if path is None:
+        return ()
+    from analyzers.messages import EVICTION, parse_message
+
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8", errors="replace").read()
+    except OSError as exc:
+        raise UserError(f"--eviction-log {path}: {exc.strerror or exc}") from exc
+    found = []
+    for line in text.splitlines():
+        parsed = parse_message(line)
+        if parsed.kind == EVICTION and parsed.eviction is not None:
+            found.append(parsed.eviction.as_dict())
+    if not found:
+        print(f"unstick: warning: --eviction-log {path}: no eviction errors found in it", file=sys.stderr)
+    return tuple(found)
+
+
 def _progress_printer(enabled: bool) -> Callable[[int, int, int], None] | None:
     if not enabled:
         return None
@@ -91,6 +116,9 @@ def _progress_printer(enabled: bool) -> Callable[[int, int, int], None] | None:
 def run(args: argparse.Namespace) -> int:
     now = _now(args)
     pod_filter = _pod_filter(args)
+    if args.eviction_log == "-" and "-" in args.paths:
+        raise UserError("stdin cannot be both a dump and the --eviction-log")
+    evictions = _eviction_messages(args.eviction_log)
     try:
         sources = expand(args.paths)
     except DumpError as exc:

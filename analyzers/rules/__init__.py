@@ -31,18 +31,16 @@ class Rule:
 
 def _rules() -> tuple[Rule, ...]:
     from analyzers.rules import (
+        anti_affinity_infeasible,
+        insufficient_resources,
+        node_selector_mismatch,
         pdb_blocks_eviction,
         requests_missing_load_skew,
         rollout_surge_deadlock,
         scheduling_gated,
-        volume_binding,
-    )
-    from analyzers.rules import (  # placement rules: one root cause per pod (see _placement)
-        anti_affinity_infeasible,
-        insufficient_resources,
-        node_selector_mismatch,
         topology_spread_infeasible,
         untolerated_taint,
+        volume_binding,
     )
 
     return (

@@ -171,3 +171,17 @@ def table_free_what_if(ctx: RuleContext, *records: Record) -> ClusterSnapshot:
     base = node_table(ctx.snapshot)
     what_if.derived(NODE_TABLE_KEY, lambda: base)
     return what_if
+
+
+# Up to this many nodes a verdict's feasible nodes are named; beyond, counted (building the
+# per-node verdicts of a large cluster costs more than the name is worth).
+NAMED_NODES_LIMIT = 50
+
+
+def where_fits(verdict: PodVerdict) -> str:
+    """``node-a and node-b`` on small clusters, ``37 nodes`` on large ones."""
+    if not verdict.fits:
+        return "no node"
+    if verdict.total_nodes <= NAMED_NODES_LIMIT:
+        return names([nv.node for nv in verdict.nodes if nv.fits])
+    return plural(verdict.feasible_nodes, "node")

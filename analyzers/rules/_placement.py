@@ -275,9 +275,7 @@ def with_spec(pod: Pod, **changes: Any) -> Pod:
 # about a second on 5,000 nodes / 150,000 pods; an analysis spends at most this
 # many, and reports the remedies it could not check as unverified.
 FULL_RESIMULATIONS = 12
-NOT_RESIMULATED = (
-    "not re-simulated: this analysis already spent its budget of full-cluster re-simulations on other findings"
-)
+NOT_RESIMULATED = "not re-simulated: this analysis already spent its budget of full-cluster re-simulations on other findings"
 
 
 def _memo(ctx: RuleContext) -> dict[Any, Any]:
@@ -354,7 +352,9 @@ def _isolated(ctx: RuleContext, pod: Pod) -> bool:
 
 def _only_nodes(snap: ClusterSnapshot, nodes: Sequence[Node]) -> ClusterSnapshot:
     by_node = snap.pods_by_node()
-    collections: dict[str, Mapping[Any, Any]] = {name: getattr(snap, name) for name in KIND_COLLECTIONS.values()}
+    collections: dict[str, Mapping[Any, Any]] = {
+        name: getattr(snap, name) for name in KIND_COLLECTIONS.values()
+    }
     collections["nodes"] = MappingProxyType({n.name: n for n in nodes})
     collections["pods"] = MappingProxyType({p.key: p for n in nodes for p in by_node.get(n.name, ())})
     return ClusterSnapshot(collections, kube_version=snap.kube_version)

@@ -27,6 +27,7 @@ import shlex
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from analyzers.findings import Finding, ObjectRef, Remedy
@@ -361,7 +362,9 @@ def _remedies(ctx: RuleContext, group: P.Blocked, a: Analysis) -> list[Remedy]:
     return out
 
 
-def _after_rollout(ctx: RuleContext, group: P.Blocked, changes: dict[str, Any]) -> tuple[PodVerdict, str]:
+def _after_rollout(
+    ctx: RuleContext, group: P.Blocked, changes: dict[str, Any]
+) -> tuple[PodVerdict | None, str]:
     """The pending pod with ``changes``, once the workload's running pods carry them too
     (the state the rollout converges to: old pods with a self-matching required term
     would otherwise keep repelling the new ones)."""
@@ -374,10 +377,11 @@ def _after_rollout(ctx: RuleContext, group: P.Blocked, changes: dict[str, Any]) 
     pod = P.with_spec(group.pod, **changes)
     if not own or group.ref.kind == "Pod":
         return P.what_if(ctx, pod), ""
-    rolled = snap.replace(*[replace(q, spec=replace(q.spec, **changes)) for q in own])
-    return P.what_if(
-        ctx, pod, rolled
-    ), f" and {group.ref.name}'s running pods re-created from the new template"
+    change = ("rollout", str(group.ref), tuple(sorted(changes.items())))
+    verdict = P.what_if_cluster(
+        ctx, pod, change, lambda: snap.replace(*[replace(q, spec=replace(q.spec, **changes)) for q in own])
+    )
+    return verdict, f" and {group.ref.name}'s running pods re-created from the new template"
 
 
 def _transition_caveat(ctx: RuleContext, group: P.Blocked, a: Analysis) -> str:
@@ -421,7 +425,7 @@ def _preferred_anti(ctx: RuleContext, group: P.Blocked, a: Analysis) -> Remedy:
         group,
         "Make the anti-affinity preferred: spread when possible, co-locate when not",
         patch,
-        verified=verdict.fits,
+        verified=P.fits(verdict),
         verification=f"re-simulated {group.pods[0].name} with the term as preferred (weight 100, scoring only)"
         f"{converged}: {P.outcome(verdict)}{note}{_transition_caveat(ctx, group, a)}",
     )
@@ -466,7 +470,7 @@ def _spread_instead(ctx: RuleContext, group: P.Blocked, a: Analysis) -> Remedy |
         group,
         f"Replace it with topologySpreadConstraints (maxSkew 1 over {term.topology_key}, ScheduleAnyway)",
         patch,
-        verified=verdict.fits,
+        verified=P.fits(verdict),
         verification=f"re-simulated {group.pods[0].name} with the spread constraint instead of the term "
         f"(ScheduleAnyway only scores){converged}: {P.outcome(verdict)}{caveat}{_transition_caveat(ctx, group, a)}",
     )
@@ -480,14 +484,14 @@ def _more_domains(ctx: RuleContext, group: P.Blocked, a: Analysis) -> Remedy:
     name = P.synthetic_name(template.name)
     labels = {} if key == "kubernetes.io/hostname" else {key: f"{template.labels.get(key, 'new')}-new"}
     synthetic = P.synthetic_node(template, name, labels=labels)
-    verdict = P.what_if(ctx, group.pod, snap.replace(synthetic))
+    verdict = P.what_if_nodes(ctx, group.pod, synthetic)
     where = "a node" if key == "kubernetes.io/hostname" else f"a node in a new {key} domain"
     return ctx.renderer.command(
         f"Add {where} the pod may use (shaped like {template.name})",
         None,
         "# add a node to the pool that serves this workload (node group size, Karpenter NodePool, or your IaC)",
         note=f"Each {key} domain holds one matching pod under required anti-affinity; one more domain, one more replica.",
-        verified=verdict.fits,
+        verified=P.fits(verdict),
         verification=f"re-simulated with a synthetic empty node {name} shaped like {template.name}"
         + (f" ({key}={labels[key]})" if labels else "")
         + f": {P.outcome(verdict)}",
@@ -573,7 +577,9 @@ def _relax_existing(ctx: RuleContext, group: P.Blocked, a: Analysis) -> list[Rem
             )
             for q in snap.pods_of_workload(owner)
         ]
-        verdict = P.what_if(ctx, group.pod, snap.replace(*changed))
+        verdict = P.what_if_cluster(
+            ctx, group.pod, ("relax", str(owner), e.term), partial(snap.replace, *changed)
+        )
         remaining = [t for t in e.pods[0].spec.pod_anti_affinity if t != e.term]
         preferred = [*e.pods[0].spec.preferred_pod_anti_affinity, e.term]
         patch = {
@@ -593,7 +599,7 @@ def _relax_existing(ctx: RuleContext, group: P.Blocked, a: Analysis) -> list[Rem
                 f"Relax {owner.kind} {owner.name}'s anti-affinity against {group.ref.name} to preferred",
                 owner,
                 body,
-                verified=verdict.fits,
+                verified=P.fits(verdict),
                 verification=f"re-simulated {group.pods[0].name} with {owner.name}'s pods re-created with the term "
                 f"as preferred: {P.outcome(verdict)} (takes effect once {owner.name}'s pods have rolled)",
             )
@@ -605,7 +611,9 @@ def _delete_old_pod(ctx: RuleContext, group: P.Blocked, e: Existing) -> Remedy:
     """The template no longer has the term, but running pods of the old revision still
     carry it: the rollout waits for a domain without an old pod."""
     victim = sorted(e.pods, key=lambda q: (q.created or 0.0, q.name))[-1]
-    verdict = P.what_if(ctx, group.pod, ctx.snapshot.replace(remove=[("pods", victim.key)]))
+    verdict = P.what_if_cluster(
+        ctx, group.pod, ("delete", victim.key), lambda: ctx.snapshot.replace(remove=[("pods", victim.key)])
+    )
     return ctx.renderer.command(
         f"Delete one old pod ({victim.name}) so the first pod of the new template can take its place",
         ObjectRef("Pod", victim.namespace, victim.name),
@@ -613,6 +621,6 @@ def _delete_old_pod(ctx: RuleContext, group: P.Blocked, e: Existing) -> Remedy:
         note=f"{group.ref.name}'s template no longer has the required term, but its old pods still do and repel "
         "the new ones; each deleted old pod frees a domain. Mind PodDisruptionBudgets (kubectl drain-style "
         "eviction respects them, delete does not).",
-        verified=verdict.fits,
+        verified=P.fits(verdict),
         verification=f"re-simulated without {victim.name}: {P.outcome(verdict)}",
     )

@@ -46,7 +46,7 @@ class RuleContext:
     kube_version: str | None = None
     # Eviction failures seen outside the cluster's events (e.g. `kubectl drain` output), parsed.
     eviction_messages: tuple[Mapping[str, Any], ...] = ()
-    _verdicts: dict[Any, PodVerdict] = field(default_factory=dict, repr=False)
+    _verdicts: dict[Any, tuple[Any, Any, PodVerdict]] = field(default_factory=dict, repr=False)
     _pending: dict[ObjectRef, tuple[Pod, ...]] | None = field(default=None, repr=False)
 
     @property
@@ -54,13 +54,18 @@ class RuleContext:
         return self.kube_version or self.snapshot.kube_version
 
     def verdict(self, pod: Pod, snapshot: ClusterSnapshot | None = None) -> PodVerdict:
-        """The simulated scheduling verdict of a pod (memoised for the context's snapshot)."""
+        """The simulated scheduling verdict of a pod (memoised for the context's snapshot).
+
+        The memo is keyed by the identity of the pod's spec and labels and keeps
+        references to them, so an id can never be reused by another object."""
         if snapshot is not None and snapshot is not self.snapshot:
             return simulate(snapshot, pod, kube_version=self.version)
         key = (pod.namespace, pod.name, id(pod.spec), id(pod.labels))
-        verdict = self._verdicts.get(key)
-        if verdict is None:
-            verdict = self._verdicts[key] = simulate(self.snapshot, pod, kube_version=self.version)
+        hit = self._verdicts.get(key)
+        if hit is not None and hit[0] is pod.spec and hit[1] is pod.labels:
+            return hit[2]
+        verdict = simulate(self.snapshot, pod, kube_version=self.version)
+        self._verdicts[key] = (pod.spec, pod.labels, verdict)
         return verdict
 
     def pending_by_workload(self) -> Mapping[ObjectRef, tuple[Pod, ...]]:

@@ -93,9 +93,12 @@ class Analysis:
 def analyze(ctx: RuleContext) -> list[Finding]:
     items = []
     table = node_table(ctx.snapshot)
-    for group in P.blocked(ctx, P.RESOURCES):
-        pending = sum(len(g.pods) for g in P.blocked(ctx, P.RESOURCES) if g.ref == group.ref)
-        analysis = _analyse(table, group, pending)
+    groups = P.blocked(ctx, P.RESOURCES)
+    per_workload: dict[ObjectRef, int] = {}
+    for group in groups:
+        per_workload[group.ref] = per_workload.get(group.ref, 0) + len(group.pods)
+    for group in groups:
+        analysis = _analyse(table, group, per_workload[group.ref])
         if not analysis.shortages:
             continue
         items.append(("resource:" + "+".join(analysis.resources), group, analysis))
@@ -438,7 +441,7 @@ def _capacity(ctx: RuleContext, group: P.Blocked, analysis: Analysis, events: Se
     effective = {r: v - ds.get(r, 0) for r, v in alloc.items()}
     name = P.synthetic_name(template.name)
     synthetic = P.synthetic_node(template, name, allocatable=effective)
-    verdict = P.what_if(ctx, group.pod, snap.replace(synthetic))
+    verdict = P.what_if_nodes(ctx, group.pod, synthetic)
     refused = next((e for e in events if e.reason == "NotTriggerScaleUp"), None)
     if bigger:
         title = f"Add bigger nodes: at least {', '.join(bigger)} allocatable (a node pool shaped like {template.name})"
@@ -457,7 +460,7 @@ def _capacity(ctx: RuleContext, group: P.Blocked, analysis: Analysis, events: Se
         None,
         "# add capacity to the node group / NodePool that serves this workload",
         note=note,
-        verified=verdict.fits,
+        verified=P.fits(verdict),
         verification=(
             f"re-simulated with a synthetic empty node {name} shaped like {template.name} (labels and taints "
             f"copied{', allocatable raised to ' + ', '.join(bigger) if bigger else ''}{ds_words}): "

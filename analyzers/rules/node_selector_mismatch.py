@@ -452,8 +452,8 @@ def _label_command(
     for _, _, name, to_set, to_remove in candidates[:_MAX_LABEL_TRIES]:
         node = snap.nodes[name]
         relabelled = P.with_labels(node, to_set, to_remove)
-        verdict = P.what_if(ctx, group.pod, snap.replace(relabelled))
-        if not verdict.fits:
+        verdict = P.what_if_nodes(ctx, group.pod, relabelled)
+        if not P.fits(verdict):
             continue
         args = [f"{k}={v}" for k, v in sorted(to_set.items())] + [f"{k}-" for k in to_remove]
         overwrite = any(k in node.labels for k in to_set)

@@ -777,7 +777,7 @@ def _room_for_replacements(
                 verified=ok,
                 verification=(
                     f"re-simulated with {name} schedulable: {where}; with {'it' if len(placed) == 1 else 'them'} Ready, "
-                    f"{pdb.name} counts {st.current_healthy} healthy of {st.desired_healthy} required \u2192 "
+                    f"{pdb.name} counts {st.current_healthy} healthy ({st.desired_healthy} required) \u2192 "
                     f"disruptionsAllowed {st.disruptions_allowed}, and the eviction of {names(p.name for p in blocked)} "
                     + ("is allowed" if ok else "is still refused")
                 ),
@@ -971,7 +971,7 @@ def _scale_up(
         verified=True,
         verification=(
             f"re-simulated one more pod: it fits ({placed[0][1]}); with it Ready {pdb.name} counts "
-            f"{st.current_healthy} healthy of {st.desired_healthy} required \u2192 disruptionsAllowed "
+            f"{st.current_healthy} healthy ({st.desired_healthy} required) \u2192 disruptionsAllowed "
             f"{st.disruptions_allowed}, so the eviction of {names(p.name for p in blocked)} is allowed"
         ),
     )

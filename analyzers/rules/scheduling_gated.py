@@ -35,7 +35,7 @@ from typing import Any
 from analyzers.capacity import node_capacities
 from analyzers.findings import Finding, ObjectRef, Remedy, Severity
 from analyzers.records import Pod
-from analyzers.rules._describe import are, describe_verdict, duration, names, plural, what_if_verdict
+from analyzers.rules._describe import are, describe_verdict, duration, plural, what_if_verdict, where_fits
 from analyzers.rules.context import RuleContext
 
 RULE_ID = "scheduling-gated"
@@ -174,47 +174,49 @@ def _without_gates(pod: Pod) -> Pod:
 
 
 def _ungated(ctx: RuleContext, pods: list[Pod]) -> tuple[bool, str]:
-    """Re-simulate each distinct pod (one per spec) without its gates against the cluster
-    as it is, then count, by NodeResourcesFit arithmetic over the nodes it fits, how many
-    copies those nodes hold: enough for every gated pod of that spec?"""
-    caps = node_capacities(ctx.snapshot)
-    texts = []
-    ok = True
-    for pod in ctx.representative(tuple(pods)):
-        same = [p for p in pods if p.spec is pod.spec and p.labels is pod.labels] or [pod]
-        free = _without_gates(pod)
-        verdict = what_if_verdict(ctx, free)
-        if not verdict.fits:
-            return (
-                False,
-                f"Without its gates {pod.name} would still not be scheduled: {describe_verdict(free, verdict)} "
-                f"({verdict.message}).",
-            )
-        fitting = [nv.node for nv in verdict.nodes if nv.fits]
-        room = 0
-        for node in fitting:
-            cap = caps.get(node)
-            if cap is None:
-                continue
-            wanted = {r: v for r, v in pod.spec.requests.items() if v > 0}
-            copies = min((cap.free(r) // v for r, v in wanted.items()), default=len(same))
-            room += max(0, min(copies, cap.free("pods")))
-        where = names(fitting)
-        if room >= len(same):
-            texts.append(
-                f"{pod.name} fits on {where}, which have room for {room} such pod(s), {len(same)} needed"
-            )
-        else:
-            ok = False
-            texts.append(
-                f"{pod.name} fits on {where}, but their free resources hold only {room} of the "
-                f"{len(same)} gated pod(s) of this spec"
-            )
-    detail = "; ".join(texts)
+    """Re-simulate the oldest gated pod without its gates against the cluster as it is
+    (the group's pods share their owner and gates; a StatefulSet's differ only in claims),
+    then check there is room for all of them: as many feasible nodes as pods, else the
+    NodeResourcesFit arithmetic of how many copies the feasible nodes hold."""
+    pod = pods[0]
+    free = _without_gates(pod)
+    verdict = what_if_verdict(ctx, free)
     note = " (resources only: anti-affinity or spread among the gated pods themselves was not simulated)"
-    if ok:
-        return True, f"Once ungated the cluster has room: re-simulated without gates, {detail}{note}."
-    return False, f"Once ungated not all of them would be scheduled: {detail}{note}."
+    if not verdict.fits:
+        return (
+            False,
+            f"Without its gates {pod.name} would still not be scheduled: {describe_verdict(free, verdict)} "
+            f"({verdict.message}).",
+        )
+    needed = len(pods)
+    if verdict.feasible_nodes >= needed:
+        return (
+            True,
+            f"Once ungated the cluster has room: re-simulated without gates, {pod.name} fits on "
+            f"{where_fits(verdict)}"
+            + (f", one node each for the {needed} gated pods." if needed > 1 else "."),
+        )
+    caps = node_capacities(ctx.snapshot)
+    wanted = {r: v for r, v in pod.spec.requests.items() if v > 0}
+    room = 0
+    for nv in verdict.nodes:
+        cap = caps.get(nv.node) if nv.fits else None
+        if cap is None:
+            continue
+        copies = min((cap.free(r) // v for r, v in wanted.items()), default=needed)
+        room += max(0, min(copies, cap.free("pods")))
+    where = where_fits(verdict)
+    if room >= needed:
+        return (
+            True,
+            f"Once ungated the cluster has room: re-simulated without gates, {pod.name} fits on {where}, which "
+            f"have room for {room} such pods, {needed} needed{note}.",
+        )
+    return (
+        False,
+        f"Once ungated not all of them would be scheduled: {pod.name} fits on {where}, but their free resources "
+        f"hold only {room} of the {plural(needed, 'gated pod')}{note}.",
+    )
 
 
 def _remedies(

@@ -348,8 +348,8 @@ def _capacity(ctx: RuleContext, group: P.Blocked, s: ConstraintState) -> Remedy 
                     unschedulable=False,
                     taints=tuple(t for t in node.taints if t.key != UNSCHEDULABLE_TAINT.key),
                 )
-                verdict = P.what_if(ctx, group.pod, snap.replace(opened))
-                if verdict.fits:
+                verdict = P.what_if_nodes(ctx, group.pod, opened)
+                if P.fits(verdict):
                     return ctx.renderer.command(
                         f"Uncordon {name} in {value} once its maintenance is finished",
                         P.node_ref(name),
@@ -361,13 +361,13 @@ def _capacity(ctx: RuleContext, group: P.Blocked, s: ConstraintState) -> Remedy 
         template = snap.nodes[d.nodes[0]]
         new_name = P.synthetic_name(template.name)
         synthetic = replace(P.synthetic_node(template, new_name), taints=())
-        verdict = P.what_if(ctx, group.pod, snap.replace(synthetic))
+        verdict = P.what_if_nodes(ctx, group.pod, synthetic)
         return ctx.renderer.command(
             f"Add a schedulable node in {s.key}={value}",
             None,
             f"# add a node with {s.key}={value} that the pod may use (node group of that domain, Karpenter NodePool, or IaC)",
             note=f"{value} is the domain the spread constraint needs next, and none of its nodes can take the pod.",
-            verified=verdict.fits,
+            verified=P.fits(verdict),
             verification=f"re-simulated with a synthetic empty node {new_name} shaped like {template.name} "
             f"({s.key}={value}, no taints): {P.outcome(verdict)}",
         )

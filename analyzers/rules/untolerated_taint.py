@@ -326,13 +326,13 @@ def _uncordon(ctx: RuleContext, group: P.Blocked, node: Node) -> Remedy:
         unschedulable=False,
         taints=tuple(t for t in node.taints if t.key != UNSCHEDULABLE_TAINT.key),
     )
-    verdict = P.what_if(ctx, group.pod, ctx.snapshot.replace(opened))
+    verdict = P.what_if_nodes(ctx, group.pod, opened)
     return ctx.renderer.command(
         f"Uncordon {node.name} once its maintenance or drain is finished",
         P.node_ref(node.name),
         f"kubectl uncordon {shlex.quote(node.name)}",
         note=f"{node.name} was cordoned on purpose (kubectl cordon/drain); uncordon it only when that work is done.",
-        verified=verdict.fits,
+        verified=P.fits(verdict),
         verification=f"re-simulated with {node.name} uncordoned: {P.outcome(verdict)}",
     )
 
@@ -342,9 +342,7 @@ def _repair(ctx: RuleContext, group: P.Blocked, sick: list[Blocker]) -> Remedy:
     healthy_taints = tuple(
         t for t in node.taints if classify(t, group.pod).category not in ("unhealthy", "starting")
     )
-    verdict = P.what_if(
-        ctx, group.pod, ctx.snapshot.replace(replace(node, taints=healthy_taints, ready=True))
-    )
+    verdict = P.what_if_nodes(ctx, group.pod, replace(node, taints=healthy_taints, ready=True))
     what = "; ".join(sorted({classify(t, group.pod).words.split(":")[0] for b in sick for t in b.taints}))
     return ctx.renderer.command(
         f"Repair {names([b.node.name for b in sick])}: {what}",
@@ -366,7 +364,7 @@ def _untainted_node(ctx: RuleContext, group: P.Blocked, blocker: Blocker) -> Rem
     name = P.synthetic_name(node.name)
     synthetic = replace(P.synthetic_node(node, name), taints=keep)
     synthetic = P.with_labels(synthetic, {}, _CONTROL_PLANE)
-    verdict = P.what_if(ctx, group.pod, ctx.snapshot.replace(synthetic))
+    verdict = P.what_if_nodes(ctx, group.pod, synthetic)
     return ctx.renderer.command(
         f"Add a schedulable node for {group.ref.name} (shaped like {node.name}, without "
         + ", ".join(_taint_text(t) for t in blocker.taints)
@@ -374,7 +372,7 @@ def _untainted_node(ctx: RuleContext, group: P.Blocked, blocker: Blocker) -> Rem
         None,
         "# add a node to a pool this workload may use (node group size, Karpenter NodePool, or your IaC)",
         note=f"{node.name}'s taint is intentional; give the workload capacity of its own instead of tolerating it.",
-        verified=verdict.fits,
+        verified=P.fits(verdict),
         verification=f"re-simulated with a synthetic empty node {name} shaped like {node.name} (labels copied, "
         f"those taints left off): {P.outcome(verdict)}",
     )

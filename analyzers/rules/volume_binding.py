@@ -63,6 +63,7 @@ from analyzers.rules._describe import (
     plural,
     table_free_what_if,
     what_if_verdict,
+    where_fits,
 )
 from analyzers.rules.context import RuleContext
 from analyzers.simulator import PodVerdict
@@ -71,6 +72,21 @@ from analyzers.snapshot import ClusterSnapshot
 RULE_ID = "volume-binding"
 
 _VOLUME_PLUGINS = frozenset({"VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits"})
+# Canonical reason codes of those plugins (analyzers.messages.reasons / analyzers.simulator.codes).
+_VOLUME_CODES = frozenset(
+    {
+        "volume-unbound-pvc",
+        "volume-no-pv",
+        "volume-node-affinity-conflict",
+        "volume-insufficient-storage",
+        "volume-zone-conflict",
+        "volume-restrictions",
+        "volume-limits",
+        "pvc-not-found",
+        "pvc-being-deleted",
+        "pvc-lost",
+    }
+)
 _NO_PROVISIONER = "kubernetes.io/no-provisioner"
 _ZONE_KEYS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 # Keys a PV's node affinity pins a zone (or a node) with: in-tree and the common CSI drivers.
@@ -97,18 +113,32 @@ def analyze(ctx: RuleContext) -> list[Finding]:
     findings = []
     for ref, pods in ctx.pending_by_workload().items():
         by_kind: dict[str, list[tuple[Pod, _Problem, PodVerdict]]] = {}
+        # Pods of one workload failing the same way (a StatefulSet's pods differ only in their
+        # claims) are diagnosed once: the first one's diagnosis and remedies stand for all.
+        diagnosed: dict[tuple[str, ...], tuple[_Problem, PodVerdict] | None] = {}
         for pod in pods:
             if pod.spec.scheduling_gates or not pod.spec.pvc_names or _old_revision(ctx.snapshot, pod):
                 continue
             verdict = ctx.verdict(pod)
             if verdict.fits:
                 continue
-            problem = _diagnose(ctx, pod, verdict)
-            if problem is not None:
-                by_kind.setdefault(problem.kind, []).append((pod, problem, verdict))
+            signature = _signature(verdict)
+            if signature not in diagnosed:
+                problem = _diagnose(ctx, pod, verdict)
+                diagnosed[signature] = None if problem is None else (problem, verdict)
+            found = diagnosed[signature]
+            if found is not None:
+                by_kind.setdefault(found[0].kind, []).append((pod, found[0], verdict))
         for kind, items in sorted(by_kind.items()):
             findings.append(_finding(ctx, ref, kind, items))
     return findings
+
+
+def _signature(verdict: PodVerdict) -> tuple[str, ...]:
+    pre = verdict.prefilter
+    if pre is not None:
+        return ("prefilter", pre.plugin, *pre.reason_codes)
+    return ("filter", *sorted(c for c, n in verdict.reason_counts.items() if n))
 
 
 def _old_revision(snap: ClusterSnapshot, pod: Pod) -> bool:
@@ -128,7 +158,7 @@ def _finding(
 ) -> Finding:
     pod, problem, verdict = items[0]
     pods = [p for p, _, _ in items]
-    claims = sorted({c for _, pr, _ in items for c in pr.claims})
+    claims = sorted({*problem.claims, *(c for p in pods[1:] for c in p.spec.pvc_names)})
     more = f" ({len(pods) - 1} more pod(s) of {ref.name} wait the same way)" if len(pods) > 1 else ""
     explanation = (
         f"{pod.name} is Pending: {verdict.message or describe_verdict(pod, verdict)} {problem.text}{more}"
@@ -182,30 +212,27 @@ def _diagnose(ctx: RuleContext, pod: Pod, verdict: PodVerdict) -> _Problem | Non
             return _pvc_lost(ctx, pod, str(pre.detail.get("claim", "")), str(pre.detail.get("volume", "")))
         claims = [str(c) for c in pre.detail.get("claims", ())] or list(pod.spec.pvc_names)
         return _immediate_unbound(ctx, pod, claims)
-    failing = [nv for nv in verdict.nodes if any(f.plugin in _VOLUME_PLUGINS for f in nv.filters)]
-    if not failing:
+    # A node that only a volume filter rejects reports that filter first (VolumeBinding runs
+    # after the node, affinity and resource filters), so its code shows in the counts.
+    codes = _volume_codes(verdict)
+    if not codes:
         return None
     # Is the volume what stands in the way? Without its claims, would the pod fit?
-    free_nodes = _fits_without_volumes(ctx, pod)
-    if not free_nodes:
+    bare = _without_volumes(ctx, pod)
+    if not bare.fits:
         return None
-    codes = {c for nv in failing for f in nv.filters if f.plugin in _VOLUME_PLUGINS for c in f.reason_codes}
     allowed = [n for n in snap.nodes.values() if _pod_allows(pod, n)]
     if "volume-node-affinity-conflict" in codes:
-        problem = _pv_conflict(ctx, pod, verdict, allowed, free_nodes)
+        problem = _pv_conflict(ctx, pod, verdict, allowed, bare)
         if problem is not None:
             return problem
     if "volume-no-pv" in codes:
-        problem = _delayed_unbindable(ctx, pod, verdict, allowed, free_nodes)
+        problem = _delayed_unbindable(ctx, pod, verdict, allowed, bare)
         if problem is not None:
             return problem
-    reasons = sorted(
-        {r for nv in failing for f in nv.filters if f.plugin in _VOLUME_PLUGINS for r in f.reasons}
-    )
     return _Problem(
         "volume-other",
-        f"Its volumes rule out {plural(len(failing), 'node')} ({'; '.join(reasons)}); without them it would fit on "
-        f"{names(free_nodes)}.",
+        f"Its volumes rule out nodes ({', '.join(sorted(codes))}); without them it would fit on {where_fits(bare)}.",
         list(pod.spec.pvc_names),
     )
 
@@ -219,12 +246,19 @@ def _pod_allows(pod: Pod, node: Node) -> bool:
     return affinity is None or affinity.matches(node.labels, node.name)
 
 
-def _fits_without_volumes(ctx: RuleContext, pod: Pod, drop: Iterable[str] | None = None) -> list[str]:
+def _without_volumes(ctx: RuleContext, pod: Pod, drop: Iterable[str] | None = None) -> PodVerdict:
+    """The pod's verdict without (some of) its claims."""
     dropped = set(pod.spec.pvc_names if drop is None else drop)
     spec = replace(pod.spec, pvc_names=tuple(c for c in pod.spec.pvc_names if c not in dropped))
-    bare = replace(pod, spec=spec)
-    verdict = what_if_verdict(ctx, bare)
-    return [nv.node for nv in verdict.nodes if nv.fits] if verdict.fits else []
+    return what_if_verdict(ctx, replace(pod, spec=spec))
+
+
+def _volume_codes(verdict: PodVerdict) -> set[str]:
+    return {c for c, n in verdict.reason_counts.items() if n and c in _VOLUME_CODES}
+
+
+def _first_fitting(verdict: PodVerdict) -> str | None:
+    return next((nv.node for nv in verdict.nodes if nv.fits), None) if verdict.fits else None
 
 
 def _selector_words(selector: NodeSelector | None) -> str:
@@ -418,10 +452,9 @@ def _bound(
 
 def _matching_pv(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim, *, immediate: bool) -> Remedy | None:
     """A pre-bound local PersistentVolume on a node the pod fits (without this claim)."""
-    nodes = _fits_without_volumes(ctx, pod, drop=[pvc.name])
-    if not nodes:
+    node = _first_fitting(_without_volumes(ctx, pod, drop=[pvc.name]))
+    if node is None:
         return None
-    node = nodes[0]
     size = pvc.request_bytes or 1
     pv_name = f"{pvc.name}-{node}"[:63].rstrip("-.")
     affinity = NodeSelector((NodeSelectorTerm((Requirement("kubernetes.io/hostname", "In", (node,)),)),))
@@ -436,7 +469,6 @@ def _matching_pv(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim, *, imme
     )
     what_if = table_free_what_if(ctx, *_bound(pvc, pv)) if immediate else table_free_what_if(ctx, pv)
     verdict = what_if_verdict(ctx, pod, what_if)
-    fits_on = [nv.node for nv in verdict.nodes if nv.fits] if verdict.fits else []
     manifest = {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
@@ -466,12 +498,12 @@ def _matching_pv(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim, *, imme
         f"Create a PersistentVolume for {pvc.name} on {node} (pre-bound to the claim)",
         ObjectRef("PersistentVolume", "", pv_name),
         "object.yaml.j2",
-        verified=bool(fits_on),
+        verified=verdict.fits,
         verification=(
             f"re-simulated with this PV{' bound to the claim (the PV controller binds a pre-bound PV at once)' if immediate else ''}: "
             + (
-                f"{pod.name} fits on {names(fits_on)}"
-                if fits_on
+                f"{pod.name} fits on {where_fits(verdict)}"
+                if verdict.fits
                 else f"still unschedulable ({verdict.message})"
             )
             + f"; the directory /mnt/disks/{pvc.name} must exist on {node} (a local volume; use your storage's own "
@@ -497,7 +529,6 @@ def _other_class(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim) -> Reme
         verdict = what_if_verdict(ctx, pod, table_free_what_if(ctx, changed))
         if not verdict.fits:
             continue
-        fits_on = [nv.node for nv in verdict.nodes if nv.fits]
         manifest = _pvc_manifest(pvc, cls.name)
         return ctx.renderer.manifest(
             f"Re-create claim {pvc.name} with StorageClass {cls.name} ({cls.provisioner}, {cls.binding_mode})",
@@ -505,7 +536,7 @@ def _other_class(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim) -> Reme
             "object.yaml.j2",
             verified=True,
             verification=(
-                f"re-simulated with the claim in class {cls.name}: {pod.name} fits on {names(fits_on)}"
+                f"re-simulated with the claim in class {cls.name}: {pod.name} fits on {where_fits(verdict)}"
                 + (
                     " and the volume is provisioned in that node's topology"
                     if cls.binding_mode == "WaitForFirstConsumer"
@@ -534,7 +565,7 @@ def _pvc_manifest(pvc: PersistentVolumeClaim, storage_class: str) -> dict[str, A
 
 
 def _pv_conflict(
-    ctx: RuleContext, pod: Pod, verdict: PodVerdict, allowed: list[Node], free_nodes: list[str]
+    ctx: RuleContext, pod: Pod, verdict: PodVerdict, allowed: list[Node], bare: PodVerdict
 ) -> _Problem | None:
     snap = ctx.snapshot
     for name in pod.spec.pvc_names:
@@ -574,7 +605,7 @@ def _pv_conflict(
             if remedy is not None:
                 problem.remedies.append(remedy)
             if not pv_nodes:
-                capacity = _node_in_topology(ctx, pod, pv.node_affinity, free_nodes)
+                capacity = _node_in_topology(ctx, pod, pv.node_affinity, bare)
                 if capacity is not None:
                     problem.remedies.append(capacity)
             problem.remedies.append(_move_data_note(ctx, pod, pvc, pv))
@@ -585,10 +616,10 @@ def _pv_conflict(
         text = (
             f"Claim {name} is bound to PersistentVolume {pv.name}, pinned to {pinned}; the only nodes there the pod may "
             f"use are {names(sorted(blocked))}, and they have no room: {why}. Without the volume the pod would fit on "
-            f"{names(free_nodes)}, but a zonal disk cannot follow it."
+            f"{where_fits(bare)}, but a zonal disk cannot follow it."
         )
         problem = _Problem("pv-zone-full", text, [name], evidence)
-        capacity = _node_in_topology(ctx, pod, pv.node_affinity, free_nodes, model_from=sorted(blocked))
+        capacity = _node_in_topology(ctx, pod, pv.node_affinity, bare, model_from=sorted(blocked))
         if capacity is not None:
             problem.remedies.append(capacity)
         problem.remedies.append(_move_data_note(ctx, pod, pvc, pv))
@@ -629,7 +660,6 @@ def _selector_to_volume(ctx: RuleContext, pod: Pod, pv: PersistentVolume) -> Rem
     verdict = what_if_verdict(ctx, moved)
     if not verdict.fits:
         return None
-    fits_on = [nv.node for nv in verdict.nodes if nv.fits]
     return _template_patch(
         ctx,
         ref,
@@ -637,7 +667,7 @@ def _selector_to_volume(ctx: RuleContext, pod: Pod, pv: PersistentVolume) -> Rem
         f"Run {ref.name} in the volume's zone: nodeSelector {key}={node_zone}",
         {"spec": {"template": {"spec": {"nodeSelector": {key: node_zone}}}}},
         f"re-simulated {pod.name} with nodeSelector {key}={node_zone} (where {pv.name} lives, {zone}): it fits on "
-        f"{names(fits_on)}",
+        f"{where_fits(verdict)}",
     )
 
 
@@ -682,12 +712,12 @@ def _node_in_topology(
     ctx: RuleContext,
     pod: Pod,
     topology: NodeSelector,
-    free_nodes: list[str],
+    bare: PodVerdict,
     model_from: Sequence[str] = (),
 ) -> Remedy | None:
     """A node in the volume's zone: modelled on a full node there, else on a node that fits the pod."""
     snap = ctx.snapshot
-    model_name = next(iter(model_from), None) or (free_nodes[0] if free_nodes else None)
+    model_name = next(iter(model_from), None) or _first_fitting(bare)
     if model_name is None:
         return None
     model = snap.nodes[model_name]
@@ -749,7 +779,7 @@ def _move_data_note(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim, pv: 
 
 
 def _delayed_unbindable(
-    ctx: RuleContext, pod: Pod, verdict: PodVerdict, allowed: list[Node], free_nodes: list[str]
+    ctx: RuleContext, pod: Pod, verdict: PodVerdict, allowed: list[Node], bare: PodVerdict
 ) -> _Problem | None:
     snap = ctx.snapshot
     for name in pod.spec.pvc_names:
@@ -836,14 +866,13 @@ def _selector_to_topology(ctx: RuleContext, pod: Pod, cls: StorageClass) -> Reme
         verdict = what_if_verdict(ctx, moved)
         if not verdict.fits:
             continue
-        fits_on = [nv.node for nv in verdict.nodes if nv.fits]
         return _template_patch(
             ctx,
             ref,
             pod,
             f"Run {ref.name} in a zone {cls.name} may provision in: nodeSelector {key}={zone}",
             {"spec": {"template": {"spec": {"nodeSelector": {key: zone}}}}},
-            f"re-simulated {pod.name} with nodeSelector {key}={zone}: it fits on {names(fits_on)}",
+            f"re-simulated {pod.name} with nodeSelector {key}={zone}: it fits on {where_fits(verdict)}",
         )
     return None
 
@@ -877,7 +906,6 @@ def _class_for_pod_zone(
     )
     moved = replace(pvc, storage_class=name)
     verdict = what_if_verdict(ctx, pod, table_free_what_if(ctx, new_cls, moved))
-    fits_on = [nv.node for nv in verdict.nodes if nv.fits] if verdict.fits else []
     manifest = {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
@@ -890,12 +918,12 @@ def _class_for_pod_zone(
         f"Or provision in the pod's zone: StorageClass {name} (WaitForFirstConsumer, {key} in {', '.join(values)})",
         ObjectRef("StorageClass", "", name),
         "object.yaml.j2",
-        verified=bool(fits_on),
+        verified=verdict.fits,
         verification=(
             f"re-simulated with {name} and claim {pvc.name} in it: "
             + (
-                f"{pod.name} fits on {names(fits_on)}"
-                if fits_on
+                f"{pod.name} fits on {where_fits(verdict)}"
+                if verdict.fits
                 else f"still unschedulable ({verdict.message})"
             )
             + f"; copy the parameters of {cls.name} (not in the snapshot); StorageClass fields and a claim's "

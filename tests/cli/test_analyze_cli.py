@@ -101,3 +101,24 @@ def test_bad_input_gives_one_line_errors_never_a_traceback(tmp_path: Path) -> No
     assert json.loads(proc.stdout)["pods"] == []
     proc = unstick("analyze", str(SEED), "--now", "yesterday")
     assert proc.returncode == 2 and "--now" in proc.stderr
+
+
+def test_eviction_log_from_a_hanging_drain(tmp_path: Path) -> None:
+    dump = ROOT / "tests/scenarios/pdb-blocks-eviction/seed-004-drain-storefront"
+    log = tmp_path / "drain.log"
+    log.write_text(
+        "node/node-2 already cordoned\n"
+        "evicting pod shop/storefront-5d8f7c9b6d-k8x2q\n"
+        'error when evicting pods/"storefront-5d8f7c9b6d-k8x2q" -n "shop" (will retry after 5s): '
+        "Cannot evict pod as it would violate the pod's disruption budget.\n"
+    )
+    proc = unstick("analyze", str(dump), "--eviction-log", str(log), "--json", "--now", "2026-11-20T10:32:00Z")
+    assert proc.returncode == 0, proc.stderr
+    (finding,) = json.loads(proc.stdout)["findings"]
+    assert finding["rule_id"] == "pdb-blocks-eviction" and finding["severity"] == "critical"
+    quiet = tmp_path / "quiet.log"
+    quiet.write_text("node/node-2 cordoned\n")
+    proc = unstick("analyze", str(dump), "--eviction-log", str(quiet), "--json")
+    assert proc.returncode == 0 and "no eviction errors found" in proc.stderr
+    proc = unstick("analyze", "-", "--eviction-log", "-")
+    assert proc.returncode == 2 and "stdin cannot be both" in proc.stderr

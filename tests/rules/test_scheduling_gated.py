@@ -58,7 +58,7 @@ def test_unknown_gate_names_the_domain_and_the_verified_removal() -> None:
     assert removal.command == (
         'kubectl patch pod report-7 -n default --type json -p \'[{"op":"remove","path":"/spec/schedulingGates"}]\''
     )
-    assert "report-7 fits on n1, which have room for" in removal.verification
+    assert "re-simulated without gates, report-7 fits on n1." in removal.verification
 
 
 def test_removal_is_not_verified_when_the_pod_would_still_not_fit() -> None:
@@ -90,5 +90,5 @@ def test_pods_that_do_not_fit_together_are_not_verified() -> None:
     assert (finding.subject.kind, finding.subject.name) == ("ReplicaSet", "w-5c")
     # Each fits n1 (4 cpu) alone; n1 holds one 3-cpu pod, not two.
     assert not finding.evidence["fits_once_ungated"]
-    assert "hold only 1 of the 2 gated pod(s)" in finding.explanation
+    assert "hold only 1 of the 2 gated pods" in finding.explanation
     assert not finding.remedies[-1].verified
