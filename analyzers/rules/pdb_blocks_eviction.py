@@ -497,6 +497,13 @@ def _why(
         first = pending_info[0]
         age = f" (created {first['age']} ago)" if first["age"] else ""
         more = f" and {len(pending) - 1} more" if len(pending) > 1 else ""
+        if first["fits"]:
+            return (
+                f"The budget is spent because {plural(len(pending), 'selected pod')} {are(len(pending))} Pending: the "
+                f"replacement {first['pod']}{age}{more} could not be scheduled, but now {first['why']}; kube-scheduler "
+                f"should place it on its next attempt. Until it runs and is Ready only {st.current_healthy} of "
+                f"{st.expected_pods} count as healthy, so the drain waits for it."
+            )
         return (
             f"The budget is spent because {plural(len(pending), 'selected pod')} {are(len(pending))} Pending: the "
             f"replacement {first['pod']}{age}{more} cannot be scheduled \u2014 {first['why']}. Until it runs and is "
