@@ -8,7 +8,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 import yaml
@@ -16,8 +16,10 @@ import yaml
 from agent.cli import EXIT_OK, UserError
 from agent.dumps import DumpError, expand, iter_clusters, load_into
 from analyzers.ingest import parse_time
-from analyzers.report import PodReport, Report, build_report
 from analyzers.snapshot import ClusterState
+
+if TYPE_CHECKING:
+    from analyzers.report import PodReport, Report
 
 # Above this many files, or when stderr is a terminal, show progress on stderr.
 PROGRESS_MIN_FILES = 20
@@ -83,7 +85,11 @@ def _eviction_messages(path: str | None) -> tuple[dict[str, Any], ...]:
     from analyzers.messages import EVICTION, parse_message
 
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8", errors="replace").read()
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
     except OSError as exc:
         raise UserError(f"--eviction-log {path}: {exc.strerror or exc}") from exc
     found = []
@@ -114,6 +120,8 @@ def _progress_printer(enabled: bool) -> Callable[[int, int, int], None] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analyzers.report import build_report  # the simulator and rules: loaded only when used
+
     now = _now(args)
     pod_filter = _pod_filter(args)
     if args.eviction_log == "-" and "-" in args.paths:
@@ -150,7 +158,9 @@ def run(args: argparse.Namespace) -> int:
     if used == 0:
         raise UserError(f"no usable Kubernetes objects in {', '.join(args.paths)}")
     snapshot = state.snapshot()
-    report = build_report(snapshot, now=now, kube_version=args.kube_version, pod_filter=pod_filter)
+    report = build_report(
+        snapshot, now=now, kube_version=args.kube_version, pod_filter=pod_filter, eviction_messages=evictions
+    )
     if (
         args.pod
         and not report.pods
