@@ -12,8 +12,8 @@ template, stuck for one of the reasons the rules explain:
 
 * nodeSelector of a pool that does not exist            (node-selector-mismatch)
 * a CPU request larger than any node / 8 GPUs per pod   (insufficient-resources)
-* 12 CPUs + 48 Gi on the general pool (full/fragmented) (insufficient-resources)
-* a GPU without the GPU pool's toleration               (untolerated-taint)
+* 13 CPUs + 40 Gi on the general pool (fragmented)     (insufficient-resources)
+* pinned to the system pool without its toleration      (untolerated-taint)
 * required zone anti-affinity, 3 replicas already run   (anti-affinity-infeasible)
 * required pod affinity to a workload that is not there (anti-affinity-infeasible)
 * DoNotSchedule zone spread, the third zone's nodes drained (topology-spread-infeasible)
@@ -260,14 +260,14 @@ class Builder:
                 causes["cpu larger than any node"] += count
                 self.deployment(name, ns, spec, count, message=msg)
             elif cause == 2:
-                spec = self.base_spec(name, {"cpu": "12", "memory": "48Gi"}, nodeSelector={"node-pool": "general"})
+                spec = self.base_spec(name, {"cpu": "13", "memory": "40Gi"}, nodeSelector={"node-pool": "general"})
                 msg = f"{not_available}: {n_nodes} Insufficient cpu. {no_preempt}"
-                causes["12 cpu + 48Gi on the general pool"] += count
+                causes["13 cpu + 40Gi on the general pool (fragmented)"] += count
                 self.deployment(name, ns, spec, count, message=msg)
             elif cause == 3:
-                spec = self.base_spec(name, {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "1"})
-                msg = f"{not_available}: untolerated taint {{nvidia.com/gpu: present}}. {no_preempt}"
-                causes["GPU without the pool's toleration"] += count
+                spec = self.base_spec(name, {"cpu": "200m", "memory": "256Mi"}, nodeSelector={"node-pool": "system"})
+                msg = f"{not_available}: {n_nodes} node(s) didn't match Pod's node affinity/selector. {no_preempt}"
+                causes["system pool without its toleration"] += count
                 self.deployment(name, ns, spec, count, message=msg)
             elif cause == 4:
                 sel = {"matchLabels": {"app.kubernetes.io/name": name}}
@@ -411,7 +411,13 @@ class Builder:
             {
                 "apiVersion": "apps/v1",
                 "kind": "Deployment",
-                "metadata": {"name": name, "namespace": ns, "uid": f"{name}-uid", "generation": 2},
+                "metadata": {
+                    "name": name,
+                    "namespace": ns,
+                    "uid": f"{name}-uid",
+                    "generation": 2,
+                    "annotations": {"deployment.kubernetes.io/revision": "2"},
+                },
                 "spec": {
                     "replicas": 1,
                     "selector": {"matchLabels": base},
@@ -688,11 +694,13 @@ class CountingSimulate:
         self.snapshot, self.on_snapshot, self.what_if = snapshot, 0, 0
 
 
-def run_once(snap: ClusterSnapshot, now: float) -> tuple[float, Any]:
+def run_once(snap: ClusterSnapshot, now: float) -> tuple[float, float, Any]:
+    """(wall seconds, CPU seconds of this process, report). On a shared machine
+    the CPU time is the steadier figure; pinned to one core, wall >= CPU."""
     gc.collect()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     report = build_report(snap, now=now)
-    return time.perf_counter() - t0, report
+    return time.perf_counter() - t0, time.process_time() - c0, report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -741,7 +749,8 @@ def main(argv: list[str] | None = None) -> int:
 
     counter = CountingSimulate()
     counter.install()
-    times = []
+    times: list[float] = []
+    cpu: list[float] = []
     report = None
     try:
         for _ in range(args.runs):
@@ -755,16 +764,17 @@ def main(argv: list[str] | None = None) -> int:
                 kube_version=snap.kube_version,
             )
             counter.reset(fresh)
-            seconds, report = run_once(fresh, now)
+            seconds, cpu_seconds, report = run_once(fresh, now)
             times.append(seconds)
+            cpu.append(cpu_seconds)
     finally:
         counter.uninstall()
     assert report is not None
     best = min(times)
     print(
-        f"build_report: {', '.join(f'{t:.2f}' for t in times)} s (best {best:.2f} s; "
-        f"target < 10 s on one core, aim 2 s: {'met' if best < 10 else 'NOT met'}"
-        f"{', aim met' if best < 2 else ''})"
+        f"build_report on one core: wall {', '.join(f'{t:.2f}' for t in times)} s, "
+        f"CPU {', '.join(f'{t:.2f}' for t in cpu)} s (best wall {best:.2f} s; "
+        f"target < 10 s, aim 2 s: {'met' if best < 10 else 'NOT met'}{', aim met' if best < 2 else ''})"
     )
     print(
         f"simulations: {counter.on_snapshot + counter.what_if} for {len(pending)} pending pods "

@@ -73,7 +73,8 @@ from datetime import datetime
 from typing import Any, Final
 
 import orjson
-from sqlalchemy import and_, delete, insert, literal_column, select, text
+from sqlalchemy import String, and_, any_, delete, insert, literal, literal_column, select, text
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -251,6 +252,12 @@ async def _load_open(
             found[inc.fingerprint] = inc
         return found
     ordered = sorted(names)
+    if session.get_bind().dialect.name == "postgresql":
+        # One array parameter (= ANY) plans and binds faster than an IN list of many.
+        name_is = Incident.subject_name == any_(literal(ordered, ARRAY(String())))
+        for inc in (await session.execute(base.where(name_is))).scalars():
+            found[inc.fingerprint] = inc
+        return found
     for i in range(0, len(ordered), _CHUNK):
         rows = await session.execute(base.where(Incident.subject_name.in_(ordered[i : i + _CHUNK])))
         for inc in rows.scalars():

@@ -225,7 +225,12 @@ async def incident_list(request: web.Request) -> web.Response:
     )
 
 
-WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
+WINDOWS = {
+    "1h": timedelta(hours=1),
+    "24h": timedelta(days=1),
+    "7d": timedelta(days=7),
+    "30d": timedelta(days=30),
+}
 
 _SORT_LABELS = {
     Sort.LAST_SEEN_DESC: "Last seen, newest first",

@@ -99,17 +99,36 @@ _PLACEMENT_FIELDS = (
 # Root cause of one verdict
 
 
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """One node of a verdict with the set of plugins that reject it, computed once."""
+
+    nv: NodeVerdict
+    plugins: frozenset[str]
+    matches: bool  # passes node affinity/selector
+    usable: bool  # ... and taints/cordon: a node the pod may use
+
+    @property
+    def node(self) -> str:
+        return self.nv.node
+
+
+def node_views(verdict: PodVerdict) -> tuple[NodeView, ...]:
+    sets: dict[tuple[str, ...], tuple[frozenset[str], bool, bool]] = {}
+    out = []
+    for nv in verdict.nodes:
+        key = tuple(f.plugin for f in nv.filters)
+        entry = sets.get(key)
+        if entry is None:
+            plugins = frozenset(key)
+            matches = not (plugins & _AFFINITY_PLUGINS)
+            entry = sets[key] = (plugins, matches, matches and not (plugins & _TAINT_PLUGINS))
+        out.append(NodeView(nv, *entry))
+    return tuple(out)
+
+
 def plugins_of(nv: NodeVerdict) -> frozenset[str]:
     return frozenset(f.plugin for f in nv.filters)
-
-
-def passes_affinity(nv: NodeVerdict) -> bool:
-    return not (plugins_of(nv) & _AFFINITY_PLUGINS)
-
-
-def eligible(nv: NodeVerdict) -> bool:
-    """Passes node affinity/selector and taints/cordon: a node the pod may use."""
-    return not (plugins_of(nv) & (_AFFINITY_PLUGINS | _TAINT_PLUGINS))
 
 
 def resource_rows(nv: NodeVerdict) -> list[Mapping[str, Any]]:
@@ -121,35 +140,36 @@ def resource_rows(nv: NodeVerdict) -> list[Mapping[str, Any]]:
     return []
 
 
-def capacity_curable(nv: NodeVerdict) -> bool:
+def capacity_curable(view: NodeView) -> bool:
     """Fails only NodeResourcesFit, and every short resource fits the node's allocatable."""
-    if plugins_of(nv) != {C.NODE_RESOURCES_FIT}:
+    if view.plugins != {C.NODE_RESOURCES_FIT}:
         return False
-    rows = resource_rows(nv)
+    rows = resource_rows(view.nv)
     return bool(rows) and all(int(r.get("requested", 0)) <= int(r.get("allocatable", 0)) for r in rows)
 
 
-def root_cause(verdict: PodVerdict) -> str | None:
+def root_cause(verdict: PodVerdict, views: Sequence[NodeView] | None = None) -> str | None:
     """The one constraint family that keeps the pod off every node (module docstring)."""
     if verdict.fits or verdict.gated is not None:
         return None
     if verdict.prefilter is not None:
         return SELECTOR if verdict.prefilter.plugin == C.NODE_AFFINITY else None
-    nodes = verdict.nodes
-    matching = [nv for nv in nodes if passes_affinity(nv)]
+    if views is None:
+        views = node_views(verdict)
+    matching = [v for v in views if v.matches]
     if not matching:
-        return SELECTOR if nodes else None
-    usable = [nv for nv in matching if eligible(nv)]
-    only = [plugins_of(nv) for nv in usable]
-    if any(capacity_curable(nv) for nv in usable):
+        return SELECTOR if views else None
+    usable = [v for v in matching if v.usable]
+    only = {v.plugins for v in usable}
+    if any(capacity_curable(v) for v in usable):
         return RESOURCES
-    if any(p == {C.POD_TOPOLOGY_SPREAD} for p in only):
+    if {C.POD_TOPOLOGY_SPREAD} in only:
         return SPREAD
-    if any(p == {C.INTER_POD_AFFINITY} for p in only):
+    if {C.INTER_POD_AFFINITY} in only:
         return INTERPOD
-    if any(plugins_of(nv) <= _TAINT_PLUGINS for nv in matching):
+    if any(v.plugins <= _TAINT_PLUGINS for v in matching):
         return TAINT
-    if any(p == {C.NODE_RESOURCES_FIT} for p in only):
+    if {C.NODE_RESOURCES_FIT} in only:
         return RESOURCES
     if not usable:
         return TAINT
@@ -180,6 +200,7 @@ class Blocked:
     verdict: PodVerdict
     root: str
     drifted: bool
+    views: tuple[NodeView, ...] = ()
 
     @property
     def pod_names(self) -> tuple[str, ...]:
@@ -202,7 +223,7 @@ def _classify(ctx: RuleContext) -> list[Blocked]:
     out: list[Blocked] = []
     # Pods of one spec, labels and namespace get one verdict (bare pods of one
     # manifest, pods of one template across owners): the per-node detail is costly.
-    shared: dict[tuple[Any, ...], PodVerdict] = {}
+    shared: dict[tuple[Any, ...], tuple[PodVerdict, tuple[NodeView, ...], str | None]] = {}
     for ref, pods in ctx.pending_by_workload().items():
         workload = snap.workload_of(pods[0])
         for rep in ctx.representative(pods):
@@ -211,14 +232,18 @@ def _classify(ctx: RuleContext) -> list[Blocked]:
             members = tuple(p for p in pods if p.spec is rep.spec and p.labels is rep.labels)
             pod, drifted = as_created_now(snap, rep, workload)
             key = (pod.namespace, pod.spec, pod.labels, pod.nominated_node)
-            verdict = shared.get(key)
-            if verdict is None:
-                verdict = shared[key] = (
-                    simulate(snap, pod, kube_version=ctx.version) if drifted else ctx.verdict(rep)
-                )
-            root = root_cause(verdict)
+            entry = shared.get(key)
+            if entry is None:
+                verdict = simulate(snap, pod, kube_version=ctx.version) if drifted else ctx.verdict(rep)
+                if verdict.fits or verdict.gated is not None:
+                    entry = (verdict, (), None)
+                else:
+                    views = node_views(verdict)
+                    entry = (verdict, views, root_cause(verdict, views))
+                shared[key] = entry
+            verdict, views, root = entry
             if root is not None:
-                out.append(Blocked(ref, workload, members, pod, verdict, root, drifted))
+                out.append(Blocked(ref, workload, members, pod, verdict, root, drifted, views))
     return out
 
 
@@ -270,12 +295,17 @@ def with_spec(pod: Pod, **changes: Any) -> Pod:
     return replace(pod, spec=replace(pod.spec, **changes))
 
 
-# Re-simulations that rebuild the node table of a changed cluster (pods moved or
-# changed, or a node changed for a pod whose filters look beyond that node) cost
-# about a second on 5,000 nodes / 150,000 pods; an analysis spends at most this
-# many, and reports the remedies it could not check as unverified.
-FULL_RESIMULATIONS = 12
-NOT_RESIMULATED = "not re-simulated: this analysis already spent its budget of full-cluster re-simulations on other findings"
+# Re-simulating a changed cluster (pods moved or changed, or a node changed for a
+# pod whose filters look beyond that node) rebuilds the node table, at a cost that
+# grows with the number of pods (about a second at 150,000). An analysis spends at
+# most this many pod-visits on such rebuilds -- every one on a small cluster, a
+# few on a very large one -- and reports the remedies it could not check as
+# unverified. Rules whose main remedies do not need them may use only part of it.
+FULL_RESIMULATION_POD_BUDGET = 400_000
+NOT_RESIMULATED = (
+    "not re-simulated: on a cluster this size the analysis spends a bounded budget on full-cluster "
+    "re-simulations, and it went to other findings"
+)
 
 
 def _memo(ctx: RuleContext) -> dict[Any, Any]:
@@ -293,7 +323,7 @@ def what_if(ctx: RuleContext, pod: Pod) -> PodVerdict:
     return found
 
 
-def what_if_nodes(ctx: RuleContext, pod: Pod, *nodes: Node) -> PodVerdict | None:
+def what_if_nodes(ctx: RuleContext, pod: Pod, *nodes: Node, share: float = 1.0) -> PodVerdict | None:
     """The pod's verdict with some nodes changed or added, everything else as is.
 
     When the pod's filters on a node depend on that node alone (no required pod
@@ -301,7 +331,7 @@ def what_if_nodes(ctx: RuleContext, pod: Pod, *nodes: Node) -> PodVerdict | None
     anti-affinity matching it), the changed nodes are simulated by themselves
     with their pods: the other nodes rejected the pod before and still do, so
     the pod fits the changed cluster exactly when it fits one of these. Otherwise
-    the whole changed cluster is re-simulated (budgeted; None when spent)."""
+    the whole changed cluster is re-simulated (budgeted, see what_if_cluster)."""
     memo = _memo(ctx)
     key = ("nodes", pod.namespace, pod.spec, pod.labels, nodes)
     if key in memo:
@@ -311,25 +341,26 @@ def what_if_nodes(ctx: RuleContext, pod: Pod, *nodes: Node) -> PodVerdict | None
     if _isolated(ctx, pod):
         memo[key] = simulate(_only_nodes(snap, nodes), pod, kube_version=ctx.version)
     else:
-        memo[key] = what_if_cluster(ctx, pod, ("nodes", nodes), lambda: snap.replace(*nodes))
+        memo[key] = what_if_cluster(ctx, pod, ("nodes", nodes), lambda: snap.replace(*nodes), share=share)
     result: PodVerdict | None = memo[key]
     return result
 
 
 def what_if_cluster(
-    ctx: RuleContext, pod: Pod, change: Any, build: Callable[[], ClusterSnapshot]
+    ctx: RuleContext, pod: Pod, change: Any, build: Callable[[], ClusterSnapshot], *, share: float = 1.0
 ) -> PodVerdict | None:
     """The pod's verdict in a changed cluster (``change`` identifies the change); None
-    once the analysis has spent its FULL_RESIMULATIONS."""
+    when this would take the analysis past ``share`` of FULL_RESIMULATION_POD_BUDGET."""
     memo = _memo(ctx)
     key = ("cluster", pod.namespace, pod.spec, pod.labels, change)
     if key in memo:
         found: PodVerdict | None = memo[key]
         return found
     spent = memo.get("spent", 0)
-    if spent >= FULL_RESIMULATIONS:
+    cost = max(len(ctx.snapshot.pods), 1)
+    if spent + cost > FULL_RESIMULATION_POD_BUDGET * share:
         return None
-    memo["spent"] = spent + 1
+    memo["spent"] = spent + cost
     memo[key] = simulate(build(), pod, kube_version=ctx.version)
     result: PodVerdict | None = memo[key]
     return result
@@ -369,12 +400,18 @@ def fitting_nodes(verdict: PodVerdict) -> list[str]:
 
 
 def outcome(verdict: PodVerdict | None) -> str:
-    """``it fits on a, b and 2 more`` or ``still unschedulable: 0/5 nodes are available: …``."""
+    """``it fits on a, b and 2 more`` or ``still unschedulable: 0/5 nodes are available: …``.
+
+    Names are listed for small verdicts only (the what-ifs of changed nodes, small
+    clusters): listing them needs every node's verdict, costly on a large cluster."""
     if verdict is None:
         return NOT_RESIMULATED
+    small = verdict.total_nodes <= 50
     if verdict.fits:
-        return f"it fits on {names(fitting_nodes(verdict))}"
-    if verdict.total_nodes and len(verdict.nodes) < 3 and verdict.nodes and verdict.nodes[0].filters:
+        if small:
+            return f"it fits on {names(fitting_nodes(verdict))}"
+        return f"it fits on {verdict.feasible_nodes} of {verdict.total_nodes} nodes"
+    if small and verdict.total_nodes < 3 and verdict.nodes and verdict.nodes[0].filters:
         # A what-if of the changed nodes alone: say what they still fail.
         return "still unschedulable there: " + "; ".join(
             f"{nv.node}: {'; '.join(r for f in nv.filters for r in f.reasons)}" for nv in verdict.nodes

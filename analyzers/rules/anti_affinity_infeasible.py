@@ -137,8 +137,8 @@ def _occupied(snap: ClusterSnapshot, term: PodAffinityTerm, pod: Pod) -> dict[st
 def _analyse(ctx: RuleContext, group: P.Blocked) -> Analysis | None:
     snap = ctx.snapshot
     pod = group.pod
-    usable = [nv for nv in group.verdict.nodes if P.eligible(nv)]
-    failing = [nv for nv in usable if C.INTER_POD_AFFINITY in P.plugins_of(nv)]
+    usable = [v.nv for v in group.views if v.usable]
+    failing = [v.nv for v in group.views if v.usable and C.INTER_POD_AFFINITY in v.plugins]
     codes: Counter[str] = Counter()
     for nv in failing:
         for f in nv.filters:

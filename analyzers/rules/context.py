@@ -8,7 +8,7 @@ reads (``ctx.now`` is the time of the analysis), no globals.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analyzers.findings import ObjectRef
@@ -57,13 +57,18 @@ class RuleContext:
         """The simulated scheduling verdict of a pod (memoised for the context's snapshot).
 
         The memo is keyed by the identity of the pod's spec and labels and keeps
-        references to them, so an id can never be reused by another object."""
+        references to them, so an id can never be reused by another object.
+        Everything else the simulator reads of a pod is in the key too
+        (namespace, node name, nominated node), not its name: the pending pods
+        of one template share one simulation, each getting the verdict under
+        its own key."""
         if snapshot is not None and snapshot is not self.snapshot:
             return simulate(snapshot, pod, kube_version=self.version)
-        key = (pod.namespace, pod.name, id(pod.spec), id(pod.labels))
+        key = (pod.namespace, id(pod.spec), id(pod.labels), pod.node_name, pod.nominated_node)
         hit = self._verdicts.get(key)
         if hit is not None and hit[0] is pod.spec and hit[1] is pod.labels:
-            return hit[2]
+            verdict = hit[2]
+            return verdict if verdict.pod == pod.key else replace(verdict, pod=pod.key)
         verdict = simulate(self.snapshot, pod, kube_version=self.version)
         self._verdicts[key] = (pod.spec, pod.labels, verdict)
         return verdict

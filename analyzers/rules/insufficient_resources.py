@@ -53,28 +53,29 @@ _LOWERABLE = ("cpu", "memory", "ephemeral-storage")
 
 @dataclass(slots=True)
 class Shortage:
-    """One resource over the eligible nodes."""
+    """One resource over the eligible nodes (aggregates computed once)."""
 
     resource: str
     requested: int
-    per_node: list[tuple[str, int, int]]  # (node, free, allocatable)
+    per_node: list[tuple[str, int, int]]  # (node, free, allocatable), most free first
     kind: str = ""
+    max_allocatable: int = 0
+    max_free: int = 0
+    total_free: int = 0
+    most_allocatable: str = ""
 
-    @property
-    def max_allocatable(self) -> int:
-        return max((a for _, _, a in self.per_node), default=0)
-
-    @property
-    def max_free(self) -> int:
-        return max((f for _, f, _ in self.per_node), default=0)
-
-    @property
-    def total_free(self) -> int:
-        return sum(max(f, 0) for _, f, _ in self.per_node)
+    def __post_init__(self) -> None:
+        self.per_node.sort(key=lambda r: (-r[1], r[0]))
+        if self.per_node:
+            self.max_free = self.per_node[0][1]
+            best = min(self.per_node, key=lambda r: (-r[2], r[0]))
+            self.max_allocatable, self.most_allocatable = best[2], best[0]
+        self.total_free = sum(f for _, f, _ in self.per_node if f > 0)
 
     def best(self, of: str) -> str:
-        rows = sorted(self.per_node, key=lambda r: (-(r[2] if of == "allocatable" else r[1]), r[0]))
-        return rows[0][0] if rows else ""
+        if of == "allocatable":
+            return self.most_allocatable
+        return self.per_node[0][0] if self.per_node else ""
 
 
 @dataclass(slots=True)
@@ -97,8 +98,13 @@ def analyze(ctx: RuleContext) -> list[Finding]:
     per_workload: dict[ObjectRef, int] = {}
     for group in groups:
         per_workload[group.ref] = per_workload.get(group.ref, 0) + len(group.pods)
+    # Pods of one spec share a verdict object, and so their analysis.
+    shared: dict[tuple[int, int], Analysis] = {}
     for group in groups:
-        analysis = _analyse(table, group, per_workload[group.ref])
+        key = (id(group.verdict), per_workload[group.ref])
+        analysis = shared.get(key)
+        if analysis is None:
+            analysis = shared[key] = _analyse(table, group, per_workload[group.ref])
         if not analysis.shortages:
             continue
         items.append(("resource:" + "+".join(analysis.resources), group, analysis))
@@ -119,13 +125,14 @@ def _free(table: NodeTable, i: int, res: str) -> tuple[int, int]:
 
 
 def _analyse(table: NodeTable, group: P.Blocked, pending: int) -> Analysis:
-    usable = [nv for nv in group.verdict.nodes if P.eligible(nv)]
-    accounting = [nv for nv in usable if P.plugins_of(nv) <= {C.NODE_RESOURCES_FIT}]
+    usable = [v for v in group.views if v.usable]
+    accounting = [v.nv for v in usable if v.plugins <= {C.NODE_RESOURCES_FIT}]
     if not accounting:
-        accounting = [nv for nv in usable if C.NODE_RESOURCES_FIT in P.plugins_of(nv)]
+        accounting = [v.nv for v in usable if C.NODE_RESOURCES_FIT in v.plugins]
     picked = {nv.node for nv in accounting}
     excluded: dict[str, list[str]] = {}
-    for nv in usable:
+    for v in usable:
+        nv = v.nv
         if nv.node not in picked:
             for f in nv.filters:
                 if f.plugin != C.NODE_RESOURCES_FIT:
@@ -166,11 +173,9 @@ def _analyse(table: NodeTable, group: P.Blocked, pending: int) -> Analysis:
     if not kind and shortages:
         kind = FRAGMENTED  # each resource fits somewhere, never all of them on one node
     tainted = [
-        nv.node
-        for nv in group.verdict.nodes
-        if P.passes_affinity(nv)
-        and nv.filters
-        and P.plugins_of(nv) <= {C.TAINT_TOLERATION, C.NODE_UNSCHEDULABLE_PLUGIN}
+        v.node
+        for v in group.views
+        if v.matches and v.plugins and v.plugins <= {C.TAINT_TOLERATION, C.NODE_UNSCHEDULABLE_PLUGIN}
     ]
     return Analysis([nv.node for nv in accounting], shortages, kind, excluded, tainted)
 
@@ -186,7 +191,7 @@ def _q(res: str, units: int) -> str:
 
 
 def _per_node(s: Shortage, limit: int) -> str:
-    rows = sorted(s.per_node, key=lambda r: (-r[1], r[0]))
+    rows = s.per_node
     shown = [f"{n} {P.human(s.resource, max(f, 0))}/{P.human(s.resource, a)}" for n, f, a in rows[:limit]]
     more = f", {len(rows) - limit} more with less" if len(rows) > limit else ""
     return ", ".join(shown) + more
@@ -417,7 +422,7 @@ def _slots(
 
 def _capacity(ctx: RuleContext, group: P.Blocked, analysis: Analysis, events: Sequence[Any]) -> Remedy | None:
     snap = ctx.snapshot
-    pool = analysis.nodes or [nv.node for nv in group.verdict.nodes if P.eligible(nv)]
+    pool = analysis.nodes or [v.node for v in group.views if v.usable]
     if not pool or not analysis.shortages:
         return None
     main = analysis.shortages[0].resource
@@ -441,7 +446,7 @@ def _capacity(ctx: RuleContext, group: P.Blocked, analysis: Analysis, events: Se
     effective = {r: v - ds.get(r, 0) for r, v in alloc.items()}
     name = P.synthetic_name(template.name)
     synthetic = P.synthetic_node(template, name, allocatable=effective)
-    verdict = P.what_if_nodes(ctx, group.pod, synthetic)
+    verdict = P.what_if_nodes(ctx, group.pod, synthetic, share=0.5)
     refused = next((e for e in events if e.reason == "NotTriggerScaleUp"), None)
     if bigger:
         title = f"Add bigger nodes: at least {', '.join(bigger)} allocatable (a node pool shaped like {template.name})"

@@ -49,6 +49,7 @@ _SYSTEM_KEYS = frozenset(
 )
 _SYSTEM_PREFIXES = ("beta.kubernetes.io/", "failure-domain.beta.kubernetes.io/")
 _MAX_LABEL_TRIES = 2
+_MAX_LABEL_LOOKS = 50
 
 
 def system_key(key: str) -> bool:
@@ -428,31 +429,29 @@ def _label_command(
     ctx: RuleContext, group: P.Blocked, analysis: Analysis, fixes: list[Remedy]
 ) -> Remedy | None:
     snap = ctx.snapshot
-    # Nodes that fail nothing but NodeAffinity: labelled, they would take the pod.
-    candidates: list[tuple[int, int, str, dict[str, str], list[str]]] = []
-    preferred = {
+    # Nodes that fail nothing but NodeAffinity: labelled, they would take the pod. Those
+    # carrying the nearest existing label first (they are likely the intended ones).
+    preferred = [
         n
         for c in analysis.culprits
         for k, v, _, _ in c.suggestions
         for n in _nodes_with(node_table(snap), k, v, c.is_field)
-    }
-    for nv in group.verdict.nodes:
-        if P.plugins_of(nv) != {C.NODE_AFFINITY}:
+    ]
+    only_affinity = {v.node for v in group.views if v.plugins == {C.NODE_AFFINITY}}
+    order = [n for n in dict.fromkeys(preferred) if n in only_affinity]
+    order += sorted(only_affinity - set(order))
+    tried = 0
+    for name in order[:_MAX_LABEL_LOOKS]:
+        node = snap.nodes.get(name)
+        change = _label_changes(node, group.pod) if node is not None else None
+        if node is None or change is None:
             continue
-        node = snap.nodes.get(nv.node)
-        if node is None:
-            continue
-        change = _label_changes(node, group.pod)
-        if change is None:
-            continue
-        candidates.append(
-            (0 if node.name in preferred else 1, len(change[0]) + len(change[1]), node.name, *change)
-        )
-    candidates.sort()
-    for _, _, name, to_set, to_remove in candidates[:_MAX_LABEL_TRIES]:
-        node = snap.nodes[name]
+        if tried == _MAX_LABEL_TRIES:
+            break
+        tried += 1
+        to_set, to_remove = change
         relabelled = P.with_labels(node, to_set, to_remove)
-        verdict = P.what_if_nodes(ctx, group.pod, relabelled)
+        verdict = P.what_if_nodes(ctx, group.pod, relabelled, share=0.5)
         if not P.fits(verdict):
             continue
         args = [f"{k}={v}" for k, v in sorted(to_set.items())] + [f"{k}-" for k in to_remove]

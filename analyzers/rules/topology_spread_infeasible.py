@@ -34,10 +34,10 @@ from analyzers.records import Node, Pod, TopologySpreadConstraint
 from analyzers.rules import _placement as P
 from analyzers.rules._describe import names, plural
 from analyzers.rules.context import RuleContext
-from analyzers.simulator import NodeVerdict, parse_version
 from analyzers.simulator import codes as C
+from analyzers.simulator import node_table, parse_version
 from analyzers.simulator.basic import UNSCHEDULABLE_TAINT
-from analyzers.simulator.spread import effective_selector
+from analyzers.simulator.spread import effective_selector, matching_pods_per_node
 
 RULE_ID = "topology-spread-infeasible"
 _MAX_SKEW_TRIES = 5
@@ -91,15 +91,15 @@ def analyze(ctx: RuleContext) -> list[Finding]:
 def _analyse(ctx: RuleContext, group: P.Blocked) -> Analysis:
     snap = ctx.snapshot
     pod = group.pod
-    verdicts = {nv.node: nv for nv in group.verdict.nodes}
+    views = {v.node: v for v in group.views}
     hard = [(i, c) for i, c in enumerate(pod.spec.topology_spread) if c.when_unsatisfiable == "DoNotSchedule"]
     keys = [c.topology_key for _, c in hard]
     # Which constraints reject usable nodes (nodes passing node affinity and taints).
     failing_keys: set[str] = set()
-    for nv in group.verdict.nodes:
-        if not P.eligible(nv):
+    for v in group.views:
+        if not v.usable:
             continue
-        for f in nv.filters:
+        for f in v.nv.filters:
             if f.plugin == C.POD_TOPOLOGY_SPREAD:
                 key = f.detail.get("topology_key") if f.detail else None
                 if isinstance(key, str):
@@ -108,7 +108,7 @@ def _analyse(ctx: RuleContext, group: P.Blocked) -> Analysis:
     for index, c in hard:
         if c.topology_key not in failing_keys:
             continue
-        culprits.append(_constraint(snap, pod, index, c, keys, verdicts))
+        culprits.append(_constraint(snap, pod, index, c, keys, views))
     return Analysis(culprits)
 
 
@@ -118,34 +118,30 @@ def _constraint(
     index: int,
     c: TopologySpreadConstraint,
     keys: Sequence[str],
-    verdicts: dict[str, NodeVerdict],
+    views: dict[str, P.NodeView],
 ) -> ConstraintState:
     selector = effective_selector(c.label_selector, pod, c.match_label_keys)
-    by_node = snap.pods_by_node()
+    table = node_table(snap)
+    matching = matching_pods_per_node(table, pod.namespace, selector) if selector is not None else {}
     domains: dict[str, Domain] = {}
     missing = []
     for name in sorted(snap.nodes):
         node: Node = snap.nodes[name]
-        nv = verdicts.get(name)
+        view = views.get(name)
         if c.topology_key not in node.labels:
             missing.append(name)
             continue
-        if any(k not in node.labels for k in keys) or nv is None:
+        if any(k not in node.labels for k in keys) or view is None:
             continue
-        plugins = P.plugins_of(nv)
-        if c.node_affinity_policy != "Ignore" and not P.passes_affinity(nv):
+        nv = view.nv
+        if c.node_affinity_policy != "Ignore" and not view.matches:
             continue
-        if c.node_taints_policy == "Honor" and C.TAINT_TOLERATION in plugins:
+        if c.node_taints_policy == "Honor" and C.TAINT_TOLERATION in view.plugins:
             continue
         value = node.labels[c.topology_key]
         d = domains.setdefault(value, Domain(value, 0, []))
         d.nodes.append(name)
-        if selector is not None:
-            d.count += sum(
-                1
-                for q in by_node.get(name, ())
-                if q.namespace == pod.namespace and q.deleted is None and selector.matches(q.labels)
-            )
+        d.count += matching.get(table.index[name], 0)
         other = [f for f in nv.filters if f.plugin != C.POD_TOPOLOGY_SPREAD]
         if other:
             d.blocked[name] = "; ".join(other[0].reasons)

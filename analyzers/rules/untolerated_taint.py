@@ -147,10 +147,10 @@ def analyze(ctx: RuleContext) -> list[Finding]:
 
 def _analyse(ctx: RuleContext, group: P.Blocked) -> Analysis:
     snap = ctx.snapshot
-    matching = [nv for nv in group.verdict.nodes if P.passes_affinity(nv)]
+    matching = [v for v in group.views if v.matches]
     taint_plugins = {"TaintToleration", "NodeUnschedulable"}
-    only = [nv for nv in matching if P.plugins_of(nv) <= taint_plugins]
-    focus = only or [nv for nv in matching if P.plugins_of(nv) & taint_plugins]
+    only = [v.nv for v in matching if v.plugins <= taint_plugins]
+    focus = only or [v.nv for v in matching if v.plugins & taint_plugins]
     blockers = []
     for nv in focus:
         node = snap.nodes.get(nv.node)
@@ -326,7 +326,7 @@ def _uncordon(ctx: RuleContext, group: P.Blocked, node: Node) -> Remedy:
         unschedulable=False,
         taints=tuple(t for t in node.taints if t.key != UNSCHEDULABLE_TAINT.key),
     )
-    verdict = P.what_if_nodes(ctx, group.pod, opened)
+    verdict = P.what_if_nodes(ctx, group.pod, opened, share=0.5)
     return ctx.renderer.command(
         f"Uncordon {node.name} once its maintenance or drain is finished",
         P.node_ref(node.name),
@@ -342,7 +342,7 @@ def _repair(ctx: RuleContext, group: P.Blocked, sick: list[Blocker]) -> Remedy:
     healthy_taints = tuple(
         t for t in node.taints if classify(t, group.pod).category not in ("unhealthy", "starting")
     )
-    verdict = P.what_if_nodes(ctx, group.pod, replace(node, taints=healthy_taints, ready=True))
+    verdict = P.what_if_nodes(ctx, group.pod, replace(node, taints=healthy_taints, ready=True), share=0.5)
     what = "; ".join(sorted({classify(t, group.pod).words.split(":")[0] for b in sick for t in b.taints}))
     return ctx.renderer.command(
         f"Repair {names([b.node.name for b in sick])}: {what}",
@@ -364,7 +364,7 @@ def _untainted_node(ctx: RuleContext, group: P.Blocked, blocker: Blocker) -> Rem
     name = P.synthetic_name(node.name)
     synthetic = replace(P.synthetic_node(node, name), taints=keep)
     synthetic = P.with_labels(synthetic, {}, _CONTROL_PLANE)
-    verdict = P.what_if_nodes(ctx, group.pod, synthetic)
+    verdict = P.what_if_nodes(ctx, group.pod, synthetic, share=0.5)
     return ctx.renderer.command(
         f"Add a schedulable node for {group.ref.name} (shaped like {node.name}, without "
         + ", ".join(_taint_text(t) for t in blocker.taints)

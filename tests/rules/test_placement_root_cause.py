@@ -4,6 +4,7 @@ as its Deployment would create it now."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 from analyzers.rules import _placement as P
 from analyzers.rules.context import RuleContext
@@ -152,3 +153,34 @@ def test_no_drift_without_the_replicaset():
     snap = snapshot(node("w-0"), objs)
     pod = next(p for p in snap.pods.values() if not p.node_name)
     assert P.as_created_now(snap, pod, snap.workload_of(pod)) == (pod, False)
+
+
+def test_single_node_what_if_agrees_with_a_full_resimulation():
+    """For a pod whose filters look only at the node itself, simulating the changed node
+    alone gives the answer a whole changed cluster would."""
+    snap = snapshot(
+        node("w-0", cpu="2"),
+        node("w-1", cpu="4", taints=[taint("dedicated", "infra")]),
+        deployment("busy", template(app="busy", requests={"cpu": "1500m"}), bound=["w-0"], pending=0),
+        deployment("web", template(requests={"cpu": "3"})),
+    )
+    ctx = RuleContext(snapshot=snap, now=NOW)
+    pod = next(p for p in snap.pods.values() if p.name.startswith("web") and not p.node_name)
+    for changed in (
+        replace(snap.nodes["w-1"], taints=()),  # fits once untainted
+        replace(snap.nodes["w-0"], unschedulable=True),  # still too small
+    ):
+        quick = P.what_if_nodes(ctx, pod, changed)
+        full = simulate(snap.replace(changed), pod, kube_version="1.30")
+        assert quick is not None and quick.fits == full.fits
+
+
+def test_full_resimulations_are_budgeted(monkeypatch):
+    monkeypatch.setattr(P, "FULL_RESIMULATION_POD_BUDGET", 0)
+    snap = snapshot(
+        *[node(f"w-{i}") for i in range(3)],
+        deployment("web", template(affinity=anti_affinity("web")), replicas=4, bound=["w-0", "w-1", "w-2"]),
+    )
+    [f] = findings(snap, "anti-affinity-infeasible")
+    preferred = next(r for r in f.remedies if r.title.startswith("Make the anti-affinity preferred"))
+    assert not preferred.verified and "not re-simulated" in preferred.verification

@@ -121,3 +121,24 @@ def test_quiet_when_tolerated():
         ),
     )
     assert findings(snap) == []
+
+
+def test_job_template_is_immutable_so_the_remedy_is_a_recreate():
+    job_tpl = template(app="etl")
+    job_tpl["spec"]["restartPolicy"] = "Never"
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "etl-2891", "namespace": "default", "uid": "uid-job"},
+        "spec": {"parallelism": 1, "completions": 1, "template": job_tpl},
+    }
+    pod = bare_pod("etl-2891-x7k2p", job_tpl)
+    pod["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "etl-2891", "uid": "uid-job", "controller": True}
+    ]
+    snap = snapshot(node("b-0", taints=[taint("dedicated", "batch")]), job, pod)
+    [f] = analyze_one(rule, snap)
+    assert f.subject.kind == "Job"
+    [remedy] = f.remedies
+    assert remedy.kind == "command" and "cannot be patched in place" in remedy.command
+    assert remedy.verified and "key: dedicated" in remedy.yaml
