@@ -11,14 +11,16 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS: tuple[str, ...] = (
-    "agent.commands.demo",
-    "agent.commands.watch",
-    "agent.commands.analyze",
-    "agent.commands.explain",
-    "agent.commands.serve",
-    "agent.commands.incidents",
-    "agent.commands.db",
+# (name, module, one-line help). Only the module of the command being run is
+# imported, so `unstick explain` does not pay for aiohttp and SQLAlchemy.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("demo", "agent.commands.demo", "no cluster needed: watch the seed incidents unfold against an in-process Kubernetes API"),
+    ("watch", "agent.commands.watch", "watch a cluster live: explain stuck pods, rollouts and drains as they happen"),
+    ("analyze", "agent.commands.analyze", "analyse a dump of kubectl JSON/YAML: pending pods, rollouts, PDBs, root causes"),
+    ("explain", "agent.commands.explain", "explain a FailedScheduling or eviction message"),
+    ("serve", "agent.commands.serve", "serve the incident history API and pages"),
+    ("incidents", "agent.commands.incidents", "list and show recorded incidents"),
+    ("db", "agent.commands.db", "manage the incident database schema"),
 )
 
 EXIT_OK = 0
@@ -30,7 +32,9 @@ class UserError(Exception):
     """Bad input from the user: printed as one line, exit code 2, never a traceback."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``only``, just that sub-command is built in full
+    (the others are listed for --help without importing their modules)."""
     parser = argparse.ArgumentParser(
         prog="unstick",
         description="Explain why Kubernetes pods stay Pending, rollouts stall and drains hang.",
@@ -39,13 +43,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-format", choices=("text", "json"), default="text", help="log line format")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module_name in COMMANDS:
-        importlib.import_module(module_name).register(sub)
+    for name, module_name, help_text in COMMANDS:
+        if only is None or only == name:
+            importlib.import_module(module_name).register(sub)
+        else:
+            sub.add_parser(name, help=help_text)
     return parser
 
 
+def _command_of(argv: Sequence[str]) -> str | None:
+    names = {name for name, _, _ in COMMANDS}
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--log-level", "--log-format"):
+            skip = True
+        elif not arg.startswith("-"):
+            return arg if arg in names else None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     from agent.logs import configure_logging
 
