@@ -199,15 +199,31 @@ def _prefilter_result_outcome(cycle: Cycle) -> Outcome | None:
 def _node_verdicts(
     table: NodeTable, outcomes: list[Outcome], prefilter: FilterFailure | None
 ) -> tuple[NodeVerdict, ...]:
-    failing = [(o, frozenset(bits(o.mask))) for o in outcomes]
-    head: list[FilterFailure] = [prefilter] if prefilter is not None else []
+    # Outcome by outcome (filter order), so each node's failures keep that order;
+    # a group's nodes share its failure without a per-node lookup.
+    found: list[list[FilterFailure] | None] = [None] * table.size
+    for o in outcomes:
+        rest = o.mask
+        if o.make is None:
+            for m, f in o.groups:
+                for i in bits(m):
+                    node_failures = found[i]
+                    if node_failures is None:
+                        found[i] = [f]
+                    else:
+                        node_failures.append(f)
+                rest &= ~m
+        for i in bits(rest):
+            failed = o.failure(i)
+            if failed is not None:
+                node_failures = found[i]
+                if node_failures is None:
+                    found[i] = [failed]
+                else:
+                    node_failures.append(failed)
+    head: tuple[FilterFailure, ...] = (prefilter,) if prefilter is not None else ()
     out = []
-    for i, name in enumerate(table.names):
-        found = list(head)
-        for o, idx in failing:
-            if i in idx:
-                f = o.failure(i)
-                if f is not None:
-                    found.append(f)
-        out.append(NodeVerdict(name, not found, tuple(found)))
+    for name, node_failures in zip(table.names, found, strict=True):
+        filters = head + tuple(node_failures) if node_failures is not None else head
+        out.append(NodeVerdict(name, not filters, filters))
     return tuple(out)

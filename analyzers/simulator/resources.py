@@ -58,6 +58,16 @@ class NodeResourcesFit(Plugin):
     def filter_node(self, cycle: Cycle, i: int, removed: Sequence[Pod]) -> FilterFailure | None:
         return self._node_failure(cycle, i, removed)
 
+    @staticmethod
+    def _requests(cycle: Cycle) -> list[tuple[str, int]]:
+        """checked_requests of the cycle's pod, computed once per cycle (it is
+        asked for every node when per-node verdicts or preemption run)."""
+        cached = cycle.state.get("noderesourcesfit.requests")
+        if cached is None or cached[0] is not cycle.pod:
+            cached = cycle.state["noderesourcesfit.requests"] = (cycle.pod, checked_requests(cycle.pod))
+        requests: list[tuple[str, int]] = cached[1]
+        return requests
+
     def _node_failure(self, cycle: Cycle, i: int, removed: Sequence[Pod]) -> FilterFailure | None:
         table = cycle.table
         reasons: list[str] = []
@@ -72,7 +82,7 @@ class NodeResourcesFit(Plugin):
             rows.append(
                 detail(resource="pods", requested=1, used=pods, free=allowed - pods, allocatable=allowed)
             )
-        for r, q in checked_requests(cycle.pod):
+        for r, q in self._requests(cycle):
             alloc = table.allocatable.get(r)
             a = alloc[i] if alloc is not None else 0
             used = table.requested[r][i] if r in table.requested else 0
