@@ -225,8 +225,33 @@ def cassandra_load_skew() -> None:
     )
 
 
+def gpu_selector_typo() -> None:
+    """Seed 2 (automated placement): a nodeSelector that matches no node."""
+    objs = load("node-selector-mismatch/gpu-type-typo")
+    dep = find(objs, "Deployment", "embedding-worker")
+    rs = find(objs, "ReplicaSet", "embedding-worker-bx55skkml5")
+    pending = [o for o in objs if o["kind"] == "Pod" and o["status"].get("phase") == "Pending"]
+    events = [o for o in objs if o["kind"] == "Event" and o["involvedObject"]["name"] in {p["metadata"]["name"] for p in pending}]
+    initial = [o for o in objs if o not in (dep, rs, *pending, *events)]
+    gpu_nodes = [o["metadata"]["name"] for o in objs if o["kind"] == "Node" and o["metadata"]["labels"].get("gpu-type") == "a10g"]
+    fixed_dep, fixed_rs = copy.deepcopy(dep), copy.deepcopy(rs)
+    for obj in (fixed_dep, fixed_rs):
+        obj["spec"]["template"]["spec"]["nodeSelector"] = {"gpu-type": "a10g"}
+    fixed_pods = []
+    for pod, node in zip(pending, gpu_nodes, strict=False):
+        fixed = running(pod, node, "2026-03-12T09:50:00Z")
+        fixed["spec"]["nodeSelector"] = {"gpu-type": "a10g"}
+        fixed_pods.append(_renamed(fixed, pod["metadata"]["name"][:-5] + "x" + pod["metadata"]["name"][-4:]))
+    steps = [
+        {"at": 2, "apply": [dep, rs, *pending], "events": [_short(e) for e in events]},
+        {"at": 12, "apply": [fixed_dep, fixed_rs, *fixed_pods], "delete": [ref(p) for p in pending]},
+    ]
+    write("gpu-selector-typo", "Seed 2: a new GPU Deployment selects gpu-typ=a10g, a label no node has; then the selector is fixed to gpu-type=a10g.", initial, steps)
+
+
 def main() -> None:
     gpu_rollout()
+    gpu_selector_typo()
     pdb_drain()
     cassandra_load_skew()
     print(

@@ -136,7 +136,7 @@ async def test_demo_once_json_shows_every_seed_incident_opened_and_resolved(tmp_
     assert proc.returncode == 0, err.decode()
     items = json.loads(out)
     by_rule = {i["rule_id"]: i for i in items}
-    assert {"rollout-surge-deadlock", "pdb-blocks-eviction", "requests-missing-load-skew"} <= set(by_rule)
+    assert {"rollout-surge-deadlock", "pdb-blocks-eviction", "requests-missing-load-skew", "node-selector-mismatch"} <= set(by_rule)
     for inc in items:
         assert set(inc) >= {
             "id",
