@@ -17,6 +17,7 @@ met (IfHealthyBudget); otherwise disruptionsAllowed must be above 0.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from analyzers.records import Pod, PodDisruptionBudget
@@ -154,17 +155,26 @@ class EvictionVerdict:
     status: BudgetStatus | None = None
 
 
-def eviction_verdict(snapshot: ClusterSnapshot, pod: Pod) -> EvictionVerdict:
+def eviction_verdict(
+    snapshot: ClusterSnapshot,
+    pod: Pod,
+    *,
+    pdbs_for: Callable[[ClusterSnapshot, Pod], tuple[PodDisruptionBudget, ...]] = pdbs_for_pod,
+    status_of: Callable[[ClusterSnapshot, PodDisruptionBudget], BudgetStatus] = budget_status,
+) -> EvictionVerdict:
+    """What the eviction subresource answers for ``pod``. ``pdbs_for`` and
+    ``status_of`` default to the plain computations; callers asking for many pods
+    pass memoised ones (same results, computed once per snapshot)."""
     if pod.finished or pod.phase == "Pending" or pod.deleted is not None:
         return EvictionVerdict(
             True, "ignored-pdb", "terminal, pending or terminating pods are evicted without PDB checks"
         )
-    pdbs = pdbs_for_pod(snapshot, pod)
+    pdbs = pdbs_for(snapshot, pod)
     if len(pdbs) > 1:
         return EvictionVerdict(False, "multiple-pdbs", MULTIPLE_PDBS_MESSAGE, pdbs)
     if not pdbs:
         return EvictionVerdict(True, "no-pdb", "no PodDisruptionBudget selects this pod")
-    status = budget_status(snapshot, pdbs[0])
+    status = status_of(snapshot, pdbs[0])
     if not pod.ready:
         if pdbs[0].unhealthy_pod_eviction_policy == "AlwaysAllow":
             return EvictionVerdict(True, "unhealthy-allowed", "unready pod; policy AlwaysAllow", pdbs, status)

@@ -53,7 +53,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analyzers.disruption import (
-    MULTIPLE_PDBS_MESSAGE,
     PDB_VIOLATION_MESSAGE,
     BudgetStatus,
     EvictionVerdict,
@@ -594,35 +593,10 @@ def _pdbs_for(snap: ClusterSnapshot, pod: Pod) -> tuple[PodDisruptionBudget, ...
 
 
 def _eviction(snap: ClusterSnapshot, pod: Pod) -> EvictionVerdict:
-    """The decision of analyzers.disruption.eviction_verdict (the eviction subresource), with the
-    PDB index and budget statuses computed once per snapshot instead of once per pod: a drain of
-    many nodes asks for thousands of pods of a few budgets. tests/rules/test_pdb_blocks_eviction.py
-    checks that both agree."""
-    if pod.finished or pod.phase == "Pending" or pod.deleted is not None:
-        return eviction_verdict(snap, pod)  # returns before looking at any PDB
-    pdbs = _pdbs_for(snap, pod)
-    if len(pdbs) > 1:
-        return EvictionVerdict(False, "multiple-pdbs", MULTIPLE_PDBS_MESSAGE, pdbs)
-    if not pdbs:
-        return EvictionVerdict(True, "no-pdb", "no PodDisruptionBudget selects this pod")
-    pdb = pdbs[0]
-    status = _status(snap, pdb)
-    if not pod.ready:
-        if pdb.unhealthy_pod_eviction_policy == "AlwaysAllow":
-            return EvictionVerdict(True, "unhealthy-allowed", "unready pod; policy AlwaysAllow", pdbs, status)
-        if status.current_healthy >= status.desired_healthy and status.desired_healthy > 0:
-            return EvictionVerdict(
-                True, "unhealthy-allowed", "unready pod; the budget is met (IfHealthyBudget)", pdbs, status
-            )
-    if status.disruptions_allowed > 0:
-        return EvictionVerdict(
-            True, "allowed", f"{status.disruptions_allowed} disruption(s) allowed", pdbs, status
-        )
-    message = (
-        f"{PDB_VIOLATION_MESSAGE} The disruption budget {pdb.name} needs {status.desired_healthy} "
-        f"healthy pods and has {status.current_healthy} currently"
-    )
-    return EvictionVerdict(False, "pdb-violation", message, pdbs, status)
+    """analyzers.disruption.eviction_verdict with the PDB index and budget statuses computed
+    once per snapshot instead of once per pod: a drain of many nodes asks for thousands of
+    pods of a few budgets."""
+    return eviction_verdict(snap, pod, pdbs_for=_pdbs_for, status_of=_status)
 
 
 def _all_evictable(snap: ClusterSnapshot, pods: Sequence[Pod]) -> bool:

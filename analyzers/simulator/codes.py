@@ -1,5 +1,6 @@
-"""Canonical reason codes, plugin names and status codes shared with
-``analyzers.messages`` (the parser of real FailedScheduling messages).
+"""Canonical reason codes and plugin names, shared with ``analyzers.messages``
+(the parser of real FailedScheduling messages), which defines them; and the
+framework's status codes.
 
 The code strings are the project-wide contract: the simulator tags every
 reason it emits with one of them so a simulated verdict and a parsed message
@@ -10,44 +11,80 @@ from __future__ import annotations
 
 from typing import Final
 
+from analyzers.messages.reasons import (
+    DEFAULT_PREEMPTION,
+    EXISTING_POD_ANTI_AFFINITY,
+    INSUFFICIENT_RESOURCE,
+    INTER_POD_AFFINITY,
+    NODE_AFFINITY,
+    NODE_AFFINITY_MISMATCH,
+    NODE_NAME,
+    NODE_NAME_MISMATCH,
+    NODE_PORTS,
+    NODE_PORTS_PLUGIN,
+    NODE_RESOURCES_FIT,
+    NODE_UNSCHEDULABLE,
+    NODE_UNSCHEDULABLE_PLUGIN,
+    OTHER,
+    POD_AFFINITY_MISMATCH,
+    POD_ANTI_AFFINITY_MISMATCH,
+    POD_TOPOLOGY_SPREAD,
+    PREEMPTION_NO_VICTIMS,
+    PREEMPTION_NOT_ELIGIBLE,
+    PREEMPTION_NOT_HELPFUL,
+    PVC_LOST,
+    PVC_NOT_FOUND,
+    SCHEDULING_GATED,
+    SCHEDULING_GATES,
+    TAINT_TOLERATION,
+    TOO_MANY_PODS,
+    TOPOLOGY_SPREAD_MISMATCH,
+    UNTOLERATED_TAINT,
+    VOLUME_BINDING,
+    VOLUME_NO_PV,
+    VOLUME_NODE_AFFINITY_CONFLICT,
+    VOLUME_UNBOUND_PVC,
+    VOLUME_ZONE_CONFLICT,
+)
+
 # --- framework status codes (pkg/scheduler/framework/interface.go) -------------
 UNSCHEDULABLE: Final = "Unschedulable"
 UNRESOLVABLE: Final = "UnschedulableAndUnresolvable"
 
-# --- canonical reason codes ------------------------------------------------------
-INSUFFICIENT_RESOURCE: Final = "insufficient-resource"
-TOO_MANY_PODS: Final = "too-many-pods"
-NODE_AFFINITY_MISMATCH: Final = "node-affinity-mismatch"
-UNTOLERATED_TAINT: Final = "untolerated-taint"
-NODE_UNSCHEDULABLE: Final = "node-unschedulable"
-NODE_NAME_MISMATCH: Final = "node-name-mismatch"
-NODE_PORTS: Final = "node-ports"
-POD_AFFINITY_MISMATCH: Final = "pod-affinity-mismatch"
-POD_ANTI_AFFINITY_MISMATCH: Final = "pod-anti-affinity-mismatch"
-EXISTING_POD_ANTI_AFFINITY: Final = "existing-pod-anti-affinity"
-TOPOLOGY_SPREAD_MISMATCH: Final = "topology-spread-mismatch"
-VOLUME_UNBOUND_PVC: Final = "volume-unbound-pvc"
-VOLUME_NO_PV: Final = "volume-no-pv"
-VOLUME_NODE_AFFINITY_CONFLICT: Final = "volume-node-affinity-conflict"
-VOLUME_ZONE_CONFLICT: Final = "volume-zone-conflict"
-PVC_NOT_FOUND: Final = "pvc-not-found"
-SCHEDULING_GATED: Final = "scheduling-gated"
-PREEMPTION_NO_VICTIMS: Final = "preemption-no-victims"
-PREEMPTION_NOT_HELPFUL: Final = "preemption-not-helpful"
-PREEMPTION_NOT_ELIGIBLE: Final = "preemption-not-eligible"
-OTHER: Final = "other"
-# Codes of ``analyzers.messages.reasons`` the simulator also emits (same strings).
-PVC_LOST: Final = "pvc-lost"
-
-# --- in-tree plugin names (pkg/scheduler/framework/plugins/names/names.go) -------
-SCHEDULING_GATES: Final = "SchedulingGates"
-NODE_UNSCHEDULABLE_PLUGIN: Final = "NodeUnschedulable"
-NODE_NAME: Final = "NodeName"
-TAINT_TOLERATION: Final = "TaintToleration"
-NODE_AFFINITY: Final = "NodeAffinity"
-NODE_PORTS_PLUGIN: Final = "NodePorts"
-NODE_RESOURCES_FIT: Final = "NodeResourcesFit"
-VOLUME_BINDING: Final = "VolumeBinding"
-POD_TOPOLOGY_SPREAD: Final = "PodTopologySpread"
-INTER_POD_AFFINITY: Final = "InterPodAffinity"
-DEFAULT_PREEMPTION: Final = "DefaultPreemption"
+__all__ = [
+    "DEFAULT_PREEMPTION",
+    "EXISTING_POD_ANTI_AFFINITY",
+    "INSUFFICIENT_RESOURCE",
+    "INTER_POD_AFFINITY",
+    "NODE_AFFINITY",
+    "NODE_AFFINITY_MISMATCH",
+    "NODE_NAME",
+    "NODE_NAME_MISMATCH",
+    "NODE_PORTS",
+    "NODE_PORTS_PLUGIN",
+    "NODE_RESOURCES_FIT",
+    "NODE_UNSCHEDULABLE",
+    "NODE_UNSCHEDULABLE_PLUGIN",
+    "OTHER",
+    "POD_AFFINITY_MISMATCH",
+    "POD_ANTI_AFFINITY_MISMATCH",
+    "POD_TOPOLOGY_SPREAD",
+    "PREEMPTION_NOT_ELIGIBLE",
+    "PREEMPTION_NOT_HELPFUL",
+    "PREEMPTION_NO_VICTIMS",
+    "PVC_LOST",
+    "PVC_NOT_FOUND",
+    "SCHEDULING_GATED",
+    "SCHEDULING_GATES",
+    "TAINT_TOLERATION",
+    "TOO_MANY_PODS",
+    "TOPOLOGY_SPREAD_MISMATCH",
+    "UNRESOLVABLE",
+    "UNSCHEDULABLE",
+    "UNTOLERATED_TAINT",
+    "VOLUME_BINDING",
+    "VOLUME_NODE_AFFINITY_CONFLICT",
+    "VOLUME_NO_PV",
+    "VOLUME_UNBOUND_PVC",
+    "VOLUME_ZONE_CONFLICT",
+]
