@@ -188,9 +188,12 @@ class AgentHost:
         return bool(self.agents) and all(a.watcher.synced for a in self.agents)
 
     async def serve(self, api: ApiSettings) -> str:
-        app = create_app(sessions=self.sessions, settings=api, readiness=self.synced, registry=self.registry)
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
+        if self.runner is None:  # built once; a retry on another port reuses it
+            app = create_app(
+                sessions=self.sessions, settings=api, readiness=self.synced, registry=self.registry
+            )
+            self.runner = web.AppRunner(app, access_log=None)
+            await self.runner.setup()
         site = web.TCPSite(self.runner, api.host, api.port)
         await site.start()
         sockets = [s.getsockname() for s in (site._server.sockets if site._server else [])]  # type: ignore[union-attr]

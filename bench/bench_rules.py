@@ -40,6 +40,7 @@ import gc
 import io
 import os
 import pstats
+import resource
 import sys
 import time
 from collections import Counter
@@ -694,13 +695,52 @@ class CountingSimulate:
         self.snapshot, self.on_snapshot, self.what_if = snapshot, 0, 0
 
 
-def run_once(snap: ClusterSnapshot, now: float) -> tuple[float, float, Any]:
-    """(wall seconds, CPU seconds of this process, report). On a shared machine
-    the CPU time is the steadier figure; pinned to one core, wall >= CPU."""
+def rss_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class GcMeter:
+    """Time spent in the cyclic garbage collector, per generation (gc.callbacks)."""
+
+    def __init__(self) -> None:
+        self.runs = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self._t = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._t = time.perf_counter()
+        else:
+            gen = info["generation"]
+            self.runs[gen] += 1
+            self.seconds[gen] += time.perf_counter() - self._t
+
+    def __enter__(self) -> GcMeter:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+    def __str__(self) -> str:
+        return ", ".join(f"gen{g}: {self.runs[g]} runs {self.seconds[g]:.2f} s" for g in range(3))
+
+
+def run_once(snap: ClusterSnapshot, now: float, *, collect: bool = True) -> tuple[float, float, GcMeter, Any]:
+    """(wall seconds, CPU seconds of this process, GC time, report). On a shared
+    machine the CPU time is the steadier figure; pinned to one core, wall >= CPU.
+    With ``collect=False`` the cyclic GC is paused during the call."""
     gc.collect()
-    t0, c0 = time.perf_counter(), time.process_time()
-    report = build_report(snap, now=now)
-    return time.perf_counter() - t0, time.process_time() - c0, report
+    with GcMeter() as meter:
+        if not collect:
+            gc.disable()
+        try:
+            t0, c0 = time.perf_counter(), time.process_time()
+            report = build_report(snap, now=now)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        finally:
+            gc.enable()
+    return wall, cpu, meter, report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -716,6 +756,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=2, help="timed runs (a fresh snapshot each)")
     ap.add_argument("--profile", action="store_true", help="cProfile one more run and print the top costs")
     ap.add_argument("--no-pin", action="store_true")
+    ap.add_argument("--no-gc-run", action="store_true", help="skip the extra run with the cyclic GC paused")
     args = ap.parse_args(argv)
     if not args.no_pin and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
@@ -752,21 +793,22 @@ def main(argv: list[str] | None = None) -> int:
     times: list[float] = []
     cpu: list[float] = []
     report = None
+    gcs: list[GcMeter] = []
     try:
         for _ in range(args.runs):
-            # A fresh snapshot each run: derived indexes (node table, pod groups)
-            # are per snapshot, as in the agent where every pass sees a new one.
-            fresh = ClusterSnapshot(
-                {name: getattr(snap, name) for name in ("pods", "nodes", "deployments", "replicasets", "statefulsets",
-                                                        "daemonsets", "jobs", "pdbs", "priority_classes", "namespaces",
-                                                        "pvcs", "pvs", "storage_classes", "events", "node_metrics",
-                                                        "pod_metrics")},
-                kube_version=snap.kube_version,
-            )
+            # A fresh snapshot each run (same records, no derived indexes): the
+            # node table and pod groups are per snapshot, as in the agent where
+            # every pass sees a new one.
+            fresh = snap.replace()
             counter.reset(fresh)
-            seconds, cpu_seconds, report = run_once(fresh, now)
+            seconds, cpu_seconds, meter, report = run_once(fresh, now)
             times.append(seconds)
             cpu.append(cpu_seconds)
+            gcs.append(meter)
+        sims = (counter.on_snapshot, counter.what_if)
+        paused = None
+        if not args.no_gc_run:
+            paused = run_once(snap.replace(), now, collect=False)
     finally:
         counter.uninstall()
     assert report is not None
@@ -776,9 +818,15 @@ def main(argv: list[str] | None = None) -> int:
         f"CPU {', '.join(f'{t:.2f}' for t in cpu)} s (best wall {best:.2f} s; "
         f"target < 10 s, aim 2 s: {'met' if best < 10 else 'NOT met'}{', aim met' if best < 2 else ''})"
     )
+    print(f"  cyclic GC during the last run: {gcs[-1]}")
+    if paused is not None:
+        print(
+            f"  for comparison, with the cyclic GC paused during build_report: wall {paused[0]:.2f} s, "
+            f"CPU {paused[1]:.2f} s (peak RSS of the process {rss_peak_mb():.0f} MB)"
+        )
     print(
-        f"simulations: {counter.on_snapshot + counter.what_if} for {len(pending)} pending pods "
-        f"({counter.on_snapshot} on the snapshot, {counter.what_if} what-if re-simulations for remedies/causes; "
+        f"simulations: {sum(sims)} for {len(pending)} pending pods "
+        f"({sims[0]} on the snapshot, {sims[1]} what-if re-simulations for remedies/causes; "
         f"{len(report.pods)} pods reported)"
     )
     agree = Counter(p.agrees for p in report.pods)
@@ -795,13 +843,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"pending pods named by a finding: {len(pending) - len(unexplained)} of {len(pending)}")
 
     if args.profile:
-        fresh = ClusterSnapshot(
-            {name: getattr(snap, name) for name in ("pods", "nodes", "deployments", "replicasets", "statefulsets",
-                                                    "daemonsets", "jobs", "pdbs", "priority_classes", "namespaces",
-                                                    "pvcs", "pvs", "storage_classes", "events", "node_metrics",
-                                                    "pod_metrics")},
-            kube_version=snap.kube_version,
-        )
+        fresh = snap.replace()
         prof = cProfile.Profile()
         prof.enable()
         build_report(fresh, now=now)

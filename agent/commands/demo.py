@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import sys
 import tempfile
@@ -134,7 +135,13 @@ async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, arg
                 metrics_interval=1.0,
             )
             host.agents.append(agent)
-        url = await host.serve(settings.api)
+        try:
+            url = await host.serve(settings.api)
+        except OSError as exc:  # e.g. 8080 taken: the demo still runs, on a free port
+            out.write(
+                f"unstick demo: cannot listen on {settings.api.host}:{settings.api.port} ({exc.strerror}); using a free port\n"
+            )
+            url = await host.serve(dataclasses.replace(settings.api, port=0))
         out.write(
             f"unstick demo: {len(scenarios)} scenario(s) against in-process Kubernetes APIs; pages on {url}\n"
         )

@@ -70,7 +70,14 @@ async def watch(
             print(f"unstick: error: cannot reach the cluster: {exc}", file=sys.stderr)
             return 2
         host.agents.append(cluster_agent)
-        url = await host.serve(settings.api)
+        try:
+            url = await host.serve(settings.api)
+        except OSError as exc:
+            print(
+                f"unstick: error: cannot listen on {settings.api.host}:{settings.api.port}: {exc.strerror}",
+                file=sys.stderr,
+            )
+            return 2
         print(
             f"unstick: watching {cluster_agent.cluster} ({gateway.server or 'in-cluster'}); API and pages on {url}",
             file=sys.stderr,

@@ -1,0 +1,714 @@
+"""Live-agent benchmarks (issue 5, "Speed and memory"). Prints figures; not a
+timed test. Each part runs in a fresh process of its own (so RSS and CPU
+pinning are not shared); ``all`` runs them one after the other.
+
+    .venv/bin/python bench/bench_agent.py [all|latency|memory|watch] [options]
+
+latency  FailedScheduling event -> stored incident, grace period 0. A
+         FakeCluster in a child process (on the other CPU when there is one)
+         serves a small cluster (50 nodes, 100 healthy Deployments, 1,000
+         running pods); the agent (real Gateway over loopback, watcher, cache,
+         pipeline, SQLite in a temp dir) runs in this process pinned to one
+         CPU. The child then emits FailedScheduling events at ``--rate``/s for
+         ``--seconds``: every event is about a pod that just became
+         unschedulable (the pod, PodScheduled=False, is written first), a
+         share ``--repeat-share`` of them repeats of the event for a pod
+         already pending (the event recorder's count bump), and a new
+         workload (a Deployment whose pods ask for more CPU than any node has,
+         or a node pool that does not exist) starts every
+         ``rate*seconds/--workloads`` events. Per workload: the time from the
+         emission of its first event to the pass that stored its incident
+         (the ``on_pass`` hook runs after the tracker's commit). Target: p99 <
+         500 ms at 1,000 events/s.
+memory   5,000 nodes / 150,000 pods (``bench.generate``) held in a
+         ClusterCache the way the agent holds them: the objects are written as
+         JSON lines by a child process, then this process (with the whole
+         agent imported) lists them through the real ``KindWatcher``
+         (pages of 500 decoded with orjson, version bookkeeping, ``Delta``s
+         into ``ClusterCache``), runs ``gc.collect()`` and reads its RSS.
+         Target: < 600 MB for the whole agent process. ``--via-watch N``
+         also loads N pods (N/30 nodes) through a FakeCluster and the real
+         Gateway (HTTP list + watch), for comparison.
+watch    watch events/s through gateway, cache and pipeline vs a bare orjson
+         decode: runs ``bench/bench_watch.py`` (a smaller stream by default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import logging
+import multiprocessing as mp
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+Obj = dict[str, Any]
+
+
+# ---------------------------------------------------------------------------
+# helpers
+
+
+def _pin(cpu: int) -> int | None:
+    """Pin this process to the ``cpu``-th allowed CPU; returns the CPU or None."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    chosen = cpus[cpu % len(cpus)]
+    os.sched_setaffinity(0, {chosen})
+    return chosen
+
+
+def _rss_mb() -> tuple[float, float]:
+    """(current RSS, peak RSS) of this process in MB, from /proc/self/status."""
+    cur = peak = 0.0
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                cur = int(line.split()[1]) / 1024
+            elif line.startswith("VmHWM:"):
+                peak = int(line.split()[1]) / 1024
+    return cur, peak
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = max(0, min(len(ordered) - 1, int(round(q * (len(ordered) - 1)))))
+    return ordered[k]
+
+
+def _quiet_logs() -> None:
+    logging.basicConfig(level=logging.ERROR)
+    for name in ("agent", "analyzers", "storage", "aiohttp", "kubernetes_asyncio"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+# ---------------------------------------------------------------------------
+# (a) latency: event -> stored incident
+
+
+NODE_COUNT = 50
+HEALTHY_DEPLOYMENTS = 100
+HEALTHY_REPLICAS = 10
+NAMESPACES = ("shop", "search", "payments", "ml", "batch")
+HASH = "5c8d7f9b6d"
+
+
+def _stuck_spec(k: int) -> tuple[dict[str, str], dict[str, str] | None, str]:
+    """(requests, nodeSelector, scheduler message) of stuck workload k."""
+    n = NODE_COUNT
+    if k % 2:
+        return (
+            {"cpu": "250m", "memory": "256Mi"},
+            {"node-pool": "arm64"},
+            f"0/{n} nodes are available: {n} node(s) didn't match Pod's node affinity/selector. "
+            f"preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling.",
+        )
+    return (
+        {"cpu": "16", "memory": "4Gi"},
+        None,
+        f"0/{n} nodes are available: {n} Insufficient cpu. "
+        f"preemption: 0/{n} nodes are available: {n} No preemption victims found for incoming pod.",
+    )
+
+
+def _workload(name: str, ns: str, replicas: int, requests: dict[str, str], selector: dict[str, str] | None) -> tuple[Obj, Obj, Obj]:
+    """A Deployment, its ReplicaSet (same template) and the pod template spec."""
+    from agent.fakecluster.samples import pod
+
+    template_pod = pod(f"{name}-{HASH}-xxxxx", ns, requests=requests, node_selector=selector, managed_fields=False)
+    spec = template_pod["spec"]
+    labels = {"app": name, "pod-template-hash": HASH}
+    dep = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "uid": f"{ns}-{name}-deploy",
+            "generation": 1,
+            "annotations": {"deployment.kubernetes.io/revision": "1"},
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+        },
+        "status": {"observedGeneration": 1, "replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas},
+    }
+    rs = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": f"{name}-{HASH}",
+            "namespace": ns,
+            "uid": f"{ns}-{name}-rs",
+            "labels": labels,
+            "annotations": {"deployment.kubernetes.io/revision": "1"},
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": f"{ns}-{name}-deploy", "controller": True, "blockOwnerDeletion": True}
+            ],
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+        "status": {"replicas": replicas, "readyReplicas": replicas},
+    }
+    return dep, rs, spec
+
+
+def _populate(cluster: Any, workloads: int) -> list[tuple[str, str, Obj, str, dict[str, str], dict[str, str] | None]]:
+    """The healthy cluster, plus the (not yet failing) Deployments of the stuck workloads."""
+    from agent.fakecluster.samples import node, pod
+
+    zones = ("eu-west-1a", "eu-west-1b", "eu-west-1c")
+    names = []
+    for i in range(NODE_COUNT):
+        name = f"ip-10-0-{i // 250}-{i % 250}.eu-west-1.compute.internal"
+        names.append(name)
+        cluster.apply(node(name, labels={"topology.kubernetes.io/zone": zones[i % 3], "node-pool": "general"}), copy=False)
+    k = 0
+    for d in range(HEALTHY_DEPLOYMENTS):
+        ns = NAMESPACES[d % len(NAMESPACES)]
+        name = f"web-{d:03d}"
+        dep, rs, _ = _workload(name, ns, HEALTHY_REPLICAS, {"cpu": "100m", "memory": "128Mi"}, None)
+        cluster.apply(dep, copy=False)
+        cluster.apply(rs, copy=False)
+        for r in range(HEALTHY_REPLICAS):
+            cluster.apply(
+                pod(f"{name}-{HASH}-{r:05d}", ns, node_name=names[k % NODE_COUNT], requests={"cpu": "100m", "memory": "128Mi"}, owner=rs),
+                copy=False,
+            )
+            k += 1
+    stuck = []
+    for w in range(workloads):
+        ns = NAMESPACES[w % len(NAMESPACES)]
+        name = f"stuck-{w:04d}"
+        requests, selector, message = _stuck_spec(w)
+        dep, rs, _ = _workload(name, ns, 0, requests, selector)
+        cluster.apply(dep, copy=False)
+        cluster.apply(rs, copy=False)
+        stuck.append((name, ns, rs, message, requests, selector))
+    return stuck
+
+
+async def _produce(
+    cluster: Any,
+    stuck: list[tuple[str, str, Obj, str, dict[str, str], dict[str, str] | None]],
+    rate: float,
+    seconds: float,
+    repeat_share: float,
+    seed: int,
+) -> dict[str, Any]:
+    """Emit ``rate*seconds`` FailedScheduling events on schedule; returns the
+    first emission time (time.monotonic) of each workload."""
+    from agent.fakecluster.samples import event, pod
+
+    rng = random.Random(seed)
+    total = int(rate * seconds)
+    spacing = max(1, total // len(stuck))
+    first: dict[str, float] = {}
+    active: list[int] = []
+    pods_of: dict[int, int] = {}
+    events: list[Obj] = []  # the last version of each pending pod's event, for repeats
+    created_pods = 0
+    repeats = 0
+    lag_max = 0.0
+
+    def new_pod(w: int) -> Obj:
+        nonlocal created_pods
+        name, ns, rs, message, requests, selector = stuck[w]
+        n = pods_of.get(w, 0)
+        pods_of[w] = n + 1
+        obj = pod(
+            f"{name}-{HASH}-{n:05d}", ns, requests=requests, node_selector=selector, owner=rs,
+            unschedulable_message=message, managed_fields=False,
+        )
+        cluster.apply(obj, copy=False)
+        created_pods += 1
+        ev = event(obj, message=message, name=f"{obj['metadata']['name']}.{created_pods:016x}")
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        ev["firstTimestamp"] = ev["lastTimestamp"] = stamp
+        ev["metadata"]["creationTimestamp"] = stamp
+        return ev
+
+    start = time.monotonic()
+    k = 0
+    while k < total:
+        now = time.monotonic()
+        due = min(total, int((now - start) * rate) + 1)
+        lag_max = max(lag_max, (now - start) - k / rate)  # how far the producer is behind its schedule
+        while k < due:
+            w_new = k // spacing
+            if k % spacing == 0 and w_new < len(stuck):
+                ev = new_pod(w_new)
+                cluster.apply(ev, copy=False)
+                first[stuck[w_new][0]] = time.monotonic()
+                active.append(w_new)
+                events.append(ev)
+            elif events and rng.random() < repeat_share:
+                j = rng.randrange(len(events))
+                old = events[j]
+                bumped = {
+                    **old,
+                    "metadata": {kk: v for kk, v in old["metadata"].items() if kk != "resourceVersion"},
+                    "count": int(old.get("count", 1)) + 1,
+                    "lastTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
+                cluster.apply(bumped, copy=False)
+                events[j] = bumped
+                repeats += 1
+            else:
+                ev = new_pod(rng.choice(active))
+                cluster.apply(ev, copy=False)
+                events.append(ev)
+            k += 1
+        await asyncio.sleep(0.002)
+    elapsed = time.monotonic() - start
+    return {"first": first, "events": total, "repeats": repeats, "pods": created_pods, "elapsed": elapsed, "lag_max": lag_max}
+
+
+def _serve_latency(conn: Connection, args: dict[str, Any], pin: bool) -> None:
+    if pin:
+        _pin(1)
+    _quiet_logs()
+
+    async def main() -> None:
+        from agent.fakecluster import FakeCluster
+
+        cluster = FakeCluster(bookmark_interval=5, history_size=200_000)
+        stuck = _populate(cluster, args["workloads"])
+        url = await cluster.start()
+        conn.send({"url": url, "objects": cluster.resource_version})
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, conn.recv)  # "go"
+        result = await _produce(cluster, stuck, args["rate"], args["seconds"], args["repeat_share"], args["seed"])
+        conn.send(result)
+        await loop.run_in_executor(None, conn.recv)  # "stop"
+        await cluster.stop()
+
+    asyncio.run(main())
+
+
+async def _latency_agent(conn: Connection, info: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    from agent.fakecluster import write_kubeconfig
+    from agent.kube.gateway import Gateway
+    from agent.pipeline import PassOutcome, PipelineConfig
+    from agent.runner import AgentHost, ClusterAgent
+
+    opened: dict[str, float] = {}
+    received: dict[str, float] = {}
+    passes: list[tuple[float, float, int]] = []  # (end time, seconds, findings)
+    with tempfile.TemporaryDirectory() as tmp:
+        kubeconfig = write_kubeconfig(Path(tmp) / "kubeconfig", info["url"])
+        host = await AgentHost.open(f"sqlite+aiosqlite:///{tmp}/agent.db")
+
+        def on_pass(cluster: str, outcome: PassOutcome) -> None:
+            t = time.monotonic()
+            passes.append((t, outcome.seconds, len(outcome.report.findings)))
+            for f in outcome.tracked:
+                opened.setdefault(f.subject.name, t)
+
+        agent = await ClusterAgent.connect(
+            cluster="bench",
+            gateway=Gateway(str(kubeconfig), request_timeout=30, connect_timeout=5, watch_idle_timeout=30),
+            sessions=host.sessions,
+            config=PipelineConfig(grace=0, debounce=args.debounce, resync=5.0),
+            renderer=host.renderer,
+            on_pass=on_pass,
+            metrics_interval=3600,
+        )
+        host.agents.append(agent)
+        forward = agent.cache.on_event
+
+        def on_event(ev: dict[str, Any]) -> None:
+            name = (ev.get("involvedObject") or {}).get("name", "")
+            if name.startswith("stuck-"):
+                received.setdefault(name.split("-")[0] + "-" + name.split("-")[1], time.monotonic())
+            if forward is not None:
+                forward(ev)
+
+        agent.cache.on_event = on_event
+        stop = asyncio.Event()
+        agent.start(stop)
+        try:
+            t0 = time.monotonic()
+            await asyncio.wait_for(agent.watcher.wait_synced(), 60)
+            while not passes:
+                await asyncio.sleep(0.05)
+            synced = time.monotonic() - t0
+            loop = asyncio.get_running_loop()
+            base_passes = len(passes)
+            conn.send("go")
+            produced: dict[str, Any] = await loop.run_in_executor(None, conn.recv)
+            want = set(produced["first"])
+            deadline = time.monotonic() + args.drain
+            while not want <= set(opened) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            cache_pods = len(agent.cache.state.snapshot().pods)
+        finally:
+            stop.set()
+            await host.close()
+    during = passes[base_passes:]
+    return {
+        "produced": produced,
+        "opened": opened,
+        "received": received,
+        "passes": during,
+        "synced": synced,
+        "cache_pods": cache_pods,
+    }
+
+
+def run_latency(args: argparse.Namespace) -> int:
+    _quiet_logs()
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    pin = not args.no_pin and hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) > 1
+    spec = {"workloads": args.stuck_workloads, "rate": args.rate, "seconds": args.seconds, "repeat_share": args.repeat_share, "seed": 1}
+    server = ctx.Process(target=_serve_latency, args=(child, spec, pin), daemon=True)
+    server.start()
+    info = parent.recv()
+    cpu = _pin(0) if not args.no_pin else None
+    try:
+        out = asyncio.run(_latency_agent(parent, info, args))
+    finally:
+        with contextlib.suppress(Exception):
+            parent.send("stop")
+        server.join(15)
+    produced, opened, received = out["produced"], out["opened"], out["received"]
+    first = produced["first"]
+    lat = [(opened[w] - t) * 1000 for w, t in first.items() if w in opened]
+    delivery = [(received[w] - t) * 1000 for w, t in first.items() if w in received]
+    missing = sorted(set(first) - set(opened))
+    pass_s = [p[1] * 1000 for p in out["passes"]]
+    print(
+        f"agent: pinned to CPU {cpu}; FakeCluster in a child process{' on the other CPU' if pin else ''}; "
+        f"initial list of {info['objects']:,} objects synced and first pass done in {out['synced']:.1f} s"
+    )
+    print(
+        f"load: {produced['events']:,} FailedScheduling events in {produced['elapsed']:.1f} s "
+        f"({produced['events'] / produced['elapsed']:,.0f}/s; {produced['pods']:,} new pending pods, "
+        f"{produced['repeats']:,} repeats) across {len(first)} workloads; producer at most "
+        f"{produced['lag_max'] * 1000:.0f} ms behind schedule; debounce {args.debounce * 1000:.0f} ms, grace 0"
+    )
+    print(
+        f"passes during the load: {len(pass_s)}, pass duration p50 {_pct(pass_s, 0.5):.0f} ms, "
+        f"p99 {_pct(pass_s, 0.99):.0f} ms, max {max(pass_s, default=0):.0f} ms; pods in the cache at the end {out['cache_pods']:,}"
+    )
+    if delivery:
+        print(f"event emitted -> in the agent's cache: p50 {_pct(delivery, 0.5):.1f} ms, p99 {_pct(delivery, 0.99):.1f} ms")
+    ok = bool(lat) and not missing and _pct(lat, 0.99) < 500
+    print(
+        f"event emitted -> incident stored: p50 {_pct(lat, 0.5):.0f} ms, p90 {_pct(lat, 0.9):.0f} ms, "
+        f"p99 {_pct(lat, 0.99):.0f} ms, max {max(lat, default=float('nan')):.0f} ms over {len(lat)} workloads"
+        + (f"; {len(missing)} workloads without an incident after {args.drain:.0f} s" if missing else "")
+    )
+    print(f"target (p99 < 500 ms at 1,000 events/s): {'met' if ok and args.rate >= 1000 else 'NOT met' if not ok else 'met at this rate'}")
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# (b) memory
+
+
+def _write_jsonl(path: str, nodes: int, pods: int, workloads: int) -> dict[str, int]:
+    """Generate the cluster and write it as JSON lines (one object per line,
+    with a resourceVersion as the API server would give it)."""
+    from bench.generate import generate
+
+    objs = generate(nodes, pods, workloads)
+    counts: dict[str, int] = {}
+    with open(path, "wb") as fh:
+        for rv, obj in enumerate(objs, 1):
+            obj["metadata"]["resourceVersion"] = str(rv)
+            counts[obj["kind"]] = counts.get(obj["kind"], 0) + 1
+            fh.write(orjson.dumps(obj))
+            fh.write(b"\n")
+    return counts
+
+
+class _FileSource:
+    """A KubeSource listing the objects of one JSON-lines file, page by page,
+    decoding each page's objects from bytes as the gateway does."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lines: dict[str, list[int]] = {}
+
+    def index(self) -> None:
+        """Remember each kind's line offsets (the objects stay on disk)."""
+        with open(self.path, "rb") as fh:
+            pos = 0
+            for line in fh:
+                kind = orjson.loads(line)["kind"]
+                self._lines.setdefault(kind, []).append(pos)
+                pos += len(line)
+
+    async def list_page(self, kind: Any, *, namespace: str | None = None, limit: int | None = None,
+                        continue_token: str | None = None, field_selector: str | None = None,
+                        label_selector: str | None = None) -> dict[str, Any]:
+        offsets = self._lines.get(kind.kind, [])
+        start = int(continue_token or 0)
+        end = min(len(offsets), start + (limit or len(offsets)))
+        items = []
+        with open(self.path, "rb") as fh:
+            for off in offsets[start:end]:
+                fh.seek(off)
+                items.append(orjson.loads(fh.readline()))
+        meta: dict[str, Any] = {"resourceVersion": "999999999"}
+        if end < len(offsets):
+            meta["continue"] = str(end)
+        return {"items": items, "metadata": meta}
+
+    def watch(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - not used
+        raise NotImplementedError
+
+
+def run_memory(args: argparse.Namespace) -> int:
+    cpu = _pin(0) if not args.no_pin else None
+    _quiet_logs()
+    # The whole agent, imported as `unstick watch` does.
+    import agent.runner  # noqa: F401
+    import analyzers.report  # noqa: F401
+    from agent.cache import ClusterCache
+    from agent.kube.kinds import WATCHED_KINDS
+    from agent.kube.watcher import KindWatcher
+    from analyzers.snapshot import ClusterState
+
+    gc.collect()
+    base, _ = _rss_mb()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "cluster.jsonl")
+        ctx = mp.get_context("spawn")
+        with ctx.Pool(1) as pool:  # generate in another process: its dicts never touch this heap
+            counts = pool.apply(_write_jsonl, (path, args.nodes, args.pods, args.workloads))
+        size = os.path.getsize(path)
+        source = _FileSource(path)
+        source.index()
+        gc.collect()
+        indexed, _ = _rss_mb()
+        cache = ClusterCache(ClusterState())
+
+        async def load() -> int:
+            total = 0
+            for kind in WATCHED_KINDS:
+                if kind.kind not in source._lines:
+                    continue
+                w = KindWatcher(source, kind, cache, page_size=500)
+                await w.list_once()
+                total += w.known_count
+                watchers.append(w)
+            return total
+
+        watchers: list[Any] = []
+        t0 = time.perf_counter()
+        listed = asyncio.run(load())
+        seconds = time.perf_counter() - t0
+        source._lines.clear()
+        gc.collect()
+        rss, peak = _rss_mb()
+        snap = cache.state.snapshot()
+        pods = len(snap.pods)
+        print(
+            f"cluster: {counts.get('Node', 0):,} nodes, {counts.get('Pod', 0):,} pods, {sum(counts.values()):,} objects "
+            f"({size / 2**20:.0f} MiB of JSON lines, generated in a child process)"
+        )
+        print(
+            f"load: {listed:,} objects listed through KindWatcher -> ClusterCache in {seconds:.1f} s "
+            f"(pinned to CPU {cpu}); cache stats: applied {cache.stats.applied:,}, malformed {cache.stats.malformed}"
+        )
+        held = rss - base
+        print(
+            f"RSS of the agent process after gc.collect(): {rss:.0f} MB (peak so far {peak:.0f} MB); "
+            f"before loading {base:.0f} MB (agent, analyzers, sqlalchemy, kubernetes-asyncio imported)"
+        )
+        print(
+            f"held for the cluster: {held:.0f} MB = {held * 2**20 / max(pods, 1):.0f} bytes per pod "
+            f"(nodes, workloads and the watchers' version bookkeeping included)"
+        )
+        print(f"target (< 600 MB RSS for the whole agent process): {'met' if rss < 600 else 'NOT met'}")
+        if not args.no_analysis:
+            from analyzers.report import build_report
+
+            t0 = time.perf_counter()
+            report = build_report(snap, now=time.time())
+            seconds = time.perf_counter() - t0
+            del report
+            gc.collect()
+            after, peak = _rss_mb()
+            print(
+                f"one analysis pass over it (build_report, {len(snap.unscheduled_pods())} pending pods): {seconds:.1f} s; "
+                f"RSS after {after:.0f} MB, peak during the pass {peak:.0f} MB"
+            )
+        del snap
+    if args.via_watch:
+        print(_via_watch(args))
+    return 0
+
+
+def _serve_objects(conn: Connection, nodes: int, pods: int, workloads: int, pin: bool) -> None:
+    if pin:
+        _pin(1)
+    gc.disable()
+
+    async def main() -> None:
+        from agent.fakecluster import FakeCluster
+        from bench.generate import generate
+
+        cluster = FakeCluster(bookmark_interval=60, history_size=10)
+        for obj in generate(nodes, pods, workloads):
+            if obj["kind"] in ("Namespace",):
+                continue
+            cluster.apply(obj, copy=False)
+        url = await cluster.start()
+        conn.send({"url": url})
+        await asyncio.get_running_loop().run_in_executor(None, conn.recv)
+        await cluster.stop()
+
+    asyncio.run(main())
+
+
+def _via_watch(args: argparse.Namespace) -> str:
+    """Run the real agent's list/watch path (Gateway over HTTP) into a ClusterCache in a fresh process."""
+    cmd = [
+        sys.executable, __file__, "memory-http",
+        "--pods", str(args.via_watch), "--nodes", str(max(1, args.via_watch // 30)),
+        "--workloads", str(args.workloads),
+    ] + (["--no-pin"] if args.no_pin else [])
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    return done.stdout.rstrip() + (("\n" + done.stderr[-2000:]) if done.returncode else "")
+
+
+def run_memory_http(args: argparse.Namespace) -> int:
+    _quiet_logs()
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    pin = not args.no_pin and hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) > 1
+    server = ctx.Process(target=_serve_objects, args=(child, args.nodes, args.pods, args.workloads, pin), daemon=True)
+    server.start()
+    info = parent.recv()
+    if not args.no_pin:
+        _pin(0)
+    import agent.runner  # noqa: F401
+    from agent.cache import ClusterCache
+    from agent.fakecluster import write_kubeconfig
+    from agent.kube.gateway import Gateway
+    from agent.kube.watcher import Watcher
+    from analyzers.snapshot import ClusterState
+
+    gc.collect()
+    base, _ = _rss_mb()
+
+    async def main() -> tuple[float, int]:
+        with tempfile.TemporaryDirectory() as tmp:
+            kubeconfig = write_kubeconfig(Path(tmp) / "kubeconfig", info["url"])
+            cache = ClusterCache(ClusterState())
+            async with Gateway(str(kubeconfig), request_timeout=120) as gateway:
+                watcher = Watcher(gateway, cache)
+                t0 = time.perf_counter()
+                task = asyncio.create_task(watcher.run())
+                await asyncio.wait_for(watcher.wait_synced(), 600)
+                seconds = time.perf_counter() - t0
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            global _KEEP
+            _KEEP = (cache, watcher)
+            return seconds, len(cache.state.snapshot().pods)
+
+    try:
+        seconds, pods = asyncio.run(main())
+    finally:
+        parent.send("stop")
+        server.join(15)
+    gc.collect()
+    rss, peak = _rss_mb()
+    held = rss - base
+    print(
+        f"via the real Gateway (HTTP list+watch from a FakeCluster), {args.nodes:,} nodes / {pods:,} pods: synced in "
+        f"{seconds:.1f} s; RSS {rss:.0f} MB (peak {peak:.0f} MB, {base:.0f} MB before), "
+        f"{held * 2**20 / max(pods, 1):.0f} bytes per pod held"
+    )
+    return 0
+
+
+_KEEP: Any = None
+
+
+# ---------------------------------------------------------------------------
+# (c) watch throughput
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    cmd = [sys.executable, str(ROOT / "bench" / "bench_watch.py"), "--events", str(args.watch_events), "--repeat", str(args.watch_repeat)]
+    if args.no_pin:
+        cmd.append("--no-pin")
+    print(f"running: bench/bench_watch.py --events {args.watch_events} --repeat {args.watch_repeat}", flush=True)
+    return subprocess.run(cmd, check=False).returncode
+
+
+# ---------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("part", nargs="?", default="all", choices=("all", "latency", "memory", "memory-http", "watch"))
+    ap.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
+    g = ap.add_argument_group("latency")
+    g.add_argument("--rate", type=float, default=1000.0, help="FailedScheduling events per second")
+    g.add_argument("--seconds", type=float, default=10.0)
+    g.add_argument("--stuck-workloads", type=int, default=200, help="workloads becoming unschedulable during the run")
+    g.add_argument("--repeat-share", type=float, default=0.5, help="share of events that repeat one for a pod already pending")
+    g.add_argument("--debounce", type=float, default=0.05, help="PipelineConfig.debounce (seconds)")
+    g.add_argument("--drain", type=float, default=30.0, help="seconds to wait for the last incidents after the load")
+    g = ap.add_argument_group("memory")
+    g.add_argument("--nodes", type=int, default=5000)
+    g.add_argument("--pods", type=int, default=150_000)
+    g.add_argument("--workloads", type=int, default=100, help="workloads of the generated cluster")
+    g.add_argument("--via-watch", type=int, default=30_000, metavar="PODS",
+                   help="also load this many pods through FakeCluster + Gateway over HTTP (0: skip)")
+    g.add_argument("--no-analysis", action="store_true", help="skip the analysis pass after loading")
+    g = ap.add_argument_group("watch")
+    g.add_argument("--watch-events", type=int, default=60_000)
+    g.add_argument("--watch-repeat", type=int, default=2)
+    args = ap.parse_args(argv)
+    if args.part == "memory-http":
+        return run_memory_http(args)
+    if args.part == "all":
+        rc = 0
+        for part, extra in (("latency", []), ("memory", []), ("watch", [])):
+            print(f"=== {part} ===", flush=True)
+            cmd = [sys.executable, __file__, part, *[a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"], *extra]
+            rc |= subprocess.run(cmd, check=False).returncode
+        return rc
+    if args.part == "latency":
+        return run_latency(args)
+    if args.part == "memory":
+        return run_memory(args)
+    return run_watch(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
