@@ -17,6 +17,7 @@ import json
 import sys
 from collections.abc import Iterator, Mapping
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, TypeVar
 
 import orjson
@@ -153,6 +154,12 @@ def parse_time(value: Any) -> float | None:
     """RFC 3339 timestamp → seconds since the epoch (None when absent or unreadable)."""
     if not value or not isinstance(value, str):
         return None
+    return _parse_rfc3339(value)
+
+
+@lru_cache(maxsize=8192)
+def _parse_rfc3339(value: str) -> float | None:
+    # Memoised: a watch stream repeats the same timestamps (one per second at most).
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:
@@ -482,9 +489,17 @@ class Decoder:
         meta = _meta(obj)
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
-        conditions = self.conditions(status.get("conditions"))
-        scheduled = next((c for c in conditions if c.type == "PodScheduled"), None)
-        ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+        # Only PodScheduled and Ready are kept: decode just those (a pod
+        # carries five conditions, and every watch event of a pod decodes them).
+        scheduled: Condition | None = None
+        ready = False
+        for c in status.get("conditions") or ():
+            ctype = c.get("type")
+            if ctype == "PodScheduled":
+                if scheduled is None:
+                    scheduled = self.conditions((c,))[0]
+            elif ctype == "Ready" and c.get("status") == "True":
+                ready = True
         return Pod(
             namespace=self.s(meta.get("namespace") or "default"),
             name=str(meta["name"]),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from analyzers.disruption import BudgetStatus, budget_status
@@ -62,8 +63,10 @@ def message_signature(parsed: ParsedMessage) -> tuple[Any, ...]:
     return (parsed.total_nodes, reasons(parsed.reasons), pre_sig)
 
 
+@lru_cache(maxsize=4096)
 def messages_agree(simulated: str, real: str) -> bool | None:
-    """True/False when both are scheduling messages; None when the real one is not."""
+    """True/False when both are scheduling messages; None when the real one is not.
+    (Memoised: the pending pods of one workload share both messages.)"""
     ours, theirs = parse_message(simulated), parse_message(real)
     if theirs.kind != SCHEDULING or ours.kind != SCHEDULING:
         return None

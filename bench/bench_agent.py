@@ -91,7 +91,7 @@ def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, int(round(q * (len(ordered) - 1)))))
+    k = max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))
     return ordered[k]
 
 
@@ -99,6 +99,25 @@ def _quiet_logs() -> None:
     logging.basicConfig(level=logging.ERROR)
     for name in ("agent", "analyzers", "storage", "aiohttp", "kubernetes_asyncio"):
         logging.getLogger(name).setLevel(logging.ERROR)
+
+
+class _GcMeter:
+    """Time in the cyclic garbage collector, per generation (a gc.callbacks hook)."""
+
+    def __init__(self) -> None:
+        self.runs = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self._t = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._t = time.perf_counter()
+        else:
+            self.runs[info["generation"]] += 1
+            self.seconds[info["generation"]] += time.perf_counter() - self._t
+
+    def __str__(self) -> str:
+        return ", ".join(f"gen{g} {self.runs[g]} runs {self.seconds[g]:.2f} s" for g in range(3))
 
 
 # ---------------------------------------------------------------------------
@@ -130,11 +149,15 @@ def _stuck_spec(k: int) -> tuple[dict[str, str], dict[str, str] | None, str]:
     )
 
 
-def _workload(name: str, ns: str, replicas: int, requests: dict[str, str], selector: dict[str, str] | None) -> tuple[Obj, Obj, Obj]:
+def _workload(
+    name: str, ns: str, replicas: int, requests: dict[str, str], selector: dict[str, str] | None
+) -> tuple[Obj, Obj, Obj]:
     """A Deployment, its ReplicaSet (same template) and the pod template spec."""
     from agent.fakecluster.samples import pod
 
-    template_pod = pod(f"{name}-{HASH}-xxxxx", ns, requests=requests, node_selector=selector, managed_fields=False)
+    template_pod = pod(
+        f"{name}-{HASH}-xxxxx", ns, requests=requests, node_selector=selector, managed_fields=False
+    )
     spec = template_pod["spec"]
     labels = {"app": name, "pod-template-hash": HASH}
     dep = {
@@ -150,10 +173,18 @@ def _workload(name: str, ns: str, replicas: int, requests: dict[str, str], selec
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": {"app": name}},
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+            },
             "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
         },
-        "status": {"observedGeneration": 1, "replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas},
+        "status": {
+            "observedGeneration": 1,
+            "replicas": replicas,
+            "readyReplicas": replicas,
+            "availableReplicas": replicas,
+        },
     }
     rs = {
         "apiVersion": "apps/v1",
@@ -165,7 +196,14 @@ def _workload(name: str, ns: str, replicas: int, requests: dict[str, str], selec
             "labels": labels,
             "annotations": {"deployment.kubernetes.io/revision": "1"},
             "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": f"{ns}-{name}-deploy", "controller": True, "blockOwnerDeletion": True}
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "name": name,
+                    "uid": f"{ns}-{name}-deploy",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
             ],
         },
         "spec": {
@@ -178,7 +216,9 @@ def _workload(name: str, ns: str, replicas: int, requests: dict[str, str], selec
     return dep, rs, spec
 
 
-def _populate(cluster: Any, workloads: int) -> list[tuple[str, str, Obj, str, dict[str, str], dict[str, str] | None]]:
+def _populate(
+    cluster: Any, workloads: int
+) -> list[tuple[str, str, Obj, str, dict[str, str], dict[str, str] | None]]:
     """The healthy cluster, plus the (not yet failing) Deployments of the stuck workloads."""
     from agent.fakecluster.samples import node, pod
 
@@ -187,7 +227,10 @@ def _populate(cluster: Any, workloads: int) -> list[tuple[str, str, Obj, str, di
     for i in range(NODE_COUNT):
         name = f"ip-10-0-{i // 250}-{i % 250}.eu-west-1.compute.internal"
         names.append(name)
-        cluster.apply(node(name, labels={"topology.kubernetes.io/zone": zones[i % 3], "node-pool": "general"}), copy=False)
+        cluster.apply(
+            node(name, labels={"topology.kubernetes.io/zone": zones[i % 3], "node-pool": "general"}),
+            copy=False,
+        )
     k = 0
     for d in range(HEALTHY_DEPLOYMENTS):
         ns = NAMESPACES[d % len(NAMESPACES)]
@@ -197,7 +240,13 @@ def _populate(cluster: Any, workloads: int) -> list[tuple[str, str, Obj, str, di
         cluster.apply(rs, copy=False)
         for r in range(HEALTHY_REPLICAS):
             cluster.apply(
-                pod(f"{name}-{HASH}-{r:05d}", ns, node_name=names[k % NODE_COUNT], requests={"cpu": "100m", "memory": "128Mi"}, owner=rs),
+                pod(
+                    f"{name}-{HASH}-{r:05d}",
+                    ns,
+                    node_name=names[k % NODE_COUNT],
+                    requests={"cpu": "100m", "memory": "128Mi"},
+                    owner=rs,
+                ),
                 copy=False,
             )
             k += 1
@@ -242,8 +291,13 @@ async def _produce(
         n = pods_of.get(w, 0)
         pods_of[w] = n + 1
         obj = pod(
-            f"{name}-{HASH}-{n:05d}", ns, requests=requests, node_selector=selector, owner=rs,
-            unschedulable_message=message, managed_fields=False,
+            f"{name}-{HASH}-{n:05d}",
+            ns,
+            requests=requests,
+            node_selector=selector,
+            owner=rs,
+            unschedulable_message=message,
+            managed_fields=False,
         )
         cluster.apply(obj, copy=False)
         created_pods += 1
@@ -286,7 +340,14 @@ async def _produce(
             k += 1
         await asyncio.sleep(0.002)
     elapsed = time.monotonic() - start
-    return {"first": first, "events": total, "repeats": repeats, "pods": created_pods, "elapsed": elapsed, "lag_max": lag_max}
+    return {
+        "first": first,
+        "events": total,
+        "repeats": repeats,
+        "pods": created_pods,
+        "elapsed": elapsed,
+        "lag_max": lag_max,
+    }
 
 
 def _serve_latency(conn: Connection, args: dict[str, Any], pin: bool) -> None:
@@ -303,7 +364,9 @@ def _serve_latency(conn: Connection, args: dict[str, Any], pin: bool) -> None:
         conn.send({"url": url, "objects": cluster.resource_version})
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, conn.recv)  # "go"
-        result = await _produce(cluster, stuck, args["rate"], args["seconds"], args["repeat_share"], args["seed"])
+        result = await _produce(
+            cluster, stuck, args["rate"], args["seconds"], args["repeat_share"], args["seed"]
+        )
         conn.send(result)
         await loop.run_in_executor(None, conn.recv)  # "stop"
         await cluster.stop()
@@ -312,11 +375,23 @@ def _serve_latency(conn: Connection, args: dict[str, Any], pin: bool) -> None:
 
 
 async def _latency_agent(conn: Connection, info: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    import agent.pipeline as pipeline_mod
     from agent.fakecluster import write_kubeconfig
     from agent.kube.gateway import Gateway
     from agent.pipeline import PassOutcome, PipelineConfig
     from agent.runner import AgentHost, ClusterAgent
 
+    analysis: list[tuple[float, float, int]] = []  # (start, build_report seconds, pending pods)
+    from analyzers.report import build_report
+
+    def timed_build_report(snapshot: Any, **kwargs: Any) -> Any:
+        t0 = time.monotonic()
+        report = build_report(snapshot, **kwargs)
+        analysis.append((t0, time.monotonic() - t0, len(report.pods)))
+        return report
+
+    # Diagnostics only: how much of a pass is the analysis (the rest: tracking, holds).
+    setattr(pipeline_mod, "build_report", timed_build_report)  # noqa: B010
     opened: dict[str, float] = {}
     received: dict[str, float] = {}
     passes: list[tuple[float, float, int]] = []  # (end time, seconds, findings)
@@ -360,6 +435,9 @@ async def _latency_agent(conn: Connection, info: dict[str, Any], args: argparse.
             synced = time.monotonic() - t0
             loop = asyncio.get_running_loop()
             base_passes = len(passes)
+            gc_meter = _GcMeter()
+            gc.callbacks.append(gc_meter)
+            load_cpu = time.process_time()
             conn.send("go")
             produced: dict[str, Any] = await loop.run_in_executor(None, conn.recv)
             want = set(produced["first"])
@@ -367,10 +445,14 @@ async def _latency_agent(conn: Connection, info: dict[str, Any], args: argparse.
             while not want <= set(opened) and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
             cache_pods = len(agent.cache.state.snapshot().pods)
+            load_cpu = time.process_time() - load_cpu
+            gc.callbacks.remove(gc_meter)
         finally:
             stop.set()
             await host.close()
+            setattr(pipeline_mod, "build_report", build_report)  # noqa: B010
     during = passes[base_passes:]
+    go = passes[base_passes - 1][0] if base_passes else 0.0
     return {
         "produced": produced,
         "opened": opened,
@@ -378,6 +460,9 @@ async def _latency_agent(conn: Connection, info: dict[str, Any], args: argparse.
         "passes": during,
         "synced": synced,
         "cache_pods": cache_pods,
+        "gc": gc_meter,
+        "cpu": load_cpu,
+        "analysis": [(t - go, sec, n) for t, sec, n in analysis if t >= go],
     }
 
 
@@ -386,7 +471,13 @@ def run_latency(args: argparse.Namespace) -> int:
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     pin = not args.no_pin and hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) > 1
-    spec = {"workloads": args.stuck_workloads, "rate": args.rate, "seconds": args.seconds, "repeat_share": args.repeat_share, "seed": 1}
+    spec = {
+        "workloads": args.stuck_workloads,
+        "rate": args.rate,
+        "seconds": args.seconds,
+        "repeat_share": args.repeat_share,
+        "seed": 1,
+    }
     server = ctx.Process(target=_serve_latency, args=(child, spec, pin), daemon=True)
     server.start()
     info = parent.recv()
@@ -417,15 +508,30 @@ def run_latency(args: argparse.Namespace) -> int:
         f"passes during the load: {len(pass_s)}, pass duration p50 {_pct(pass_s, 0.5):.0f} ms, "
         f"p99 {_pct(pass_s, 0.99):.0f} ms, max {max(pass_s, default=0):.0f} ms; pods in the cache at the end {out['cache_pods']:,}"
     )
+    if out["analysis"]:
+        ana = [a[1] * 1000 for a in out["analysis"]]
+        print(
+            f"  of which build_report: p50 {_pct(ana, 0.5):.0f} ms, p99 {_pct(ana, 0.99):.0f} ms; by time into the run "
+            "(s: ms for N pending pods): "
+            + ", ".join(
+                f"{t:.1f}: {sec * 1000:.0f} for {n}"
+                for t, sec, n in out["analysis"][:: max(1, len(out["analysis"]) // 8)]
+            )
+        )
+    print(f"  agent process CPU during the load and drain: {out['cpu']:.1f} s; cyclic GC: {out['gc']}")
     if delivery:
-        print(f"event emitted -> in the agent's cache: p50 {_pct(delivery, 0.5):.1f} ms, p99 {_pct(delivery, 0.99):.1f} ms")
+        print(
+            f"event emitted -> in the agent's cache: p50 {_pct(delivery, 0.5):.1f} ms, p99 {_pct(delivery, 0.99):.1f} ms"
+        )
     ok = bool(lat) and not missing and _pct(lat, 0.99) < 500
     print(
         f"event emitted -> incident stored: p50 {_pct(lat, 0.5):.0f} ms, p90 {_pct(lat, 0.9):.0f} ms, "
         f"p99 {_pct(lat, 0.99):.0f} ms, max {max(lat, default=float('nan')):.0f} ms over {len(lat)} workloads"
         + (f"; {len(missing)} workloads without an incident after {args.drain:.0f} s" if missing else "")
     )
-    print(f"target (p99 < 500 ms at 1,000 events/s): {'met' if ok and args.rate >= 1000 else 'NOT met' if not ok else 'met at this rate'}")
+    print(
+        f"target (p99 < 500 ms at 1,000 events/s): {'met' if ok and args.rate >= 1000 else 'NOT met' if not ok else 'met at this rate'}"
+    )
     return 0
 
 
@@ -466,9 +572,17 @@ class _FileSource:
                 self._lines.setdefault(kind, []).append(pos)
                 pos += len(line)
 
-    async def list_page(self, kind: Any, *, namespace: str | None = None, limit: int | None = None,
-                        continue_token: str | None = None, field_selector: str | None = None,
-                        label_selector: str | None = None) -> dict[str, Any]:
+    async def list_page(
+        self,
+        kind: Any,
+        *,
+        namespace: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+    ) -> Any:
         offsets = self._lines.get(kind.kind, [])
         start = int(continue_token or 0)
         end = min(len(offsets), start + (limit or len(offsets)))
@@ -484,6 +598,46 @@ class _FileSource:
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - not used
         raise NotImplementedError
+
+
+def _metrics_sample(snap: Any) -> Any:
+    """NodeMetrics for every node and PodMetrics for every running pod, usage at
+    half the requests (the dicts metrics-server lists)."""
+    from agent.kube.watcher import MetricsSample
+
+    stamp = "2024-05-01T11:59:40Z"
+    nodes = [
+        {
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "kind": "NodeMetrics",
+            "metadata": {"name": n.name, "labels": dict(n.labels)},
+            "timestamp": stamp,
+            "window": "20.043s",
+            "usage": {"cpu": "4000m", "memory": "20Gi"},
+        }
+        for n in snap.nodes.values()
+    ]
+    pods = [
+        {
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "kind": "PodMetrics",
+            "metadata": {"name": p.name, "namespace": p.namespace},
+            "timestamp": stamp,
+            "window": "15.412s",
+            "containers": [
+                {
+                    "name": "main",
+                    "usage": {
+                        "cpu": f"{max(p.spec.requests.get('cpu', 0) // 2, 1)}m",
+                        "memory": f"{max(p.spec.requests.get('memory', 0) // 2 // 2**20, 1)}Mi",
+                    },
+                }
+            ],
+        }
+        for p in snap.pods.values()
+        if p.node_name
+    ]
+    return MetricsSample(nodes=nodes, pods=pods)
 
 
 def run_memory(args: argparse.Namespace) -> int:
@@ -508,7 +662,6 @@ def run_memory(args: argparse.Namespace) -> int:
         source = _FileSource(path)
         source.index()
         gc.collect()
-        indexed, _ = _rss_mb()
         cache = ClusterCache(ClusterState())
 
         async def load() -> int:
@@ -549,6 +702,21 @@ def run_memory(args: argparse.Namespace) -> int:
             f"(nodes, workloads and the watchers' version bookkeeping included)"
         )
         print(f"target (< 600 MB RSS for the whole agent process): {'met' if rss < 600 else 'NOT met'}")
+        if not args.no_metrics:
+            # metrics-server's view of the same cluster, polled as MetricsPoller does.
+            sample = _metrics_sample(snap)
+            t0 = time.perf_counter()
+            cache.apply_metrics(sample)
+            seconds = time.perf_counter() - t0
+            n_node, n_pod = len(sample.nodes), len(sample.pods)
+            del sample
+            gc.collect()
+            rss, peak = _rss_mb()
+            snap = cache.state.snapshot()
+            print(
+                f"with metrics.k8s.io ({n_node:,} NodeMetrics, {n_pod:,} PodMetrics applied in {seconds:.1f} s): "
+                f"RSS {rss:.0f} MB (peak so far {peak:.0f} MB): {'met' if rss < 600 else 'NOT met'}"
+            )
         if not args.no_analysis:
             from analyzers.report import build_report
 
@@ -593,9 +761,15 @@ def _serve_objects(conn: Connection, nodes: int, pods: int, workloads: int, pin:
 def _via_watch(args: argparse.Namespace) -> str:
     """Run the real agent's list/watch path (Gateway over HTTP) into a ClusterCache in a fresh process."""
     cmd = [
-        sys.executable, __file__, "memory-http",
-        "--pods", str(args.via_watch), "--nodes", str(max(1, args.via_watch // 30)),
-        "--workloads", str(args.workloads),
+        sys.executable,
+        __file__,
+        "memory-http",
+        "--pods",
+        str(args.via_watch),
+        "--nodes",
+        str(max(1, args.via_watch // 30)),
+        "--workloads",
+        str(args.workloads),
     ] + (["--no-pin"] if args.no_pin else [])
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     return done.stdout.rstrip() + (("\n" + done.stderr[-2000:]) if done.returncode else "")
@@ -606,7 +780,9 @@ def run_memory_http(args: argparse.Namespace) -> int:
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     pin = not args.no_pin and hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) > 1
-    server = ctx.Process(target=_serve_objects, args=(child, args.nodes, args.pods, args.workloads, pin), daemon=True)
+    server = ctx.Process(
+        target=_serve_objects, args=(child, args.nodes, args.pods, args.workloads, pin), daemon=True
+    )
     server.start()
     info = parent.recv()
     if not args.no_pin:
@@ -662,11 +838,115 @@ _KEEP: Any = None
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    cmd = [sys.executable, str(ROOT / "bench" / "bench_watch.py"), "--events", str(args.watch_events), "--repeat", str(args.watch_repeat)]
+    cmd = [
+        sys.executable,
+        str(ROOT / "bench" / "bench_watch.py"),
+        "--events",
+        str(args.watch_events),
+        "--repeat",
+        str(args.watch_repeat),
+    ]
     if args.no_pin:
         cmd.append("--no-pin")
-    print(f"running: bench/bench_watch.py --events {args.watch_events} --repeat {args.watch_repeat}", flush=True)
-    return subprocess.run(cmd, check=False).returncode
+    print(
+        f"running: bench/bench_watch.py --events {args.watch_events} --repeat {args.watch_repeat}", flush=True
+    )
+    rc = subprocess.run(cmd, check=False).returncode
+    print(
+        "and the same stream into the agent's ClusterCache (Pipeline.on_event collecting triggers; no passes):",
+        flush=True,
+    )
+    return rc | run_watch_cache(args)
+
+
+def run_watch_cache(args: argparse.Namespace) -> int:
+    """bench_watch's server and stream, watched by KindWatcher into a
+    ClusterCache whose events feed Pipeline.on_event, as in the agent."""
+    import bench.bench_watch as bw
+
+    _quiet_logs()
+    mix = {"Pod": 0.6, "Node": 0.1, "Event": 0.3}
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    pin = not args.no_pin and hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) > 1
+    server = ctx.Process(target=bw._serve, args=(child, args.watch_events, mix, pin), daemon=True)
+    server.start()
+    info = parent.recv()
+    if not args.no_pin:
+        _pin(0)
+
+    async def measure() -> tuple[list[float], list[float], int]:
+        from agent.cache import ClusterCache
+        from agent.fakecluster import write_kubeconfig
+        from agent.kube.gateway import Gateway
+        from agent.kube.watcher import KindWatcher
+        from agent.pipeline import Pipeline, PipelineConfig
+        from analyzers.snapshot import ClusterState
+
+        url, start_rv, counts = info["url"], info["start_rv"], info["counts"]
+        total = sum(counts.values())
+        bare: list[float] = []
+        cached: list[float] = []
+        triggers = 0
+        with tempfile.TemporaryDirectory() as tmp:
+            kubeconfig = write_kubeconfig(Path(tmp) / "kubeconfig", url)
+            async with Gateway(str(kubeconfig), watch_idle_timeout=60) as gateway:
+                await bw.bare(url, start_rv, counts)  # warm up
+                for _ in range(args.watch_repeat):
+                    t0 = time.perf_counter()
+                    n = await bw.bare(url, start_rv, counts)
+                    bare.append(n / (time.perf_counter() - t0))
+                    cache = ClusterCache(ClusterState())
+                    pipeline = Pipeline(cache, None, PipelineConfig())  # type: ignore[arg-type]
+                    cache.on_event = pipeline.on_event
+
+                    class Sink:
+                        def __init__(self, cache: ClusterCache, expected: int) -> None:
+                            self.cache, self.expected, self.seen = cache, expected, 0
+
+                        async def delta(self, delta: Any) -> None:
+                            self.cache.apply(delta)
+                            self.seen += 1
+                            if self.seen >= self.expected:
+                                raise bw._Done
+
+                        async def synced(self, kind: str) -> None:
+                            pass
+
+                    async def one(kind: Any, cache: ClusterCache = cache) -> int:
+                        sink = Sink(cache, counts[kind.kind])
+                        watcher = KindWatcher(gateway, kind, sink, watch_timeout=600, min_watch_duration=0)
+                        watcher.resource_version = str(start_rv)
+                        with contextlib.suppress(bw._Done):
+                            await watcher.watch_once()
+                        return sink.seen
+
+                    t0 = time.perf_counter()
+                    n = sum(await asyncio.gather(*(one(k) for k in bw.KINDS)))
+                    seconds = time.perf_counter() - t0
+                    if n != total:
+                        raise SystemExit(f"watcher into the cache: got {n} events, expected {total}")
+                    cached.append(n / seconds)
+                    triggers = pipeline.stats.triggers
+        return bare, cached, triggers
+
+    try:
+        bare, cached, triggers = asyncio.run(measure())
+    finally:
+        parent.send("stop")
+        server.join(10)
+    b, c = statistics.median(bare), statistics.median(cached)
+    print(
+        f"  bare aiohttp lines + orjson.loads                      {b:>10,.0f} events/s   (runs: {', '.join(f'{r:,.0f}' for r in bare)})"
+    )
+    print(
+        f"  KindWatcher -> ClusterCache -> Pipeline.on_event       {c:>10,.0f} events/s   (runs: {', '.join(f'{r:,.0f}' for r in cached)}; {triggers:,} triggers)"
+    )
+    ok = c >= 20_000 and c / b >= 0.4
+    print(
+        f"ratio cache path/bare: {c / b:.2f}; targets (>= 20,000 events/s and >= 0.4 of bare) through gateway, cache and pipeline triggers: {'met' if ok else 'NOT met'}"
+    )
+    return 0
 
 
 # ---------------------------------------------------------------------------
@@ -674,22 +954,43 @@ def run_watch(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("part", nargs="?", default="all", choices=("all", "latency", "memory", "memory-http", "watch"))
+    ap.add_argument(
+        "part", nargs="?", default="all", choices=("all", "latency", "memory", "memory-http", "watch")
+    )
     ap.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
     g = ap.add_argument_group("latency")
     g.add_argument("--rate", type=float, default=1000.0, help="FailedScheduling events per second")
     g.add_argument("--seconds", type=float, default=10.0)
-    g.add_argument("--stuck-workloads", type=int, default=200, help="workloads becoming unschedulable during the run")
-    g.add_argument("--repeat-share", type=float, default=0.5, help="share of events that repeat one for a pod already pending")
+    g.add_argument(
+        "--stuck-workloads", type=int, default=200, help="workloads becoming unschedulable during the run"
+    )
+    g.add_argument(
+        "--repeat-share",
+        type=float,
+        default=0.5,
+        help="share of events that repeat one for a pod already pending",
+    )
     g.add_argument("--debounce", type=float, default=0.05, help="PipelineConfig.debounce (seconds)")
-    g.add_argument("--drain", type=float, default=30.0, help="seconds to wait for the last incidents after the load")
+    g.add_argument(
+        "--drain", type=float, default=30.0, help="seconds to wait for the last incidents after the load"
+    )
     g = ap.add_argument_group("memory")
     g.add_argument("--nodes", type=int, default=5000)
     g.add_argument("--pods", type=int, default=150_000)
     g.add_argument("--workloads", type=int, default=100, help="workloads of the generated cluster")
-    g.add_argument("--via-watch", type=int, default=30_000, metavar="PODS",
-                   help="also load this many pods through FakeCluster + Gateway over HTTP (0: skip)")
+    g.add_argument(
+        "--via-watch",
+        type=int,
+        default=30_000,
+        metavar="PODS",
+        help="also load this many pods through FakeCluster + Gateway over HTTP (0: skip)",
+    )
     g.add_argument("--no-analysis", action="store_true", help="skip the analysis pass after loading")
+    g.add_argument(
+        "--no-metrics",
+        action="store_true",
+        help="skip applying NodeMetrics/PodMetrics for every node and pod",
+    )
     g = ap.add_argument_group("watch")
     g.add_argument("--watch-events", type=int, default=60_000)
     g.add_argument("--watch-repeat", type=int, default=2)
@@ -698,9 +999,14 @@ def main(argv: list[str] | None = None) -> int:
         return run_memory_http(args)
     if args.part == "all":
         rc = 0
-        for part, extra in (("latency", []), ("memory", []), ("watch", [])):
+        for part in ("latency", "memory", "watch"):
             print(f"=== {part} ===", flush=True)
-            cmd = [sys.executable, __file__, part, *[a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"], *extra]
+            cmd = [
+                sys.executable,
+                __file__,
+                part,
+                *[a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"],
+            ]
             rc |= subprocess.run(cmd, check=False).returncode
         return rc
     if args.part == "latency":

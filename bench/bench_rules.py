@@ -100,7 +100,11 @@ class Builder:
         replicas: int | None = None,
         message: str,
     ) -> None:
-        labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": ns, "pod-template-hash": "5f7d8c9b4"}
+        labels = {
+            "app.kubernetes.io/name": name,
+            "app.kubernetes.io/part-of": ns,
+            "pod-template-hash": "5f7d8c9b4",
+        }
         rs = f"{name}-5f7d8c9b4"
         template = {"metadata": {"labels": labels}, "spec": spec}
         total = replicas if replicas is not None else pending + len(running_on)
@@ -134,19 +138,35 @@ class Builder:
                     "uid": f"{rs}-uid",
                     "annotations": {"deployment.kubernetes.io/revision": "1"},
                     "ownerReferences": [
-                        {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": f"{name}-d-uid", "controller": True}
+                        {
+                            "apiVersion": "apps/v1",
+                            "kind": "Deployment",
+                            "name": name,
+                            "uid": f"{name}-d-uid",
+                            "controller": True,
+                        }
                     ],
                 },
                 "spec": {
                     "replicas": total,
-                    "selector": {"matchLabels": {"app.kubernetes.io/name": name, "pod-template-hash": "5f7d8c9b4"}},
+                    "selector": {
+                        "matchLabels": {"app.kubernetes.io/name": name, "pod-template-hash": "5f7d8c9b4"}
+                    },
                     "template": template,
                 },
                 "status": {"replicas": total, "readyReplicas": len(running_on)},
             }
         )
-        owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": f"{rs}-uid", "controller": True}]
-        for k, node_name in enumerate([*running_on, *([""] * pending)]):
+        owner = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": rs,
+                "uid": f"{rs}-uid",
+                "controller": True,
+            }
+        ]
+        for node_name in [*running_on, *([""] * pending)]:
             self.n += 1
             meta = {
                 "name": f"{rs}-{self.n:05x}",
@@ -177,7 +197,10 @@ class Builder:
             if not spec.get("schedulingGates"):
                 cond.update(reason="Unschedulable", message=message)
             else:
-                cond.update(reason="SchedulingGated", message="Scheduling is blocked due to non-empty scheduling gates")
+                cond.update(
+                    reason="SchedulingGated",
+                    message="Scheduling is blocked due to non-empty scheduling gates",
+                )
             self.extra.append(
                 {
                     "apiVersion": "v1",
@@ -230,7 +253,11 @@ class Builder:
                 if zone == ZONES[2]:
                     node["spec"]["unschedulable"] = True
                     node["spec"].setdefault("taints", []).append(
-                        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule", "timeAdded": PENDING_SINCE}
+                        {
+                            "key": "node.kubernetes.io/unschedulable",
+                            "effect": "NoSchedule",
+                            "timeAdded": PENDING_SINCE,
+                        }
                     )
         self.extra.append(
             {
@@ -247,11 +274,24 @@ class Builder:
         not_available = f"0/{n_nodes} nodes are available"
         no_preempt = f"preemption: 0/{n_nodes} nodes are available: {n_nodes} Preemption is not helpful for scheduling."
         for w, count in enumerate(per):
-            ns = ("payments", "checkout", "search", "catalog", "identity", "analytics", "ml", "platform", "monitoring", "batch")[w % 10]
+            ns = (
+                "payments",
+                "checkout",
+                "search",
+                "catalog",
+                "identity",
+                "analytics",
+                "ml",
+                "platform",
+                "monitoring",
+                "batch",
+            )[w % 10]
             name = f"stuck-{w:03d}"
             cause = w % 10
             if cause == 0:
-                spec = self.base_spec(name, {"cpu": "500m", "memory": "1Gi"}, nodeSelector={"node-pool": "arm64"})
+                spec = self.base_spec(
+                    name, {"cpu": "500m", "memory": "1Gi"}, nodeSelector={"node-pool": "arm64"}
+                )
                 msg = f"{not_available}: {n_nodes} node(s) didn't match Pod's node affinity/selector. {no_preempt}"
                 causes["nodeSelector of a missing pool"] += count
                 self.deployment(name, ns, spec, count, message=msg)
@@ -261,12 +301,16 @@ class Builder:
                 causes["cpu larger than any node"] += count
                 self.deployment(name, ns, spec, count, message=msg)
             elif cause == 2:
-                spec = self.base_spec(name, {"cpu": "13", "memory": "40Gi"}, nodeSelector={"node-pool": "general"})
+                spec = self.base_spec(
+                    name, {"cpu": "13", "memory": "40Gi"}, nodeSelector={"node-pool": "general"}
+                )
                 msg = f"{not_available}: {n_nodes} Insufficient cpu. {no_preempt}"
                 causes["13 cpu + 40Gi on the general pool (fragmented)"] += count
                 self.deployment(name, ns, spec, count, message=msg)
             elif cause == 3:
-                spec = self.base_spec(name, {"cpu": "200m", "memory": "256Mi"}, nodeSelector={"node-pool": "system"})
+                spec = self.base_spec(
+                    name, {"cpu": "200m", "memory": "256Mi"}, nodeSelector={"node-pool": "system"}
+                )
                 msg = f"{not_available}: {n_nodes} node(s) didn't match Pod's node affinity/selector. {no_preempt}"
                 causes["system pool without its toleration"] += count
                 self.deployment(name, ns, spec, count, message=msg)
@@ -280,9 +324,11 @@ class Builder:
                     }
                 }
                 spec = self.base_spec(name, {"cpu": "250m", "memory": "512Mi"}, affinity=affinity)
-                zone_node = {}
+                zone_node: dict[str, str] = {}
                 for node in general:
-                    zone_node.setdefault(node["metadata"]["labels"]["topology.kubernetes.io/zone"], node["metadata"]["name"])
+                    zone_node.setdefault(
+                        node["metadata"]["labels"]["topology.kubernetes.io/zone"], node["metadata"]["name"]
+                    )
                 msg = f"{not_available}: {n_nodes} node(s) didn't match pod anti-affinity rules. {no_preempt}"
                 causes["zone anti-affinity, replicas > zones"] += count
                 self.deployment(name, ns, spec, count, running_on=list(zone_node.values()), message=msg)
@@ -291,7 +337,9 @@ class Builder:
                     "podAffinity": {
                         "requiredDuringSchedulingIgnoredDuringExecution": [
                             {
-                                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": f"redis-{w:03d}"}},
+                                "labelSelector": {
+                                    "matchLabels": {"app.kubernetes.io/name": f"redis-{w:03d}"}
+                                },
                                 "topologyKey": "topology.kubernetes.io/zone",
                             }
                         ]
@@ -328,7 +376,12 @@ class Builder:
                     {
                         "apiVersion": "v1",
                         "kind": "PersistentVolumeClaim",
-                        "metadata": {"name": claim, "namespace": ns, "uid": f"{claim}-uid", "creationTimestamp": PENDING_SINCE},
+                        "metadata": {
+                            "name": claim,
+                            "namespace": ns,
+                            "uid": f"{claim}-uid",
+                            "creationTimestamp": PENDING_SINCE,
+                        },
                         "spec": {
                             "accessModes": ["ReadWriteMany"],
                             "resources": {"requests": {"storage": "100Gi"}},
@@ -343,14 +396,14 @@ class Builder:
                     {"cpu": "250m", "memory": "512Mi"},
                     volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
                 )
-                msg = "0/{0} nodes are available: pod has unbound immediate PersistentVolumeClaims. {1}".format(
-                    n_nodes, no_preempt
-                )
+                msg = f"0/{n_nodes} nodes are available: pod has unbound immediate PersistentVolumeClaims. {no_preempt}"
                 causes["unbound Immediate PVC"] += count
                 self.deployment(name, ns, spec, count, message=msg)
             elif cause == 8:
                 spec = self.base_spec(
-                    name, {"cpu": "1", "memory": "2Gi"}, schedulingGates=[{"name": "kueue.x-k8s.io/admission"}]
+                    name,
+                    {"cpu": "1", "memory": "2Gi"},
+                    schedulingGates=[{"name": "kueue.x-k8s.io/admission"}],
                 )
                 causes["schedulingGates for 10 min"] += count
                 self.deployment(name, ns, spec, count, message="")
@@ -422,7 +475,10 @@ class Builder:
                 "spec": {
                     "replicas": 1,
                     "selector": {"matchLabels": base},
-                    "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+                    "strategy": {
+                        "type": "RollingUpdate",
+                        "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+                    },
                     "progressDeadlineSeconds": 600,
                     "template": {"metadata": {"labels": base}, "spec": new},
                 },
@@ -436,7 +492,9 @@ class Builder:
                 },
             }
         )
-        for rev, (hash_, pod_spec, running) in enumerate((("7b9c6d5f4", old, True), ("84f6c7d9b", new, False)), 1):
+        for rev, (hash_, pod_spec, running) in enumerate(
+            (("7b9c6d5f4", old, True), ("84f6c7d9b", new, False)), 1
+        ):
             labels = {**base, "pod-template-hash": hash_}
             rs = f"{name}-{hash_}"
             self.extra.append(
@@ -449,7 +507,13 @@ class Builder:
                         "uid": f"{rs}-uid",
                         "annotations": {"deployment.kubernetes.io/revision": str(rev)},
                         "ownerReferences": [
-                            {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": f"{name}-uid", "controller": True}
+                            {
+                                "apiVersion": "apps/v1",
+                                "kind": "Deployment",
+                                "name": name,
+                                "uid": f"{name}-uid",
+                                "controller": True,
+                            }
                         ],
                     },
                     "spec": {
@@ -466,7 +530,15 @@ class Builder:
                 "uid": f"{rs}-pod",
                 "creationTimestamp": "2024-05-01T08:00:00Z" if running else PENDING_SINCE,
                 "labels": labels,
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": f"{rs}-uid", "controller": True}],
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "ReplicaSet",
+                        "name": rs,
+                        "uid": f"{rs}-uid",
+                        "controller": True,
+                    }
+                ],
             }
             if running:
                 self.extra.append(
@@ -475,7 +547,13 @@ class Builder:
                         "kind": "Pod",
                         "metadata": meta,
                         "spec": {**pod_spec, "nodeName": node_name},
-                        "status": {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]},
+                        "status": {
+                            "phase": "Running",
+                            "conditions": [
+                                {"type": "PodScheduled", "status": "True"},
+                                {"type": "Ready", "status": "True"},
+                            ],
+                        },
                     }
                 )
             else:
@@ -527,7 +605,12 @@ class Builder:
                 {
                     "apiVersion": "policy/v1",
                     "kind": "PodDisruptionBudget",
-                    "metadata": {"name": f"{app}-pdb", "namespace": ns, "uid": f"{app}-pdb-uid", "generation": 1},
+                    "metadata": {
+                        "name": f"{app}-pdb",
+                        "namespace": ns,
+                        "uid": f"{app}-pdb-uid",
+                        "generation": 1,
+                    },
                     "spec": {
                         "minAvailable": replicas[(ns, app)],
                         "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
@@ -561,8 +644,13 @@ class Builder:
             for n in self.nodes
         }
         candidates = sorted(
-            (n["metadata"]["name"] for n in self.nodes if n["metadata"]["labels"]["node-pool"] == "general"
-             and not n["spec"].get("unschedulable") and "storage-tier" not in n["metadata"]["labels"]),
+            (
+                n["metadata"]["name"]
+                for n in self.nodes
+                if n["metadata"]["labels"]["node-pool"] == "general"
+                and not n["spec"].get("unschedulable")
+                and "storage-tier" not in n["metadata"]["labels"]
+            ),
             key=lambda name: per_node.get(name, [0, 0])[1] / alloc[name][1],
         )
         hot_nodes = candidates[:hot]
@@ -602,11 +690,23 @@ class Builder:
                         "creationTimestamp": "2024-05-01T08:00:00Z",
                         "labels": {**labels, "statefulset.kubernetes.io/pod-name": pod_name},
                         "ownerReferences": [
-                            {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name, "uid": f"{name}-uid", "controller": True}
+                            {
+                                "apiVersion": "apps/v1",
+                                "kind": "StatefulSet",
+                                "name": name,
+                                "uid": f"{name}-uid",
+                                "controller": True,
+                            }
                         ],
                     },
                     "spec": {**spec, "nodeName": node},
-                    "status": {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]},
+                    "status": {
+                        "phase": "Running",
+                        "conditions": [
+                            {"type": "PodScheduled", "status": "True"},
+                            {"type": "Ready", "status": "True"},
+                        ],
+                    },
                 }
             )
             metrics.append(
@@ -647,11 +747,17 @@ class Builder:
                     {
                         "apiVersion": "metrics.k8s.io/v1beta1",
                         "kind": "PodMetrics",
-                        "metadata": {"name": pod["metadata"]["name"], "namespace": pod["metadata"]["namespace"]},
+                        "metadata": {
+                            "name": pod["metadata"]["name"],
+                            "namespace": pod["metadata"]["namespace"],
+                        },
                         "timestamp": stamp,
                         "window": "20s",
                         "containers": [
-                            {"name": c["name"], "usage": {"cpu": f"{cpu // 2}m", "memory": f"{mem * 6 // 10}Mi"}}
+                            {
+                                "name": c["name"],
+                                "usage": {"cpu": f"{cpu // 2}m", "memory": f"{mem * 6 // 10}Mi"},
+                            }
                             for c in pod["spec"]["containers"][:1]
                         ],
                     }
@@ -750,9 +856,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workloads", type=int, default=100, help="workloads of the generated (running) cluster")
     ap.add_argument("--pending", type=int, default=1000)
     ap.add_argument("--pending-workloads", type=int, default=100)
-    ap.add_argument("--pdbs", type=int, default=10, help="PDBs (minAvailable = replicas) on workloads on cordoned nodes")
+    ap.add_argument(
+        "--pdbs", type=int, default=10, help="PDBs (minAvailable = replicas) on workloads on cordoned nodes"
+    )
     ap.add_argument("--hot-nodes", type=int, default=12)
-    ap.add_argument("--no-pod-metrics", action="store_true", help="PodMetrics only for the hot pods, not every pod")
+    ap.add_argument(
+        "--no-pod-metrics", action="store_true", help="PodMetrics only for the hot pods, not every pod"
+    )
     ap.add_argument("--runs", type=int, default=2, help="timed runs (a fresh snapshot each)")
     ap.add_argument("--profile", action="store_true", help="cProfile one more run and print the top costs")
     ap.add_argument("--no-pin", action="store_true")
@@ -765,7 +875,7 @@ def main(argv: list[str] | None = None) -> int:
     objs = generate(args.nodes, args.pods - args.pending, args.workloads, pending=0, seed=0)
     builder = Builder(objs)
     causes = builder.build(args.pending_workloads, args.pending)
-    n_pdbs = builder.pdbs(args.pdbs)
+    builder.pdbs(args.pdbs)
     n_hot = builder.metrics(args.hot_nodes, not args.no_pod_metrics)
     objs.extend(builder.extra)
     del builder
@@ -822,7 +932,7 @@ def main(argv: list[str] | None = None) -> int:
     if paused is not None:
         print(
             f"  for comparison, with the cyclic GC paused during build_report: wall {paused[0]:.2f} s, "
-            f"CPU {paused[1]:.2f} s (peak RSS of the process {rss_peak_mb():.0f} MB)"
+            f"CPU {paused[1]:.2f} s (peak RSS of this process so far, generating the cluster included: {rss_peak_mb():.0f} MB)"
         )
     print(
         f"simulations: {sum(sims)} for {len(pending)} pending pods "
@@ -835,7 +945,9 @@ def main(argv: list[str] | None = None) -> int:
     verified = Counter(f.rule_id for f in report.findings if any(r.verified for r in f.remedies))
     print(f"findings: {len(report.findings)} ({len(report.rule_errors)} rule errors)")
     for rule in RULES:
-        print(f"  {rule.rule_id:<28} {by_rule.get(rule.rule_id, 0):4d} findings, {verified.get(rule.rule_id, 0):4d} with a verified remedy")
+        print(
+            f"  {rule.rule_id:<28} {by_rule.get(rule.rule_id, 0):4d} findings, {verified.get(rule.rule_id, 0):4d} with a verified remedy"
+        )
     for err in report.rule_errors:
         print(f"  ERROR {err.rule_id}: {err.error}")
     claimed = {p for f in report.findings for p in f.pods}
@@ -843,16 +955,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"pending pods named by a finding: {len(pending) - len(unexplained)} of {len(pending)}")
 
     if args.profile:
+        # With the cyclic GC paused: its cost (above) would otherwise land on
+        # whichever function happens to allocate when a collection starts.
         fresh = snap.replace()
         prof = cProfile.Profile()
-        prof.enable()
-        build_report(fresh, now=now)
-        prof.disable()
+        gc.collect()
+        gc.disable()
+        try:
+            prof.enable()
+            build_report(fresh, now=now)
+            prof.disable()
+        finally:
+            gc.enable()
         for key in ("cumulative", "tottime"):
             out = io.StringIO()
-            pstats.Stats(prof, stream=out).sort_stats(key).print_stats(25)
-            print(f"--- profile, top 25 by {key} ---")
-            print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[:6000])
+            pstats.Stats(prof, stream=out).sort_stats(key).print_stats(30)
+            print(f"--- profile (cyclic GC paused), top 30 by {key} ---")
+            print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[:8000])
     return 0
 
 

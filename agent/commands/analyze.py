@@ -4,6 +4,7 @@ and blocked drain in a dump of ``kubectl get … -o json|yaml`` output."""
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import textwrap
 import time
@@ -158,6 +159,9 @@ def run(args: argparse.Namespace) -> int:
     if used == 0:
         raise UserError(f"no usable Kubernetes objects in {', '.join(args.paths)}")
     snapshot = state.snapshot()
+    # The loaded objects live until exit: keep the cyclic collector from walking
+    # them again and again while the analysis allocates (seconds on big dumps).
+    gc.freeze()
     report = build_report(
         snapshot, now=now, kube_version=args.kube_version, pod_filter=pod_filter, eviction_messages=evictions
     )
