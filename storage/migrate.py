@@ -9,14 +9,13 @@ advisory lock serialises replicas that start together.
 
 from __future__ import annotations
 
+from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
-
-from alembic import command
 
 SCRIPT_LOCATION = "storage:migrations"
 # Arbitrary, fixed: "unstick" in ASCII, as a bigint advisory lock key.

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import asyncio
 
+from alembic import context
 from sqlalchemy.engine import Connection
 
-from alembic import context
 from storage.engine import DEFAULT_DB_URL, create_engine
 from storage.models import Base
 

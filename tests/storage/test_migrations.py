@@ -122,6 +122,7 @@ async def test_downgrade_to_base_and_back(empty: AsyncEngine) -> None:
 
 async def upgrade_to(engine: AsyncEngine, revision: str) -> None:
     from alembic import command
+
     from storage.migrate import alembic_config
 
     def run(conn: Connection) -> None:
