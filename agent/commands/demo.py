@@ -18,6 +18,7 @@ import dataclasses
 import logging
 import sys
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,9 @@ async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, arg
 
     stop = asyncio.Event()
     install_signal_handlers(stop)
-    scenarios = [Scenario.load(p) for p in scenario_paths()]
+    # Fixtures were recorded on other days: move their timestamps to now so ages read true.
+    now = datetime.now(UTC)
+    scenarios = [Scenario.load(p).rebased(now) for p in scenario_paths()]
     if args.scenario:
         unknown = set(args.scenario) - {s.name for s in scenarios}
         if unknown:

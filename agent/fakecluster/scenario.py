@@ -36,10 +36,12 @@ a scenario too: just its initial state.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +196,26 @@ class Scenario:
             source=source,
         )
 
+    def rebased(self, now: datetime) -> Scenario:
+        """The same scenario with every RFC 3339 timestamp in its objects moved
+        so that the latest one is ``now``: recorded fixtures then read as fresh
+        (a pod pending since 10:08 of a March day is pending for minutes, not
+        months), and the intervals between timestamps are kept."""
+        stamps = [t for obj in self._all_objects() for t in _timestamps(obj)]
+        if not stamps:
+            return self
+        shift = now - max(stamps)
+        return dataclasses.replace(
+            self,
+            objects=tuple(_shift(o, shift) for o in self.objects),
+            timeline=tuple(dataclasses.replace(s, apply=tuple(_shift(o, shift) for o in s.apply)) for s in self.timeline),
+        )
+
+    def _all_objects(self) -> Iterator[Obj]:
+        yield from self.objects
+        for step in self.timeline:
+            yield from step.apply
+
     def cluster(self, **kwargs: Any) -> FakeCluster:
         """A FakeCluster configured for this scenario, with its initial
         objects applied (not started)."""
@@ -202,6 +224,40 @@ class Scenario:
         cluster = FakeCluster(**kwargs)
         apply_all(cluster, self.objects)
         return cluster
+
+
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+
+
+def _parse_stamp(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _timestamps(value: Any) -> Iterator[datetime]:
+    if isinstance(value, str):
+        if _RFC3339.match(value):
+            yield _parse_stamp(value)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _timestamps(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _timestamps(item)
+
+
+def _shift(value: Any, by: timedelta) -> Any:
+    if isinstance(value, str) and _RFC3339.match(value):
+        moved = (_parse_stamp(value) + by).astimezone(UTC)
+        fraction = value[19:-1]  # ".000000" or ""
+        text = moved.strftime("%Y-%m-%dT%H:%M:%S")
+        if fraction:
+            text += f".{moved.microsecond:06d}"[: len(fraction)]
+        return text + "Z"
+    if isinstance(value, Mapping):
+        return {k: _shift(v, by) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shift(v, by) for v in value]
+    return value
 
 
 def apply_all(cluster: FakeCluster, objects: Iterable[Obj]) -> None:
