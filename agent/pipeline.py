@@ -30,7 +30,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -92,7 +92,6 @@ class PipelineStats:
     triggers: int = 0
     last_pass_seconds: float = 0.0
     held: int = 0
-    durations: list[float] = field(default_factory=list)
 
 
 def pending_since(pod: Pod) -> float | None:

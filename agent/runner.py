@@ -60,7 +60,9 @@ class ClusterAgent:
     pipeline: Pipeline
     metrics: MetricsPoller | None = None
     last_tracked: tuple[Finding, ...] = ()
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    # Watch and metrics tasks are cancelled on stop; the pipeline task is let drain.
+    watch_tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    pipeline_task: asyncio.Task[None] | None = None
 
     @classmethod
     async def connect(
@@ -121,11 +123,15 @@ class ClusterAgent:
 
         return apply
 
-    def start(self, stop: asyncio.Event) -> None:
-        self.tasks.append(asyncio.create_task(self.watcher.run(), name=f"watch:{self.cluster}"))
+    def start_watching(self) -> None:
+        """Watch (and poll metrics) without the pipeline loop: callers run passes themselves."""
+        self.watch_tasks.append(asyncio.create_task(self.watcher.run(), name=f"watch:{self.cluster}"))
         if self.metrics is not None:
-            self.tasks.append(asyncio.create_task(self.metrics.run(), name=f"metrics:{self.cluster}"))
-        self.tasks.append(asyncio.create_task(self._analyse(stop), name=f"pipeline:{self.cluster}"))
+            self.watch_tasks.append(asyncio.create_task(self.metrics.run(), name=f"metrics:{self.cluster}"))
+
+    def start(self, stop: asyncio.Event) -> None:
+        self.start_watching()
+        self.pipeline_task = asyncio.create_task(self._analyse(stop), name=f"pipeline:{self.cluster}")
 
     async def _analyse(self, stop: asyncio.Event) -> None:
         # Never analyse a half-listed cluster: a pass over partial state would
@@ -142,17 +148,14 @@ class ClusterAgent:
 
     async def stop(self) -> None:
         """Stop watching, let the pipeline drain (it runs a final pass), close the connection."""
-        *watching, analysing = self.tasks if self.tasks else (None,)
-        for task in watching:
-            if task is not None:
-                task.cancel()
-        for task in watching:
-            if task is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-        if analysing is not None:
+        for task in self.watch_tasks:
+            task.cancel()
+        for task in self.watch_tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(analysing, timeout=30)
+                await task
+        if self.pipeline_task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self.pipeline_task, timeout=30)
         await self.gateway.close()
 
 

@@ -191,7 +191,7 @@ async def _settle(agent: Any) -> None:
 async def _play_once(host: Any, clusters: list[Any], play_step: Any) -> None:
     """Each step of each timeline in turn: apply it, let the agent see it, analyse."""
     for agent in host.agents:
-        agent.tasks.append(asyncio.create_task(agent.watcher.run()))
+        agent.start_watching()  # passes are run step by step below, not by the pipeline loop
     for agent in host.agents:
         await asyncio.wait_for(agent.watcher.wait_synced(), timeout=STEP_TIMEOUT * 3)
     for agent, (scenario, cluster) in zip(host.agents, clusters, strict=True):

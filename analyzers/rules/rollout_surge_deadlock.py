@@ -30,7 +30,7 @@ from analyzers.rollout import (
     resolve_fenceposts,
 )
 from analyzers.rules.context import RuleContext
-from analyzers.simulator import FilterFailure, PodVerdict
+from analyzers.simulator import FilterFailure
 from analyzers.snapshot import ClusterSnapshot
 
 RULE_ID = "rollout-surge-deadlock"
@@ -126,7 +126,7 @@ def _check(ctx: RuleContext, dep: Deployment) -> Finding | None:
         "failed, and then keeps waiting."
     )
     remedies = _remedies(
-        ctx, dep, ref, pending, blockers, without_old, verdict, held_resource=_main_resource(first_failures)
+        ctx, dep, ref, pending, blockers, held_resource=_main_resource(first_failures)
     )
     deadline = any(c.type == "Progressing" and c.reason == "ProgressDeadlineExceeded" for c in dep.conditions)
     evidence = {
@@ -218,7 +218,7 @@ def _fits_after_controller_scales_down(
         removable = blockers[: min(unavailable, dep.replicas)]
     if not removable:
         return False, "the changed strategy still lets no old pod go first"
-    after = ctx.snapshot.replace(dep, remove=[("pods", p.key) for p in removable])
+    after = ctx.snapshot.replace(remove=[("pods", p.key) for p in removable])
     verdict = ctx.verdict(pending, after)
     names = ", ".join(p.name for p in removable)
     if verdict.fits:
@@ -233,8 +233,6 @@ def _remedies(
     ref: ObjectRef,
     pending: Pod,
     blockers: list[Pod],
-    without_old: ClusterSnapshot,
-    verdict: PodVerdict,
     held_resource: str | None,
 ) -> list[Remedy]:
     r = ctx.renderer
