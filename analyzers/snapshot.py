@@ -170,11 +170,23 @@ class ClusterState:
         return self._snapshot
 
 
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """How a what-if snapshot was made from another (:meth:`ClusterSnapshot.replace`):
+    the parent and, per collection, the ``(old, new)`` record pairs that differ (``old``
+    None for an added record, ``new`` None for a removed one). Derived indexes use it to
+    update the parent's index instead of rebuilding theirs from every pod."""
+
+    parent: ClusterSnapshot
+    changes: Mapping[str, tuple[tuple[Any, Any], ...]]
+
+
 class ClusterSnapshot:
     """An immutable view of the cluster at one moment."""
 
     __slots__ = (
         "_cache",
+        "_origin",
         "daemonsets",
         "deployments",
         "events",
@@ -220,6 +232,7 @@ class ClusterSnapshot:
         kube_version: str | None = None,
         warnings: tuple[str, ...] = (),
         generation: int = 0,
+        origin: Origin | None = None,
     ) -> None:
         for name in KIND_COLLECTIONS.values():
             object.__setattr__(self, name, collections.get(name, MappingProxyType({})))
@@ -227,6 +240,7 @@ class ClusterSnapshot:
         object.__setattr__(self, "warnings", warnings)
         object.__setattr__(self, "generation", generation)
         object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "_origin", origin)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("ClusterSnapshot is immutable")
@@ -235,6 +249,7 @@ class ClusterSnapshot:
     warnings: tuple[str, ...]
     generation: int
     _cache: dict[str, Any]
+    _origin: Origin | None
 
     @classmethod
     def from_records(cls, records: Iterable[Record], kube_version: str | None = None) -> ClusterSnapshot:
@@ -253,20 +268,47 @@ class ClusterSnapshot:
 
     def replace(self, *records: Record, remove: Iterable[tuple[str, Any]] = ()) -> ClusterSnapshot:
         """A new snapshot with some records replaced or added (and some removed by
-        (collection, key)); used to verify remedies by re-simulating."""
+        (collection, key)); used to verify remedies by re-simulating. It remembers
+        its :class:`Origin`, so derived indexes can be updated, not rebuilt."""
         collections: dict[str, Mapping[Any, Any]] = {
             name: getattr(self, name) for name in KIND_COLLECTIONS.values()
         }
         changed: dict[str, dict[Any, Any]] = {}
+        pairs: dict[str, dict[Any, tuple[Any, Any]]] = {}
         for record in records:
             name = COLLECTIONS[type(record)]
             changed.setdefault(name, dict(collections[name]))[record.key] = record
+            old = pairs.get(name, {}).get(record.key, (collections[name].get(record.key), None))[0]
+            pairs.setdefault(name, {})[record.key] = (old, record)
         for name, key in remove:
-            changed.setdefault(name, dict(collections[name])).pop(key, None)
+            gone = changed.setdefault(name, dict(collections[name])).pop(key, None)
+            if gone is not None:
+                old = pairs.get(name, {}).get(key, (gone, None))[0]
+                pairs.setdefault(name, {})[key] = (old, None)
         collections.update({name: MappingProxyType(items) for name, items in changed.items()})
-        return ClusterSnapshot(
-            collections, kube_version=self.kube_version, warnings=self.warnings, generation=self.generation
+        origin = Origin(
+            self,
+            {
+                name: tuple((old, new) for old, new in by_key.values() if old is not new)
+                for name, by_key in pairs.items()
+            },
         )
+        return ClusterSnapshot(
+            collections,
+            kube_version=self.kube_version,
+            warnings=self.warnings,
+            generation=self.generation,
+            origin=origin,
+        )
+
+    @property
+    def origin(self) -> Origin | None:
+        """The snapshot this one was made from by :meth:`replace`, and what changed."""
+        return self._origin
+
+    def cached(self, key: str) -> Any:
+        """The derived value cached under ``key``, or None when not built (never builds)."""
+        return self._cache.get(key)
 
     # -- derived indexes (cached) -------------------------------------------
     def derived(self, key: str, build: Any) -> Any:
@@ -281,6 +323,11 @@ class ClusterSnapshot:
         """Pods bound to each node (terminal pods excluded, as the scheduler's cache does)."""
 
         def build() -> dict[str, tuple[Pod, ...]]:
+            origin = self._origin
+            if origin is not None:
+                base = origin.parent.cached("pods_by_node")
+                if base is not None:
+                    return _pods_by_node_updated(base, origin.changes.get("pods", ()))
             out: dict[str, list[Pod]] = {}
             for pod in self.pods.values():
                 if pod.node_name and not pod.finished:
@@ -386,3 +433,32 @@ class ClusterSnapshot:
 
     def __repr__(self) -> str:
         return f"<ClusterSnapshot nodes={len(self.nodes)} pods={len(self.pods)} generation={self.generation}>"
+
+
+def bound_node(pod: Pod | None) -> str | None:
+    """The node a pod occupies in the scheduler's view (None: unbound, finished or absent)."""
+    if pod is None or not pod.node_name or pod.finished:
+        return None
+    return pod.node_name
+
+
+def _pods_by_node_updated(
+    base: Mapping[str, tuple[Pod, ...]], changes: Iterable[tuple[Pod | None, Pod | None]]
+) -> dict[str, tuple[Pod, ...]]:
+    """The parent's pods-per-node index with some pods replaced, added or removed. A pod
+    replaced on its node keeps its place; an added one goes last (as a rebuild orders them)."""
+    out = dict(base)
+    for old, new in changes:
+        was, now = bound_node(old), bound_node(new)
+        if was is not None and was == now and new is not None:
+            out[was] = tuple(new if p is old else p for p in out[was])
+            continue
+        if was is not None:
+            rest = tuple(p for p in out.get(was, ()) if p is not old)
+            if rest:
+                out[was] = rest
+            else:
+                out.pop(was, None)
+        if now is not None and new is not None:
+            out[now] = (*out.get(now, ()), new)
+    return out

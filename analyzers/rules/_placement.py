@@ -66,6 +66,8 @@ from analyzers.rules.context import RuleContext
 from analyzers.simulator import NodeVerdict, PodVerdict, node_table, simulate
 from analyzers.simulator import codes as C
 from analyzers.simulator.interpod import existing_term_matches
+from analyzers.simulator.nodeinfo import NodeTable, bits, mask_of
+from analyzers.simulator.resources import checked_requests
 from analyzers.snapshot import KIND_COLLECTIONS, ClusterSnapshot, Workload
 
 T = TypeVar("T")
@@ -99,36 +101,70 @@ _PLACEMENT_FIELDS = (
 # Root cause of one verdict
 
 
-@dataclass(frozen=True, slots=True)
-class NodeView:
-    """One node of a verdict with the set of plugins that reject it, computed once."""
+class NodeViews:
+    """The nodes of one verdict grouped by the set of plugins that reject them, as bit
+    sets over the simulator's node order (``PodVerdict.failing``), computed once per
+    verdict without building 5,000 per-node verdicts: ``matches`` are the nodes that
+    pass node affinity/selector, ``usable`` those of them whose taints and cordon let
+    the pod in. :meth:`node` builds one node's full verdict when its reasons are read."""
 
-    nv: NodeVerdict
-    plugins: frozenset[str]
-    matches: bool  # passes node affinity/selector
-    usable: bool  # ... and taints/cordon: a node the pod may use
+    __slots__ = ("_index", "all", "matches", "names", "parts", "usable", "verdict")
 
-    @property
-    def node(self) -> str:
-        return self.nv.node
+    def __init__(self, verdict: PodVerdict) -> None:
+        self.verdict = verdict
+        self.names = verdict.node_names
+        self.all = (1 << len(self.names)) - 1
+        parts: dict[frozenset[str], int] = {frozenset(): self.all} if self.names else {}
+        affinity = taints = 0
+        for plugin, mask in verdict.failing.items():
+            split: dict[frozenset[str], int] = {}
+            for plugins, m in parts.items():
+                if m & mask:
+                    key = plugins | {plugin}
+                    split[key] = split.get(key, 0) | (m & mask)
+                if m & ~mask:
+                    split[plugins] = split.get(plugins, 0) | (m & ~mask)
+            parts = split
+            if plugin in _AFFINITY_PLUGINS:
+                affinity |= mask
+            if plugin in _TAINT_PLUGINS:
+                taints |= mask
+        self.parts = parts
+        self.matches = self.all & ~affinity
+        self.usable = self.matches & ~taints
+        self._index: dict[str, int] | None = None
 
+    def where(self, test: Callable[[frozenset[str]], bool], within: int = -1) -> int:
+        """Nodes (of ``within``) whose set of rejecting plugins passes ``test``."""
+        m = 0
+        for plugins, mask in self.parts.items():
+            if test(plugins):
+                m |= mask
+        return m & within
 
-def node_views(verdict: PodVerdict) -> tuple[NodeView, ...]:
-    sets: dict[tuple[str, ...], tuple[frozenset[str], bool, bool]] = {}
-    out = []
-    for nv in verdict.nodes:
-        key = tuple(f.plugin for f in nv.filters)
-        entry = sets.get(key)
-        if entry is None:
-            plugins = frozenset(key)
-            matches = not (plugins & _AFFINITY_PLUGINS)
-            entry = sets[key] = (plugins, matches, matches and not (plugins & _TAINT_PLUGINS))
-        out.append(NodeView(nv, *entry))
-    return tuple(out)
+    def plugin_sets(self, within: int) -> set[frozenset[str]]:
+        """The distinct sets of rejecting plugins among the nodes of ``within``."""
+        return {plugins for plugins, mask in self.parts.items() if mask & within}
 
+    def plugins(self, i: int) -> frozenset[str]:
+        for plugins, mask in self.parts.items():
+            if (mask >> i) & 1:
+                return plugins
+        return frozenset()
 
-def plugins_of(nv: NodeVerdict) -> frozenset[str]:
-    return frozenset(f.plugin for f in nv.filters)
+    def index(self, name: str) -> int | None:
+        if self._index is None:
+            self._index = {n: i for i, n in enumerate(self.names)}
+        return self._index.get(name)
+
+    def indices(self, mask: int) -> list[int]:
+        return bits(mask)
+
+    def names_of(self, mask: int) -> list[str]:
+        return [self.names[i] for i in bits(mask)]
+
+    def node(self, i: int) -> NodeVerdict:
+        return self.verdict.node_at(i)
 
 
 def resource_rows(nv: NodeVerdict) -> list[Mapping[str, Any]]:
@@ -140,38 +176,52 @@ def resource_rows(nv: NodeVerdict) -> list[Mapping[str, Any]]:
     return []
 
 
-def capacity_curable(view: NodeView) -> bool:
-    """Fails only NodeResourcesFit, and every short resource fits the node's allocatable."""
-    if view.plugins != {C.NODE_RESOURCES_FIT}:
-        return False
-    rows = resource_rows(view.nv)
-    return bool(rows) and all(int(r.get("requested", 0)) <= int(r.get("allocatable", 0)) for r in rows)
+def allocatable_mask(table: NodeTable, pod: Pod) -> int:
+    """Nodes whose allocatable could hold every request of ``pod`` once other pods leave."""
+    m = table.all_mask & ~mask_of([i for i, a in enumerate(table.allowed_pods) if a < 1], table.size)
+    for r, q in checked_requests(pod):
+        col = table.allocatable.get(r)
+        if col is None:
+            return 0
+        m &= ~mask_of([i for i, a in enumerate(col) if a < q], table.size)
+    return m
 
 
-def root_cause(verdict: PodVerdict, views: Sequence[NodeView] | None = None) -> str | None:
-    """The one constraint family that keeps the pod off every node (module docstring)."""
+def root_cause(
+    verdict: PodVerdict,
+    views: NodeViews | None = None,
+    table: NodeTable | None = None,
+    pod: Pod | None = None,
+) -> str | None:
+    """The one constraint family that keeps the pod off every node (module docstring).
+    ``table`` and ``pod`` are the node table and pod of the verdict (needed to tell a
+    node the pod could fit once pods leave)."""
     if verdict.fits or verdict.gated is not None:
         return None
     if verdict.prefilter is not None:
         return SELECTOR if verdict.prefilter.plugin == C.NODE_AFFINITY else None
     if views is None:
-        views = node_views(verdict)
-    matching = [v for v in views if v.matches]
-    if not matching:
-        return SELECTOR if views else None
-    usable = [v for v in matching if v.usable]
-    only = {v.plugins for v in usable}
-    if any(capacity_curable(v) for v in usable):
-        return RESOURCES
+        views = NodeViews(verdict)
+    if not views.matches:
+        return SELECTOR if views.names else None
+    only = views.plugin_sets(views.usable)
+    resources_only = views.where(lambda p: p == {C.NODE_RESOURCES_FIT}, views.usable)
+    if resources_only:
+        if table is None or pod is None:
+            curable = any(_rows_fit(resource_rows(views.node(i))) for i in views.indices(resources_only))
+        else:
+            curable = bool(resources_only & allocatable_mask(table, pod))
+        if curable:
+            return RESOURCES
     if {C.POD_TOPOLOGY_SPREAD} in only:
         return SPREAD
     if {C.INTER_POD_AFFINITY} in only:
         return INTERPOD
-    if any(v.plugins <= _TAINT_PLUGINS for v in matching):
+    if views.where(lambda p: p <= _TAINT_PLUGINS, views.matches):
         return TAINT
     if {C.NODE_RESOURCES_FIT} in only:
         return RESOURCES
-    if not usable:
+    if not views.usable:
         return TAINT
     if any(C.POD_TOPOLOGY_SPREAD in p for p in only):
         return SPREAD
@@ -180,6 +230,10 @@ def root_cause(verdict: PodVerdict, views: Sequence[NodeView] | None = None) -> 
     if all(C.NODE_RESOURCES_FIT in p for p in only):
         return RESOURCES
     return None
+
+
+def _rows_fit(rows: list[Mapping[str, Any]]) -> bool:
+    return bool(rows) and all(int(r.get("requested", 0)) <= int(r.get("allocatable", 0)) for r in rows)
 
 
 # ---------------------------------------------------------------------------
@@ -200,7 +254,7 @@ class Blocked:
     verdict: PodVerdict
     root: str
     drifted: bool
-    views: tuple[NodeView, ...] = ()
+    views: NodeViews
 
     @property
     def pod_names(self) -> tuple[str, ...]:
@@ -223,7 +277,8 @@ def _classify(ctx: RuleContext) -> list[Blocked]:
     out: list[Blocked] = []
     # Pods of one spec, labels and namespace get one verdict (bare pods of one
     # manifest, pods of one template across owners): the per-node detail is costly.
-    shared: dict[tuple[Any, ...], tuple[PodVerdict, tuple[NodeView, ...], str | None]] = {}
+    shared: dict[tuple[Any, ...], tuple[PodVerdict, NodeViews, str | None]] = {}
+    table = node_table(snap)
     for ref, pods in ctx.pending_by_workload().items():
         workload = snap.workload_of(pods[0])
         for rep in ctx.representative(pods):
@@ -235,11 +290,11 @@ def _classify(ctx: RuleContext) -> list[Blocked]:
             entry = shared.get(key)
             if entry is None:
                 verdict = simulate(snap, pod, kube_version=ctx.version) if drifted else ctx.verdict(rep)
+                views = NodeViews(verdict)
                 if verdict.fits or verdict.gated is not None:
-                    entry = (verdict, (), None)
+                    entry = (verdict, views, None)
                 else:
-                    views = node_views(verdict)
-                    entry = (verdict, views, root_cause(verdict, views))
+                    entry = (verdict, views, root_cause(verdict, views, table, pod))
                 shared[key] = entry
             verdict, views, root = entry
             if root is not None:

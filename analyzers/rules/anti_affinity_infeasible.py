@@ -137,8 +137,10 @@ def _occupied(snap: ClusterSnapshot, term: PodAffinityTerm, pod: Pod) -> dict[st
 def _analyse(ctx: RuleContext, group: P.Blocked) -> Analysis | None:
     snap = ctx.snapshot
     pod = group.pod
-    usable = [v.nv for v in group.views if v.usable]
-    failing = [v.nv for v in group.views if v.usable and C.INTER_POD_AFFINITY in v.plugins]
+    views = group.views
+    failing = [
+        views.node(i) for i in views.indices(views.where(lambda p: C.INTER_POD_AFFINITY in p, views.usable))
+    ]
     codes: Counter[str] = Counter()
     for nv in failing:
         for f in nv.filters:
@@ -156,7 +158,7 @@ def _analyse(ctx: RuleContext, group: P.Blocked) -> Analysis | None:
     if not codes:
         return None
     kind = max(codes, key=lambda k: (codes[k], k == ANTI, k == EXISTING))
-    usable_names = [nv.node for nv in usable]
+    usable_names = views.names_of(views.usable)
     terms: list[TermState] = []
     existing: list[Existing] = []
     if kind in (ANTI, AFFINITY):

@@ -125,32 +125,30 @@ def _free(table: NodeTable, i: int, res: str) -> tuple[int, int]:
 
 
 def _analyse(table: NodeTable, group: P.Blocked, pending: int) -> Analysis:
-    usable = [v for v in group.views if v.usable]
-    accounting = [v.nv for v in usable if v.plugins <= {C.NODE_RESOURCES_FIT}]
+    """Node sets are bit sets over the simulator's node order, which is ``table``'s:
+    the verdict was simulated on the same snapshot."""
+    views = group.views
+    nrf = C.NODE_RESOURCES_FIT
+    accounting = views.where(lambda p: p <= {nrf}, views.usable)
     if not accounting:
-        accounting = [v.nv for v in usable if C.NODE_RESOURCES_FIT in v.plugins]
-    picked = {nv.node for nv in accounting}
-    excluded: dict[str, list[str]] = {}
-    for v in usable:
-        nv = v.nv
-        if nv.node not in picked:
-            for f in nv.filters:
-                if f.plugin != C.NODE_RESOURCES_FIT:
-                    excluded.setdefault(f.plugin, []).append(nv.node)
-                    break
-    short: set[str] = set()
-    for nv in accounting:
-        for row in P.resource_rows(nv):
-            short.add(str(row.get("resource")))
+        accounting = views.where(lambda p: nrf in p, views.usable)
+    order = [p for p in views.verdict.failing if p != nrf]
+    by_plugin: dict[str, int] = {}
+    for plugins, mask in views.parts.items():
+        rest = mask & views.usable & ~accounting
+        first = next((p for p in order if p in plugins), None)
+        if rest and first is not None:
+            by_plugin[first] = by_plugin.get(first, 0) | rest
+    excluded = {
+        plugin: views.names_of(mask)
+        for plugin, mask in sorted(by_plugin.items(), key=lambda kv: order.index(kv[0]))
+    }
+    nodes = views.indices(accounting)
     shortages = []
     for res, want in _requests(group.pod):
-        if res not in short:
-            continue
-        rows = []
-        for nv in accounting:
-            i = table.index[nv.node]
-            free, alloc = _free(table, i, res)
-            rows.append((nv.node, free, alloc))
+        rows = [(table.names[i], *_free(table, i, res)) for i in nodes]
+        if not any(free < want for _, free, _ in rows):
+            continue  # NodeResourcesFit rejects no accounting node for it
         s = Shortage(res, want, rows)
         if want > s.max_allocatable:
             s.kind = NEVER
@@ -164,20 +162,17 @@ def _analyse(table: NodeTable, group: P.Blocked, pending: int) -> Analysis:
     if (
         kind != NEVER
         and shortages
-        and not any(
-            all(_free(table, table.index[nv.node], s.resource)[1] >= s.requested for s in shortages)
-            for nv in accounting
-        )
+        and not any(all(_free(table, i, s.resource)[1] >= s.requested for s in shortages) for i in nodes)
     ):
         kind = NEVER
     if not kind and shortages:
         kind = FRAGMENTED  # each resource fits somewhere, never all of them on one node
-    tainted = [
-        v.node
-        for v in group.views
-        if v.matches and v.plugins and v.plugins <= {C.TAINT_TOLERATION, C.NODE_UNSCHEDULABLE_PLUGIN}
-    ]
-    return Analysis([nv.node for nv in accounting], shortages, kind, excluded, tainted)
+    tainted = views.names_of(
+        views.where(
+            lambda p: bool(p) and p <= {C.TAINT_TOLERATION, C.NODE_UNSCHEDULABLE_PLUGIN}, views.matches
+        )
+    )
+    return Analysis([table.names[i] for i in nodes], shortages, kind, excluded, tainted)
 
 
 # ---------------------------------------------------------------------------
@@ -422,7 +417,7 @@ def _slots(
 
 def _capacity(ctx: RuleContext, group: P.Blocked, analysis: Analysis, events: Sequence[Any]) -> Remedy | None:
     snap = ctx.snapshot
-    pool = analysis.nodes or [v.node for v in group.views if v.usable]
+    pool = analysis.nodes or group.views.names_of(group.views.usable)
     if not pool or not analysis.shortages:
         return None
     main = analysis.shortages[0].resource

@@ -437,7 +437,8 @@ def _label_command(
         for k, v, _, _ in c.suggestions
         for n in _nodes_with(node_table(snap), k, v, c.is_field)
     ]
-    only_affinity = {v.node for v in group.views if v.plugins == {C.NODE_AFFINITY}}
+    views = group.views
+    only_affinity = set(views.names_of(views.where(lambda p: p == {C.NODE_AFFINITY})))
     order = [n for n in dict.fromkeys(preferred) if n in only_affinity]
     order += sorted(only_affinity - set(order))
     tried = 0

@@ -125,9 +125,7 @@ def _check(ctx: RuleContext, dep: Deployment) -> Finding | None:
         f"Without a change the rollout waits until progressDeadlineSeconds ({dep.progress_deadline_seconds} s) marks it "
         "failed, and then keeps waiting."
     )
-    remedies = _remedies(
-        ctx, dep, ref, pending, blockers, held_resource=_main_resource(first_failures)
-    )
+    remedies = _remedies(ctx, dep, ref, pending, blockers, held_resource=_main_resource(first_failures))
     deadline = any(c.type == "Progressing" and c.reason == "ProgressDeadlineExceeded" for c in dep.conditions)
     evidence = {
         "replicas": dep.replicas,

@@ -91,15 +91,13 @@ def analyze(ctx: RuleContext) -> list[Finding]:
 def _analyse(ctx: RuleContext, group: P.Blocked) -> Analysis:
     snap = ctx.snapshot
     pod = group.pod
-    views = {v.node: v for v in group.views}
+    views = group.views
     hard = [(i, c) for i, c in enumerate(pod.spec.topology_spread) if c.when_unsatisfiable == "DoNotSchedule"]
     keys = [c.topology_key for _, c in hard]
     # Which constraints reject usable nodes (nodes passing node affinity and taints).
     failing_keys: set[str] = set()
-    for v in group.views:
-        if not v.usable:
-            continue
-        for f in v.nv.filters:
+    for i in views.indices(views.where(lambda p: C.POD_TOPOLOGY_SPREAD in p, views.usable)):
+        for f in views.node(i).filters:
             if f.plugin == C.POD_TOPOLOGY_SPREAD:
                 key = f.detail.get("topology_key") if f.detail else None
                 if isinstance(key, str):
@@ -118,7 +116,7 @@ def _constraint(
     index: int,
     c: TopologySpreadConstraint,
     keys: Sequence[str],
-    views: dict[str, P.NodeView],
+    views: P.NodeViews,
 ) -> ConstraintState:
     selector = effective_selector(c.label_selector, pod, c.match_label_keys)
     table = node_table(snap)
@@ -127,23 +125,23 @@ def _constraint(
     missing = []
     for name in sorted(snap.nodes):
         node: Node = snap.nodes[name]
-        view = views.get(name)
+        i = views.index(name)
         if c.topology_key not in node.labels:
             missing.append(name)
             continue
-        if any(k not in node.labels for k in keys) or view is None:
+        if any(k not in node.labels for k in keys) or i is None:
             continue
-        nv = view.nv
-        if c.node_affinity_policy != "Ignore" and not view.matches:
+        plugins = views.plugins(i)
+        if c.node_affinity_policy != "Ignore" and not (views.matches >> i) & 1:
             continue
-        if c.node_taints_policy == "Honor" and C.TAINT_TOLERATION in view.plugins:
+        if c.node_taints_policy == "Honor" and C.TAINT_TOLERATION in plugins:
             continue
         value = node.labels[c.topology_key]
         d = domains.setdefault(value, Domain(value, 0, []))
         d.nodes.append(name)
         d.count += matching.get(table.index[name], 0)
-        other = [f for f in nv.filters if f.plugin != C.POD_TOPOLOGY_SPREAD]
-        if other:
+        if plugins - {C.POD_TOPOLOGY_SPREAD}:
+            other = [f for f in views.node(i).filters if f.plugin != C.POD_TOPOLOGY_SPREAD]
             d.blocked[name] = "; ".join(other[0].reasons)
     self_match = 1 if selector is not None and selector.matches(pod.labels) else 0
     short = c.min_domains is not None and len(domains) < c.min_domains

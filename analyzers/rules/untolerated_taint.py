@@ -147,12 +147,12 @@ def analyze(ctx: RuleContext) -> list[Finding]:
 
 def _analyse(ctx: RuleContext, group: P.Blocked) -> Analysis:
     snap = ctx.snapshot
-    matching = [v for v in group.views if v.matches]
+    views = group.views
     taint_plugins = {"TaintToleration", "NodeUnschedulable"}
-    only = [v.nv for v in matching if v.plugins <= taint_plugins]
-    focus = only or [v.nv for v in matching if v.plugins & taint_plugins]
+    only = views.where(lambda p: p <= taint_plugins, views.matches)
+    focus = only or views.where(lambda p: bool(p & taint_plugins), views.matches)
     blockers = []
-    for nv in focus:
+    for nv in (views.node(i) for i in views.indices(focus)):
         node = snap.nodes.get(nv.node)
         if node is None:
             continue

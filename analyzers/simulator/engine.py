@@ -164,7 +164,12 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
         preemption=preemption,
         gated=gated,
         prefilter=prefilter,
-        _nodes=LazyNodes(lambda: _node_verdicts(table, outcomes, prefilter)),
+        _nodes=LazyNodes(
+            lambda: _node_verdicts(table, outcomes, prefilter),
+            lambda i: _node_verdict(table, outcomes, prefilter, i),
+        ),
+        failing=FrozenMap(_failing_masks(table, outcomes, prefilter)),
+        node_names=table.names,
     )
 
 
@@ -194,6 +199,26 @@ def _prefilter_result_outcome(cycle: Cycle) -> Outcome | None:
     out = Outcome(C.NODE_AFFINITY)
     out.add_group(absent, failure(C.NODE_AFFINITY, C.UNRESOLVABLE, (reason,), (C.NODE_AFFINITY_MISMATCH,)))
     return out
+
+
+def _failing_masks(table: NodeTable, outcomes: list[Outcome], prefilter: FilterFailure | None) -> dict[str, int]:
+    """Plugin -> nodes it rejects, in filter order (a PreFilter rejection rejects all)."""
+    masks: dict[str, int] = {prefilter.plugin: table.all_mask} if prefilter is not None else {}
+    for o in outcomes:
+        if o.mask:
+            masks[o.plugin] = masks.get(o.plugin, 0) | o.mask
+    return masks
+
+
+def _node_verdict(
+    table: NodeTable, outcomes: list[Outcome], prefilter: FilterFailure | None, i: int
+) -> NodeVerdict:
+    filters = [prefilter] if prefilter is not None else []
+    for o in outcomes:
+        failed = o.failure(i)
+        if failed is not None:
+            filters.append(failed)
+    return NodeVerdict(table.names[i], not filters, tuple(filters))
 
 
 def _node_verdicts(

@@ -24,7 +24,7 @@ from analyzers.records import (
     Requirement,
     Taint,
 )
-from analyzers.snapshot import ClusterSnapshot
+from analyzers.snapshot import ClusterSnapshot, Origin, bound_node
 
 DERIVED_KEY = "simulator.nodetable"
 WILDCARD_IP = "0.0.0.0"
@@ -81,18 +81,100 @@ class AntiAffinityGroup:
 
 
 class NodeTable:
-    """Everything the filters need about nodes and the pods bound to them."""
+    """Everything the filters need about nodes and the pods bound to them.
+
+    Built from a snapshot, or (:meth:`derive`) updated from the table of the snapshot a
+    what-if snapshot was made from: a remedy that moves a few pods or relabels a node
+    costs work on those nodes, not a pass over every pod of the cluster."""
 
     def __init__(self, snapshot: ClusterSnapshot) -> None:
         nodes = sorted(snapshot.nodes.values(), key=lambda n: n.name)
         n = len(nodes)
         self.size = n
-        self.nodes: tuple[Node, ...] = tuple(nodes)
         self.names: tuple[str, ...] = tuple(node.name for node in nodes)
         self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
         self.all_mask = (1 << n) - 1
-        self.labels: tuple[FrozenMap[str], ...] = tuple(node.labels for node in nodes)
+        self._index_nodes(nodes)
 
+        pods_by_node = snapshot.pods_by_node()
+        self.pods: list[tuple[Pod, ...]] = [pods_by_node.get(name, ()) for name in self.names]
+        self.pod_count: list[int] = [0] * n
+        self.min_priority: list[int | None] = [None] * n
+        self.priorities: list[tuple[int, ...]] = [()] * n
+        self.used_ports: dict[int, frozenset[tuple[str, str, int]]] = {}
+        self.requested: dict[str, list[int]] = {}
+        # priority -> (pods per node, resource -> summed requests per node), for preemption.
+        self._by_priority: dict[int, tuple[list[int], dict[str, list[int]]]] = {}
+        self._groups: dict[str, dict[tuple[str, FrozenMap[str], bool], PodGroup]] = {}
+        self._anti: dict[tuple[str, tuple[PodAffinityTerm, ...]], AntiAffinityGroup] = {}
+        self._copied: set[int] | None = None  # ids of groups this table owns (None: all of them)
+        for i, pods in enumerate(self.pods):
+            prios = tuple(snapshot.priority_of(pod) for pod in pods)
+            for pod, prio in zip(pods, prios, strict=True):
+                self._account(i, pod, prio, 1)
+            self._summarise(i, prios)
+        self._finish()
+
+    @classmethod
+    def derive(cls, base: NodeTable, snapshot: ClusterSnapshot, origin: Origin) -> NodeTable | None:
+        """``snapshot``'s table from ``base``, the table of ``origin.parent``; None when
+        the change is not one this can follow (nodes added or removed, priority classes
+        changed, or most pods changed) and the table must be built afresh."""
+        changes = origin.changes
+        if changes.get("priority_classes"):
+            return None
+        node_changes = changes.get("nodes", ())
+        if any(old is None or new is None for old, new in node_changes):
+            return None
+        pod_changes = [
+            (old, new) for old, new in changes.get("pods", ()) if bound_node(old) or bound_node(new)
+        ]
+        if len(pod_changes) > max(64, len(snapshot.pods) // 20):
+            return None
+        table = object.__new__(cls)
+        table.__dict__.update(base.__dict__)
+        table.memo = {}
+        table.requested = dict(base.requested)  # _finish may add columns
+        if node_changes:
+            table._index_nodes([snapshot.nodes[name] for name in base.names])
+        if not pod_changes:
+            table._finish()
+            return table
+        table.pods = list(base.pods)
+        table.pod_count = list(base.pod_count)
+        table.min_priority = list(base.min_priority)
+        table.priorities = list(base.priorities)
+        table.used_ports = dict(base.used_ports)
+        table.requested = {r: list(col) for r, col in base.requested.items()}
+        table._by_priority = {
+            prio: (list(counts), {r: list(col) for r, col in reqs.items()})
+            for prio, (counts, reqs) in base._by_priority.items()
+        }
+        table._groups = dict(base._groups)
+        table._anti = dict(base._anti)
+        table._copied = set()
+        touched: dict[int, None] = {}
+        for old, new in pod_changes:
+            for pod, sign in ((old, -1), (new, 1)):
+                where = bound_node(pod)
+                i = table.index.get(where) if where is not None else None
+                if pod is None or i is None:
+                    continue
+                table._account(i, pod, snapshot.priority_of(pod), sign)
+                touched[i] = None
+        after = snapshot.pods_by_node()
+        for i in touched:
+            table.pods[i] = after.get(table.names[i], ())
+            table._summarise(i, tuple(snapshot.priority_of(pod) for pod in table.pods[i]))
+        table._finish()
+        return table
+
+    # -- building blocks ------------------------------------------------------
+    def _index_nodes(self, nodes: Sequence[Node]) -> None:
+        """Everything that depends on the nodes alone (labels, taints, cordon, allocatable)."""
+        n = self.size
+        self.nodes: tuple[Node, ...] = tuple(nodes)
+        self.labels: tuple[FrozenMap[str], ...] = tuple(node.labels for node in nodes)
         by_label: dict[str, dict[str, list[int]]] = {}
         for i, labels in enumerate(self.labels):
             for k, v in labels.items():
@@ -106,89 +188,101 @@ class NodeTable:
             for vm in values.values():
                 m |= vm
             self.key_mask[k] = m
-
         self.unschedulable_mask = mask_of([i for i, node in enumerate(nodes) if node.unschedulable], n)
         taint_idx: dict[tuple[Taint, ...], list[int]] = {}
         for i, node in enumerate(nodes):
             if node.taints:
                 taint_idx.setdefault(node.taints, []).append(i)
         self.taint_groups: dict[tuple[Taint, ...], int] = {t: mask_of(idx, n) for t, idx in taint_idx.items()}
-
-        pods_by_node = snapshot.pods_by_node()
-        self.pods: tuple[tuple[Pod, ...], ...] = tuple(pods_by_node.get(name, ()) for name in self.names)
-        self.pod_count: list[int] = [len(p) for p in self.pods]
         self.allowed_pods: list[int] = [node.allocatable.get("pods", 0) for node in nodes]
 
-        resources: set[str] = set()
-        for node in nodes:
+    def _account(self, i: int, pod: Pod, prio: int, sign: int) -> None:
+        """Add (sign 1) or take away (sign -1) one pod bound to node ``i``."""
+        n = self.size
+        level = self._by_priority.get(prio)
+        if level is None:
+            level = self._by_priority[prio] = ([0] * n, {})
+        level[0][i] += sign
+        for r, q in pod.spec.requests.items():
+            col = self.requested.get(r)
+            if col is None:
+                col = self.requested[r] = [0] * n
+            col[i] += sign * q
+            pcol = level[1].get(r)
+            if pcol is None:
+                pcol = level[1][r] = [0] * n
+            pcol[i] += sign * q
+        ns = pod.namespace
+        key = (ns, pod.labels, pod.deleted is not None)
+        groups = self._groups.get(ns)
+        if groups is None:
+            groups = self._groups[ns] = {}
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = PodGroup(ns, pod.labels, pod.deleted is not None, {})
+            self._own(group)
+        elif not self._owns(group):
+            groups = self._groups[ns] = dict(groups)
+            group = groups[key] = PodGroup(group.namespace, group.labels, group.terminating, dict(group.node_counts))
+            self._own(group)
+        _count(group.node_counts, i, sign)
+        if pod.spec.pod_anti_affinity:
+            akey = (ns, pod.spec.pod_anti_affinity)
+            ag = self._anti.get(akey)
+            if ag is None:
+                ag = self._anti[akey] = AntiAffinityGroup(ns, pod.spec.pod_anti_affinity, {})
+                self._own(ag)
+            elif not self._owns(ag):
+                ag = self._anti[akey] = AntiAffinityGroup(ag.namespace, ag.terms, dict(ag.node_counts))
+                self._own(ag)
+            _count(ag.node_counts, i, sign)
+
+    def _owns(self, group: PodGroup | AntiAffinityGroup) -> bool:
+        return self._copied is None or id(group) in self._copied
+
+    def _own(self, group: PodGroup | AntiAffinityGroup) -> None:
+        if self._copied is not None:
+            self._copied.add(id(group))
+
+    def _summarise(self, i: int, prios: tuple[int, ...]) -> None:
+        """Node ``i``'s pod count, priorities and host ports, from ``self.pods[i]``."""
+        pods = self.pods[i]
+        self.pod_count[i] = len(pods)
+        self.priorities[i] = prios
+        self.min_priority[i] = min(prios) if prios else None
+        ports = {
+            (hp.host_ip or WILDCARD_IP, hp.protocol or "TCP", hp.port)
+            for pod in pods
+            for hp in pod.spec.host_ports
+            if hp.port > 0
+        }
+        if ports:
+            self.used_ports[i] = frozenset(ports)
+        else:
+            self.used_ports.pop(i, None)
+
+    def _finish(self) -> None:
+        """Columns derived from the accounts: allocatable, requested and free per resource."""
+        n = self.size
+        resources = set(self.requested)
+        for node in self.nodes:
             resources.update(node.allocatable)
-        requested: dict[str, list[int]] = {}
-        self.min_priority: list[int | None] = [None] * n
-        ports: dict[int, set[tuple[str, str, int]]] = {}
-        groups: dict[tuple[str, FrozenMap[str], bool], PodGroup] = {}
-        anti: dict[tuple[str, tuple[PodAffinityTerm, ...]], AntiAffinityGroup] = {}
-        priorities: list[tuple[int, ...]] = []
-        # priority -> (pods per node, resource -> summed requests per node), for preemption.
-        by_priority: dict[int, tuple[list[int], dict[str, list[int]]]] = {}
-        for i, pods in enumerate(self.pods):
-            lowest: int | None = None
-            node_prios = []
-            for pod in pods:
-                spec = pod.spec
-                prio = snapshot.priority_of(pod)
-                node_prios.append(prio)
-                level = by_priority.get(prio)
-                if level is None:
-                    level = by_priority[prio] = ([0] * n, {})
-                level[0][i] += 1
-                for r, q in spec.requests.items():
-                    col = requested.get(r)
-                    if col is None:
-                        col = requested[r] = [0] * n
-                    col[i] += q
-                    pcol = level[1].get(r)
-                    if pcol is None:
-                        pcol = level[1][r] = [0] * n
-                    pcol[i] += q
-                if lowest is None or prio < lowest:
-                    lowest = prio
-                for hp in spec.host_ports:
-                    if hp.port > 0:
-                        ports.setdefault(i, set()).add(
-                            (hp.host_ip or WILDCARD_IP, hp.protocol or "TCP", hp.port)
-                        )
-                key = (pod.namespace, pod.labels, pod.deleted is not None)
-                group = groups.get(key)
-                if group is None:
-                    group = groups[key] = PodGroup(pod.namespace, pod.labels, pod.deleted is not None, {})
-                group.node_counts[i] = group.node_counts.get(i, 0) + 1
-                if spec.pod_anti_affinity:
-                    akey = (pod.namespace, spec.pod_anti_affinity)
-                    ag = anti.get(akey)
-                    if ag is None:
-                        ag = anti[akey] = AntiAffinityGroup(pod.namespace, spec.pod_anti_affinity, {})
-                    ag.node_counts[i] = ag.node_counts.get(i, 0) + 1
-            self.min_priority[i] = lowest
-            priorities.append(tuple(node_prios))
-        self.priorities: tuple[tuple[int, ...], ...] = tuple(priorities)
-        self._by_priority = by_priority
-        resources.update(requested)
         self.allocatable: dict[str, list[int]] = {
-            r: [node.allocatable.get(r, 0) for node in nodes] for r in sorted(resources)
+            r: [node.allocatable.get(r, 0) for node in self.nodes] for r in sorted(resources)
         }
-        zero = [0] * n
-        self.requested: dict[str, list[int]] = {r: requested.get(r, zero) for r in self.allocatable}
+        for r in self.allocatable:
+            if r not in self.requested:
+                self.requested[r] = [0] * n
         self.free: dict[str, list[int]] = {
-            r: [a - q for a, q in zip(self.allocatable[r], self.requested[r], strict=True)]
-            for r in self.allocatable
+            r: [a - q for a, q in zip(alloc, self.requested[r], strict=True)]
+            for r, alloc in self.allocatable.items()
         }
-        self.used_ports: dict[int, frozenset[tuple[str, str, int]]] = {
-            i: frozenset(s) for i, s in ports.items()
+        self.pod_groups: dict[str, list[PodGroup]] = {
+            ns: [g for g in groups.values() if g.node_counts] for ns, groups in self._groups.items()
         }
-        self.pod_groups: dict[str, list[PodGroup]] = {}
-        for group in groups.values():
-            self.pod_groups.setdefault(group.namespace, []).append(group)
-        self.anti_affinity_groups: tuple[AntiAffinityGroup, ...] = tuple(anti.values())
+        self.anti_affinity_groups: tuple[AntiAffinityGroup, ...] = tuple(
+            g for g in self._anti.values() if g.node_counts
+        )
         # Per-snapshot memo for selector counts etc. (deterministic functions of the snapshot).
         self.memo: dict[Any, Any] = {}
 
@@ -293,9 +387,29 @@ class NodeTable:
 
 
 def node_table(snapshot: ClusterSnapshot) -> NodeTable:
-    """The snapshot's NodeTable, built on first use and cached in the snapshot."""
-    table: NodeTable = snapshot.derived(DERIVED_KEY, lambda: NodeTable(snapshot))
+    """The snapshot's NodeTable, built on first use and cached in the snapshot; a what-if
+    snapshot's is derived from its parent's when the parent has one."""
+
+    def build() -> NodeTable:
+        origin = snapshot.origin
+        if origin is not None:
+            base = origin.parent.cached(DERIVED_KEY)
+            if base is not None:
+                derived = NodeTable.derive(base, snapshot, origin)
+                if derived is not None:
+                    return derived
+        return NodeTable(snapshot)
+
+    table: NodeTable = snapshot.derived(DERIVED_KEY, build)
     return table
+
+
+def _count(counts: dict[int, int], i: int, sign: int) -> None:
+    c = counts.get(i, 0) + sign
+    if c:
+        counts[i] = c
+    else:
+        counts.pop(i, None)
 
 
 def _parse_int(text: str) -> int | None:

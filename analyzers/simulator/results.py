@@ -86,12 +86,19 @@ class PreemptionVerdict:
 
 
 class LazyNodes:
-    """Builds the per-node verdicts on first use (the aggregate needs only counts)."""
+    """Builds the per-node verdicts on first use (the aggregate needs only counts):
+    all of them (``get``), or one node by its index (``at``) when only a few are read."""
 
-    __slots__ = ("_build", "_value")
+    __slots__ = ("_build", "_build_one", "_one", "_value")
 
-    def __init__(self, build: Callable[[], tuple[NodeVerdict, ...]]) -> None:
+    def __init__(
+        self,
+        build: Callable[[], tuple[NodeVerdict, ...]],
+        build_one: Callable[[int], NodeVerdict] | None = None,
+    ) -> None:
         self._build: Callable[[], tuple[NodeVerdict, ...]] | None = build
+        self._build_one = build_one
+        self._one: dict[int, NodeVerdict] = {}
         self._value: tuple[NodeVerdict, ...] | None = None
 
     def get(self) -> tuple[NodeVerdict, ...]:
@@ -99,7 +106,16 @@ class LazyNodes:
             assert self._build is not None
             self._value = self._build()
             self._build = None
+            self._one.clear()
         return self._value
+
+    def at(self, i: int) -> NodeVerdict:
+        if self._value is not None or self._build_one is None:
+            return self.get()[i]
+        found = self._one.get(i)
+        if found is None:
+            found = self._one[i] = self._build_one(i)
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +129,13 @@ class PodVerdict:
     of the filter part (each node once, under its first failing filter), and
     ``reason_counts`` the same per canonical code, summed (a node failing cpu
     and memory counts twice, as the message prints it); a PreFilter rejection
-    counts every node. ``nodes`` is built on first access."""
+    counts every node. ``nodes`` is built on first access.
+
+    ``failing`` maps each plugin that rejects some node to the bit set of those
+    nodes (bit ``i`` = ``node_names[i]``, the simulator's node order), in filter
+    order, a PreFilter rejection first (covering every node): enough to group the
+    nodes by the plugins that reject them without building per-node verdicts;
+    :meth:`node_at` builds one node's verdict."""
 
     pod: tuple[str, str]
     kube_version: str
@@ -127,10 +149,16 @@ class PodVerdict:
     gated: FilterFailure | None = None
     prefilter: FilterFailure | None = None
     _nodes: LazyNodes = field(default_factory=lambda: LazyNodes(tuple), repr=False, compare=False)
+    failing: Mapping[str, int] = field(default_factory=lambda: EMPTY_MAP, repr=False, compare=False)
+    node_names: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def nodes(self) -> tuple[NodeVerdict, ...]:
         return self._nodes.get()
+
+    def node_at(self, i: int) -> NodeVerdict:
+        """The verdict of node ``node_names[i]`` (built alone unless all are built)."""
+        return self._nodes.at(i)
 
     def node(self, name: str) -> NodeVerdict | None:
         return next((n for n in self.nodes if n.node == name), None)
