@@ -787,11 +787,14 @@ def node_ref(name: str) -> ObjectRef:
 def other_nodes_words(verdict: PodVerdict, exclude: Iterable[str], limit: int = 3) -> str:
     """The remaining nodes by their first failing filter: ``worker-1 and worker-2: Insufficient cpu``."""
     skip = set(exclude)
-    by_reason: dict[str, list[str]] = {}
-    for nv in verdict.nodes:
-        if nv.node in skip or nv.fits or not nv.filters:
-            continue
-        by_reason.setdefault("; ".join(nv.filters[0].reasons), []).append(nv.node)
+    within = (1 << len(verdict.node_names)) - 1
+    for i, name in enumerate(verdict.node_names):
+        if name in skip:
+            within &= ~(1 << i)
+    merged: dict[str, int] = {}
+    for reasons, mask in verdict.first_reasons(within).items():
+        merged["; ".join(reasons)] = merged.get("; ".join(reasons), 0) | mask
+    by_reason = {reason: [verdict.node_names[i] for i in bits(mask)] for reason, mask in merged.items()}
     parts = [
         f"{names(nodes, limit)}: {reason}"
         for reason, nodes in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))

@@ -35,7 +35,7 @@ from analyzers.records import LabelSelector, Pod, PodAffinityTerm, Requirement, 
 from analyzers.rules import _placement as P
 from analyzers.rules._describe import names, plural
 from analyzers.rules.context import RuleContext
-from analyzers.simulator import PodVerdict
+from analyzers.simulator import PodVerdict, node_table
 from analyzers.simulator import codes as C
 from analyzers.simulator.interpod import existing_term_matches
 from analyzers.snapshot import ClusterSnapshot
@@ -124,9 +124,20 @@ def _occupied(snap: ClusterSnapshot, term: PodAffinityTerm, pod: Pod) -> dict[st
     out: dict[str, list[str]] = {}
     if sel is None:
         return out
+    # Only nodes running a matching pod: the node table groups bound pods by namespace
+    # and labels, so the selector is tried once per group, not once per pod.
+    table = node_table(snap)
+    hosts = {
+        table.names[i]
+        for ns, groups in table.pod_groups.items()
+        if namespaces is None or ns in namespaces
+        for g in groups
+        if sel.matches(g.labels)
+        for i in g.node_counts
+    }
     for node_name, pods in snap.pods_by_node().items():
         node = snap.nodes.get(node_name)
-        if node is None or term.topology_key not in node.labels:
+        if node_name not in hosts or node is None or term.topology_key not in node.labels:
             continue
         for q in pods:
             if (namespaces is None or q.namespace in namespaces) and sel.matches(q.labels):
@@ -138,23 +149,15 @@ def _analyse(ctx: RuleContext, group: P.Blocked) -> Analysis | None:
     snap = ctx.snapshot
     pod = group.pod
     views = group.views
-    failing = [
-        views.node(i) for i in views.indices(views.where(lambda p: C.INTER_POD_AFFINITY in p, views.usable))
-    ]
+    failing = views.where(lambda p: C.INTER_POD_AFFINITY in p, views.usable)
     codes: Counter[str] = Counter()
-    for nv in failing:
-        for f in nv.filters:
-            if f.plugin == C.INTER_POD_AFFINITY:
-                codes.update(
-                    k
-                    for c in f.reason_codes
-                    if (k := _KIND_OF_CODE.get(c))
-                    and not (
-                        k == AFFINITY
-                        and C.POD_AFFINITY_MISMATCH in f.reason_codes
-                        and len(f.reason_codes) > 1
-                    )
-                )
+    for reason_codes, nodes in group.verdict.reason_codes_on(C.INTER_POD_AFFINITY, failing).items():
+        for c in reason_codes:
+            k = _KIND_OF_CODE.get(c)
+            if k and not (
+                k == AFFINITY and C.POD_AFFINITY_MISMATCH in reason_codes and len(reason_codes) > 1
+            ):
+                codes[k] += nodes
     if not codes:
         return None
     kind = max(codes, key=lambda k: (codes[k], k == ANTI, k == EXISTING))
@@ -196,9 +199,11 @@ def _existing(ctx: RuleContext, group: P.Blocked, usable: Sequence[str]) -> list
     ns_labels: Mapping[str, str] = ns.labels if ns is not None else {}
     usable_set = set(usable)
     found: dict[tuple[str, PodAffinityTerm], Existing] = {}
+    table = node_table(snap)
+    hosts = {table.names[i] for g in table.anti_affinity_groups for i in g.node_counts}
     for node_name, pods in snap.pods_by_node().items():
         node = snap.nodes.get(node_name)
-        if node is None:
+        if node_name not in hosts or node is None:
             continue
         for q in pods:
             for term in q.spec.pod_anti_affinity:

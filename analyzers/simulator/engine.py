@@ -22,7 +22,7 @@ from analyzers.simulator.nodeinfo import NodeTable, bits, has, mask_of, node_tab
 from analyzers.simulator.preemption import NOT_ATTEMPTED, preempt
 from analyzers.simulator.render import fit_error
 from analyzers.simulator.resources import NodeResourcesFit
-from analyzers.simulator.results import FilterFailure, LazyNodes, NodeVerdict, PodVerdict, PreemptionVerdict
+from analyzers.simulator.results import FilterFailure, NodeVerdict, PodVerdict, PreemptionVerdict
 from analyzers.simulator.spread import PodTopologySpread
 from analyzers.simulator.versions import wording_for
 from analyzers.simulator.volumes import VolumeBinding
@@ -164,12 +164,9 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
         preemption=preemption,
         gated=gated,
         prefilter=prefilter,
-        _nodes=LazyNodes(
-            lambda: _node_verdicts(table, outcomes, prefilter),
-            lambda i: _node_verdict(table, outcomes, prefilter, i),
-        ),
         failing=FrozenMap(_failing_masks(table, outcomes, prefilter)),
         node_names=table.names,
+        _breakdown=Breakdown(table, outcomes, prefilter),
     )
 
 
@@ -201,7 +198,9 @@ def _prefilter_result_outcome(cycle: Cycle) -> Outcome | None:
     return out
 
 
-def _failing_masks(table: NodeTable, outcomes: list[Outcome], prefilter: FilterFailure | None) -> dict[str, int]:
+def _failing_masks(
+    table: NodeTable, outcomes: list[Outcome], prefilter: FilterFailure | None
+) -> dict[str, int]:
     """Plugin -> nodes it rejects, in filter order (a PreFilter rejection rejects all)."""
     masks: dict[str, int] = {prefilter.plugin: table.all_mask} if prefilter is not None else {}
     for o in outcomes:
@@ -210,15 +209,75 @@ def _failing_masks(table: NodeTable, outcomes: list[Outcome], prefilter: FilterF
     return masks
 
 
-def _node_verdict(
-    table: NodeTable, outcomes: list[Outcome], prefilter: FilterFailure | None, i: int
-) -> NodeVerdict:
-    filters = [prefilter] if prefilter is not None else []
-    for o in outcomes:
-        failed = o.failure(i)
-        if failed is not None:
-            filters.append(failed)
-    return NodeVerdict(table.names[i], not filters, tuple(filters))
+class Breakdown:
+    """A verdict's per-node detail (results.NodeBreakdown), from the filter outcomes:
+    built per node on demand, or for every node at once (cached)."""
+
+    __slots__ = ("_all", "_one", "outcomes", "prefilter", "table")
+
+    def __init__(self, table: NodeTable, outcomes: list[Outcome], prefilter: FilterFailure | None) -> None:
+        self.table = table
+        self.outcomes = outcomes
+        self.prefilter = prefilter
+        self._all: tuple[NodeVerdict, ...] | None = None
+        self._one: dict[int, NodeVerdict] = {}
+
+    def nodes(self) -> tuple[NodeVerdict, ...]:
+        if self._all is None:
+            self._all = _node_verdicts(self.table, self.outcomes, self.prefilter)
+            self._one.clear()
+        return self._all
+
+    def node(self, i: int) -> NodeVerdict:
+        if self._all is not None:
+            return self._all[i]
+        found = self._one.get(i)
+        if found is None:
+            filters = [self.prefilter] if self.prefilter is not None else []
+            for o in self.outcomes:
+                failed = o.failure(i)
+                if failed is not None:
+                    filters.append(failed)
+            found = self._one[i] = NodeVerdict(self.table.names[i], not filters, tuple(filters))
+        return found
+
+    def reason_codes_on(self, plugin: str, within: int) -> dict[tuple[str, ...], int]:
+        out: dict[tuple[str, ...], int] = {}
+        if self.prefilter is not None and self.prefilter.plugin == plugin and within:
+            out[self.prefilter.reason_codes] = within.bit_count()
+        for o in self.outcomes:
+            if o.plugin != plugin:
+                continue
+            grouped = 0
+            for m, f in o.groups:
+                grouped |= m
+                c = (m & within).bit_count()
+                if c:
+                    out[f.reason_codes] = out.get(f.reason_codes, 0) + c
+            for i, (_, _, codes) in o.varying.items():
+                if has(within, i) and not has(grouped, i):
+                    out[codes] = out.get(codes, 0) + 1
+        return out
+
+    def first_reasons(self, within: int) -> dict[tuple[str, ...], int]:
+        out: dict[tuple[str, ...], int] = {}
+        if self.prefilter is not None:
+            return {self.prefilter.reasons: within} if within else {}
+        remaining = within
+        for o in self.outcomes:
+            first = o.mask & remaining
+            if not first:
+                continue
+            grouped = 0
+            for m, f in o.groups:
+                grouped |= m
+                if m & first:
+                    out[f.reasons] = out.get(f.reasons, 0) | (m & first)
+            for i, (_, reasons, _) in o.varying.items():
+                if has(first, i) and not has(grouped, i):
+                    out[reasons] = out.get(reasons, 0) | (1 << i)
+            remaining &= ~o.mask
+        return out
 
 
 def _node_verdicts(

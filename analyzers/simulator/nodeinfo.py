@@ -223,7 +223,9 @@ class NodeTable:
             self._own(group)
         elif not self._owns(group):
             groups = self._groups[ns] = dict(groups)
-            group = groups[key] = PodGroup(group.namespace, group.labels, group.terminating, dict(group.node_counts))
+            group = groups[key] = PodGroup(
+                group.namespace, group.labels, group.terminating, dict(group.node_counts)
+            )
             self._own(group)
         _count(group.node_counts, i, sign)
         if pod.spec.pod_anti_affinity:

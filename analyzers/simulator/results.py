@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from analyzers.records import EMPTY_MAP, FrozenMap
 
@@ -85,37 +85,31 @@ class PreemptionVerdict:
         }
 
 
-class LazyNodes:
-    """Builds the per-node verdicts on first use (the aggregate needs only counts):
-    all of them (``get``), or one node by its index (``at``) when only a few are read."""
+class NodeBreakdown(Protocol):
+    """Per-node detail behind a verdict, computed on demand from the simulator's bit
+    sets (analyzers.simulator.engine.Breakdown): the aggregate message needs only counts."""
 
-    __slots__ = ("_build", "_build_one", "_one", "_value")
+    def nodes(self) -> tuple[NodeVerdict, ...]: ...
 
-    def __init__(
-        self,
-        build: Callable[[], tuple[NodeVerdict, ...]],
-        build_one: Callable[[int], NodeVerdict] | None = None,
-    ) -> None:
-        self._build: Callable[[], tuple[NodeVerdict, ...]] | None = build
-        self._build_one = build_one
-        self._one: dict[int, NodeVerdict] = {}
-        self._value: tuple[NodeVerdict, ...] | None = None
+    def node(self, i: int) -> NodeVerdict: ...
 
-    def get(self) -> tuple[NodeVerdict, ...]:
-        if self._value is None:
-            assert self._build is not None
-            self._value = self._build()
-            self._build = None
-            self._one.clear()
-        return self._value
+    def reason_codes_on(self, plugin: str, within: int) -> dict[tuple[str, ...], int]: ...
 
-    def at(self, i: int) -> NodeVerdict:
-        if self._value is not None or self._build_one is None:
-            return self.get()[i]
-        found = self._one.get(i)
-        if found is None:
-            found = self._one[i] = self._build_one(i)
-        return found
+    def first_reasons(self, within: int) -> dict[tuple[str, ...], int]: ...
+
+
+class _NoNodes:
+    def nodes(self) -> tuple[NodeVerdict, ...]:
+        return ()
+
+    def node(self, i: int) -> NodeVerdict:
+        raise IndexError(i)
+
+    def reason_codes_on(self, plugin: str, within: int) -> dict[tuple[str, ...], int]:
+        return {}
+
+    def first_reasons(self, within: int) -> dict[tuple[str, ...], int]:
+        return {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,20 +142,30 @@ class PodVerdict:
     preemption: PreemptionVerdict
     gated: FilterFailure | None = None
     prefilter: FilterFailure | None = None
-    _nodes: LazyNodes = field(default_factory=lambda: LazyNodes(tuple), repr=False, compare=False)
     failing: Mapping[str, int] = field(default_factory=lambda: EMPTY_MAP, repr=False, compare=False)
     node_names: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    _breakdown: NodeBreakdown = field(default_factory=_NoNodes, repr=False, compare=False)
 
     @property
     def nodes(self) -> tuple[NodeVerdict, ...]:
-        return self._nodes.get()
-
-    def node_at(self, i: int) -> NodeVerdict:
-        """The verdict of node ``node_names[i]`` (built alone unless all are built)."""
-        return self._nodes.at(i)
+        return self._breakdown.nodes()
 
     def node(self, name: str) -> NodeVerdict | None:
         return next((n for n in self.nodes if n.node == name), None)
+
+    def node_at(self, i: int) -> NodeVerdict:
+        """The verdict of node ``node_names[i]`` (built alone unless all are built)."""
+        return self._breakdown.node(i)
+
+    def reason_codes_on(self, plugin: str, within: int) -> dict[tuple[str, ...], int]:
+        """How many nodes of ``within`` (a bit set over ``node_names``) ``plugin``'s
+        Filter rejects with each tuple of reason codes."""
+        return self._breakdown.reason_codes_on(plugin, within)
+
+    def first_reasons(self, within: int) -> dict[tuple[str, ...], int]:
+        """The nodes of ``within`` (bit sets) by the reasons of their first failing filter,
+        what kube-scheduler reports for each node."""
+        return self._breakdown.first_reasons(within)
 
     def as_dict(self) -> dict[str, Any]:
         return {
