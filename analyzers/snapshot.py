@@ -381,8 +381,14 @@ class ClusterSnapshot:
     def pods_of_workload(self, ref: ObjectRef) -> tuple[Pod, ...]:
         def build() -> dict[ObjectRef, tuple[Pod, ...]]:
             out: dict[ObjectRef, list[Pod]] = {}
+            by_owner: dict[tuple[str, Any], list[Pod]] = {}  # pods of one owner share their workload
             for pod in self.pods.values():
-                out.setdefault(self.workload_of(pod).ref, []).append(pod)
+                owner = pod.owner
+                key = (pod.namespace, (owner.kind, owner.name) if owner is not None else pod.name)
+                pods = by_owner.get(key)
+                if pods is None:
+                    pods = by_owner[key] = out.setdefault(self.workload_of(pod).ref, [])
+                pods.append(pod)
             return {k: tuple(v) for k, v in out.items()}
 
         index: Mapping[ObjectRef, tuple[Pod, ...]] = self.derived("pods_by_workload", build)
