@@ -14,13 +14,14 @@ from functools import lru_cache
 from typing import Any
 
 from analyzers.disruption import BudgetStatus, budget_status
-from analyzers.findings import Finding
+from analyzers.findings import Finding, ObjectRef
 from analyzers.messages import SCHEDULING, ParsedMessage, parse_message
 from analyzers.records import Deployment, Pod
 from analyzers.remedies import RemedyRenderer
 from analyzers.rollout import IntOrPercentError, effective_max_surge, effective_max_unavailable
 from analyzers.rules import RuleError, run_rules
 from analyzers.rules.context import RuleContext, Thresholds
+from analyzers.scope import scoped
 from analyzers.simulator import PodVerdict
 from analyzers.snapshot import ClusterSnapshot
 
@@ -145,7 +146,15 @@ def build_report(
     thresholds: Thresholds | None = None,
     pod_filter: Callable[[Pod], bool] | None = None,
     eviction_messages: tuple[dict[str, Any], ...] = (),
+    scope: frozenset[ObjectRef] | None = None,
 ) -> Report:
+    """Everything unstick says about ``snapshot`` at ``now``. With ``scope`` (owning
+    workloads, as ``Finding.subject`` names them) only those workloads are analysed:
+    other workloads' pending pods are left out and findings about other subjects
+    dropped (see analyzers.scope); the live agent uses it for changes that touch a
+    few workloads."""
+    if scope is not None:
+        snapshot = scoped(snapshot, scope)
     ctx = RuleContext(
         snapshot=snapshot,
         now=now,
@@ -183,4 +192,6 @@ def build_report(
     if pod_filter is not None:
         wanted = {f"{p.pod.namespace}/{p.pod.name}" for p in pods}
         findings = tuple(f for f in findings if not f.pods or wanted.intersection(f.pods))
+    if scope is not None:
+        findings = tuple(f for f in findings if f.subject in scope)
     return Report(tuple(pods), tuple(deployments), pdbs, findings, run.errors, snapshot.warnings)

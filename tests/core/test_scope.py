@@ -1,0 +1,169 @@
+"""analyzers.scope: which workloads a change touches, and the scoped analysis the
+live agent runs for such changes. The scoped report must say about its workloads
+exactly what the whole-cluster report says about them, on every golden scenario."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from analyzers.findings import ObjectRef
+from analyzers.ingest import parse_time
+from analyzers.report import build_report
+from analyzers.scope import affected_workloads, changes
+from analyzers.snapshot import ClusterSnapshot, ClusterState
+
+from ..scenarios.test_golden import CASES, load_case
+from ..simulator.builders import node, pod, snapshot
+
+SCENARIOS = Path(__file__).parent.parent / "scenarios"
+
+
+def _owned(name: str, rs: str, **kw: object) -> dict:
+    obj = pod(name, **kw)  # type: ignore[arg-type]
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": rs, "controller": True}
+    ]
+    return obj
+
+
+def _rs(name: str, deployment: str) -> dict:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": name,
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "name": deployment,
+                    "uid": deployment,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": deployment}},
+            "template": {
+                "metadata": {"labels": {"app": deployment}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+            },
+        },
+    }
+
+
+@pytest.fixture
+def base() -> ClusterSnapshot:
+    return snapshot(
+        node("n1"),
+        _rs("web-5c8d", "web"),
+        _rs("api-7f9b", "api"),
+        _owned("web-5c8d-a", "web-5c8d", node_name="n1", requests={"cpu": "1"}),
+        _owned("api-7f9b-a", "api-7f9b", requests={"cpu": "64"}),
+    )
+
+
+WEB = ObjectRef("Deployment", "default", "web")
+API = ObjectRef("Deployment", "default", "api")
+
+
+def test_changes_lists_added_changed_and_removed_records(base: ClusterSnapshot) -> None:
+    pending = base.pods[("default", "api-7f9b-a")]
+    other = replace(pending, name="api-7f9b-b")
+    newer = base.replace(
+        replace(pending, nominated_node="n1"), other, remove=[("pods", ("default", "web-5c8d-a"))]
+    )
+    found = {
+        (name, getattr(old, "name", None), getattr(new, "name", None))
+        for name, old, new in changes(base, newer)
+    }
+    assert found == {
+        ("pods", "api-7f9b-a", "api-7f9b-a"),
+        ("pods", None, "api-7f9b-b"),
+        ("pods", "web-5c8d-a", None),
+    }
+    assert list(changes(base, base.replace())) == []
+
+
+def test_a_new_pending_pod_touches_only_its_workload(base: ClusterSnapshot) -> None:
+    pending = base.pods[("default", "api-7f9b-a")]
+    newer = base.replace(replace(pending, name="api-7f9b-b"))
+    assert affected_workloads(base, newer) == {API}
+
+
+def test_an_event_about_a_pending_pod_touches_its_workload(base: ClusterSnapshot) -> None:
+    state = ClusterState()
+    for record in base:
+        state.apply(record)
+    older = state.snapshot()
+    state.apply_object(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "api-7f9b-a.1", "namespace": "default", "uid": "e1"},
+            "involvedObject": {"kind": "Pod", "namespace": "default", "name": "api-7f9b-a"},
+            "reason": "FailedScheduling",
+            "message": "0/1 nodes are available: 1 Insufficient cpu.",
+            "type": "Warning",
+        }
+    )
+    assert affected_workloads(older, state.snapshot()) == {API}
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["cordon a node", "a bound pod changes", "a pending pod is bound"],
+)
+def test_changes_to_what_placement_reads_are_cluster_wide(base: ClusterSnapshot, change: str) -> None:
+    if change == "cordon a node":
+        newer = base.replace(replace(base.nodes["n1"], unschedulable=True))
+    elif change == "a bound pod changes":
+        newer = base.replace(replace(base.pods[("default", "web-5c8d-a")], deleted=1.0))
+    else:
+        newer = base.replace(replace(base.pods[("default", "api-7f9b-a")], node_name="n1"))
+    assert affected_workloads(base, newer) is None
+
+
+def test_a_replicaset_change_touches_its_deployment(base: ClusterSnapshot) -> None:
+    rs = base.replicasets[("default", "web-5c8d")]
+    assert affected_workloads(base, base.replace(replace(rs, replicas=3))) == {WEB}
+
+
+def _snapshot_of(case: Path) -> tuple[ClusterSnapshot, float, str | None]:
+    objects, expected = load_case(case)
+    state = ClusterState(expected.get("kube_version"))
+    state.load(objects)
+    now = parse_time(expected["now"])
+    assert now is not None
+    return state.snapshot(), now, expected.get("kube_version")
+
+
+def _has_findings(case: Path) -> bool:
+    snap, now, version = _snapshot_of(case)
+    return bool(build_report(snap, now=now, kube_version=version).findings)
+
+
+WITH_FINDINGS = [c for c in CASES if _has_findings(c)]
+
+
+def test_every_rule_has_a_scenario_with_findings_to_compare() -> None:
+    assert {c.parent.name for c in WITH_FINDINGS} == {c.parent.name for c in CASES}
+
+
+@pytest.mark.parametrize("case", WITH_FINDINGS, ids=[str(c.relative_to(SCENARIOS)) for c in WITH_FINDINGS])
+def test_scoped_report_says_what_the_full_report_says_about_its_workloads(case: Path) -> None:
+    snap, now, version = _snapshot_of(case)
+    full = build_report(snap, now=now, kube_version=version)
+    for subject in {f.subject for f in full.findings}:
+        scoped = build_report(snap, now=now, kube_version=version, scope=frozenset({subject}))
+        assert [f.as_dict() for f in scoped.findings] == [
+            f.as_dict() for f in full.findings if f.subject == subject
+        ], subject
+    nothing = build_report(snap, now=now, kube_version=version, scope=frozenset())
+    assert nothing.findings == () and nothing.pods == ()
