@@ -46,7 +46,17 @@ class AgentCollector(Collector):
             labels=["cluster", "rule_id"],
         )
         held = GaugeMetricFamily(
-            "unstick_findings_held", "Findings held back (grace period or scale-up).", labels=["cluster"]
+            "unstick_findings_held", "Findings held back by the grace period.", labels=["cluster"]
+        )
+        waiting = GaugeMetricFamily(
+            "unstick_incidents_waiting",
+            "Open incidents waiting for an autoscaler's scale-up (not paged), after the last pass.",
+            labels=["cluster"],
+        )
+        escalated = CounterMetricFamily(
+            "unstick_incidents_escalated",
+            "Waiting incidents paged because the scale-up failed or took too long.",
+            labels=["cluster"],
         )
         synced = GaugeMetricFamily(
             "unstick_synced", "1 once the initial lists have synced.", labels=["cluster"]
@@ -64,8 +74,22 @@ class AgentCollector(Collector):
             for rule_id, n in Counter(f.rule_id for f in agent.last_tracked).items():
                 open_by_rule.add_metric([c, rule_id], n)
             held.add_metric([c], agent.pipeline.stats.held)
+            waiting.add_metric([c], agent.pipeline.stats.waiting)
+            escalated.add_metric([c], agent.pipeline.stats.escalated)
             synced.add_metric([c], 1 if agent.watcher.synced else 0)
-        yield from (restarts, relists, processed, dropped, malformed, passes, open_by_rule, held, synced)
+        yield from (
+            restarts,
+            relists,
+            processed,
+            dropped,
+            malformed,
+            passes,
+            open_by_rule,
+            held,
+            waiting,
+            escalated,
+            synced,
+        )
 
 
 def analysis_histogram(registry: CollectorRegistry) -> Histogram:

@@ -17,9 +17,10 @@ same way.
   next attempt); findings about incidents already open are never held back.
 * **Autoscaler awareness.** When cluster-autoscaler (``TriggeredScaleUp``) or
   Karpenter (``Nominated``) is already adding capacity for a finding's pods,
-  the finding waits instead of paging, until the scale-up fails
-  (``FailedScaleUp``, ``NotTriggerScaleUp``, Karpenter launch failures) or
-  takes longer than ``scale_up_timeout``.
+  its incident is stored *waiting for scale-up* instead of paging, and
+  escalates (pages) when the scale-up fails (``FailedScaleUp``,
+  ``NotTriggerScaleUp``, Karpenter launch failures) or takes longer than
+  ``scale_up_timeout`` (see ``storage.tracker``).
 * **Tracking.** Every pass goes through ``storage.tracker.track`` over the
   whole cluster, which opens, updates and resolves incidents idempotently.
 """
@@ -91,7 +92,9 @@ class PipelineStats:
     failed_passes: int = 0
     triggers: int = 0
     last_pass_seconds: float = 0.0
-    held: int = 0
+    held: int = 0  # findings held back by the grace period in the last pass
+    waiting: int = 0  # open incidents waiting for scale-up after the last pass
+    escalated: int = 0  # waiting incidents that escalated (the scale-up failed or timed out), in total
 
 
 def pending_since(pod: Pod) -> float | None:
@@ -121,22 +124,38 @@ def scale_up_state(snapshot: ClusterSnapshot, pods: Sequence[Pod], now: float, t
     return "waiting" if now - started < timeout else "failed"
 
 
-def hold_reason(
-    finding: Finding, snapshot: ClusterSnapshot, now: float, config: PipelineConfig
-) -> str | None:
-    """Why a new finding should not become an incident yet (None: track it)."""
-    pods = [
+WAITING_FOR_SCALE_UP = "scale-up"
+
+
+def _pods_of(finding: Finding, snapshot: ClusterSnapshot) -> list[Pod]:
+    return [
         snapshot.pods[(ns, name)]
         for ns, name in (p.split("/", 1) for p in finding.pods)
         if (ns, name) in snapshot.pods
     ]
+
+
+def hold_reason(
+    finding: Finding, snapshot: ClusterSnapshot, now: float, config: PipelineConfig
+) -> str | None:
+    """Why a new finding should not become an incident yet (None: track it): the grace period."""
+    pods = _pods_of(finding, snapshot)
     if not pods:
         return None
     oldest = min((pending_since(p) or now) for p in pods)
     if now - oldest < config.grace:
         return f"pending for {now - oldest:.0f}s, grace period {config.grace:.0f}s"
-    if scale_up_state(snapshot, pods, now, config.scale_up_timeout) == "waiting":
-        return "waiting for scale-up (the autoscaler is adding capacity)"
+    return None
+
+
+def waiting_reason(
+    finding: Finding, snapshot: ClusterSnapshot, now: float, config: PipelineConfig
+) -> str | None:
+    """What a tracked finding waits for instead of paging: ``"scale-up"`` while an
+    autoscaler is adding capacity for its pods (None once it failed or timed out)."""
+    pods = _pods_of(finding, snapshot)
+    if pods and scale_up_state(snapshot, pods, now, config.scale_up_timeout) == "waiting":
+        return WAITING_FOR_SCALE_UP
     return None
 
 
@@ -203,16 +222,20 @@ class Pipeline:
             )
             tracked: list[Finding] = []
             held: list[tuple[Finding, str]] = []
+            waiting: dict[str, str] = {}  # fingerprint → what it waits for (the tracker pages no one)
             for finding in report.findings:
                 why = (
                     None
                     if finding.fingerprint in self._open
                     else hold_reason(finding, snapshot, now, self.config)
                 )
-                if why is None:
-                    tracked.append(finding)
-                else:
+                if why is not None:
                     held.append((finding, why))
+                    continue
+                tracked.append(finding)
+                wait = waiting_reason(finding, snapshot, now, self.config)
+                if wait is not None:
+                    waiting[finding.fingerprint] = wait
             triggers, self._triggers = self._triggers, []
             result = await track(
                 self.sessions,
@@ -221,14 +244,19 @@ class Pipeline:
                 now=datetime.fromtimestamp(now, UTC),
                 evaluated=EVERY_SUBJECT,
                 triggers=triggers,
+                waiting=waiting,
                 sinks=self.config.sinks,
             )
             self._open = {f.fingerprint for f in tracked}
             self._last_generation = snapshot.generation
-            self._held_any = bool(held)
+            # Held and waiting findings need passes without changes too: the grace period and
+            # the scale-up timeout run out on the clock.
+            self._held_any = bool(held or waiting)
             seconds = time.perf_counter() - started
             self.stats.passes += 1
             self.stats.held = len(held)
+            self.stats.waiting = len(result.waiting)
+            self.stats.escalated += len(result.escalated)
             self.stats.last_pass_seconds = seconds
             if self.observe_seconds is not None:
                 self.observe_seconds(seconds)
@@ -237,6 +265,12 @@ class Pipeline:
                     "finding held back: %s",
                     why,
                     extra={"rule_id": finding.rule_id, "k8s_object": str(finding.subject)},
+                )
+            if result.escalated:
+                log.warning(
+                    "%d incident(s) escalated: the scale-up failed or took longer than %.0fs",
+                    len(result.escalated),
+                    self.config.scale_up_timeout,
                 )
             if not self.config.sinks and (result.opened or result.resolved or result.root_cause_changed):
                 log.warning(

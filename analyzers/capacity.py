@@ -1,6 +1,7 @@
 """Per-node capacity as the scheduler accounts it: allocatable minus the
 requests of the pods bound to the node (NodeInfo.Requested in
-pkg/scheduler/framework/types.go), for explanations in numbers."""
+pkg/scheduler/framework/types.go), for explanations in numbers. A by-name view
+of the simulator's node table, which does the accounting once per snapshot."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from analyzers.records import Node
+from analyzers.simulator.nodeinfo import node_table
 from analyzers.snapshot import ClusterSnapshot
 
 
@@ -28,16 +30,13 @@ class NodeCapacity:
 
 def node_capacities(snapshot: ClusterSnapshot) -> Mapping[str, NodeCapacity]:
     def build() -> dict[str, NodeCapacity]:
-        by_node = snapshot.pods_by_node()
-        out: dict[str, NodeCapacity] = {}
-        for name, node in snapshot.nodes.items():
-            requested: dict[str, int] = {}
-            pods = by_node.get(name, ())
-            for pod in pods:
-                for res, value in pod.spec.requests.items():
-                    requested[res] = requested.get(res, 0) + value
-            out[name] = NodeCapacity(node, requested, len(pods))
-        return out
+        table = node_table(snapshot)
+        return {
+            node.name: NodeCapacity(
+                node, {r: col[i] for r, col in table.requested.items() if col[i]}, table.pod_count[i]
+            )
+            for i, node in enumerate(table.nodes)
+        }
 
     result: Mapping[str, NodeCapacity] = snapshot.derived("capacity.node_capacities", build)
     return result

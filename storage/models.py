@@ -83,6 +83,8 @@ class TimelineKind(enum.StrEnum):
     UPDATED = "updated"
     ROOT_CAUSE_CHANGED = "root_cause_changed"
     SEVERITY_CHANGED = "severity_changed"
+    WAITING = "waiting"  # an autoscaler is adding the capacity it needs: nobody is paged
+    ESCALATED = "escalated"  # the wait ended with the problem still there: paged now
     RESOLVED = "resolved"
 
 
@@ -110,7 +112,13 @@ class Incident(Base):
 
     At most one incident per (cluster, fingerprint) is open at a time (a
     partial unique index). A resolved incident that recurs opens a new row
-    whose ``previous_id`` points at the earlier one."""
+    whose ``previous_id`` points at the earlier one.
+
+    ``waiting_for`` (e.g. ``"scale-up"``) and ``waiting_since`` are set while
+    the incident waits for something already under way (cluster-autoscaler or
+    Karpenter adding capacity) instead of paging; both are cleared when it
+    escalates. They are kept when it resolves while waiting, so a non-null
+    ``waiting_for`` always means nobody was paged about the incident."""
 
     __tablename__ = "incidents"
 
@@ -135,6 +143,8 @@ class Incident(Base):
     occurrences: Mapped[int] = mapped_column(Integer)
     last_message: Mapped[str] = mapped_column(Text)
     previous_id: Mapped[int | None] = mapped_column(BigId, ForeignKey("incidents.id"))
+    waiting_for: Mapped[str | None] = mapped_column(String(32))
+    waiting_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
         # The tracker's lookup, and the guarantee of one open incident per root cause.
@@ -160,6 +170,14 @@ class Incident(Base):
         Index("ix_incidents_namespace_last_seen", "namespace", "last_seen", "id", "status"),
         Index("ix_incidents_rule_last_seen", "rule_id", "last_seen", "id", "status"),
         Index("ix_incidents_name_last_seen", "subject_name", "last_seen", "id"),
+        # Listing the (few) waiting incidents without walking every row: a small partial index.
+        Index(
+            "ix_incidents_waiting_last_seen",
+            "last_seen",
+            "id",
+            sqlite_where=text("waiting_for IS NOT NULL"),
+            postgresql_where=text("waiting_for IS NOT NULL"),
+        ),
     )
 
 

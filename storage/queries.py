@@ -62,7 +62,9 @@ class IncidentFilter:
 
     ``since``/``until`` select incidents *active* in the window: still open or
     resolved at or after ``since``, and first seen before ``until``. ``text`` matches a
-    case-insensitive substring of the title or the explanation."""
+    case-insensitive substring of the title or the explanation. ``waiting`` selects
+    incidents with (True) or without (False) a waiting state: open ones waiting for an
+    autoscaler, and resolved ones that resolved while waiting (never paged)."""
 
     status: str | None = None
     cluster: str | None = None
@@ -74,6 +76,7 @@ class IncidentFilter:
     since: datetime | None = None
     until: datetime | None = None
     text: str | None = None
+    waiting: bool | None = None
 
     def where(self) -> list[ColumnElement[bool]]:
         conds: list[ColumnElement[bool]] = []
@@ -92,6 +95,11 @@ class IncidentFilter:
             conds.append(Incident.resolved_at.is_(None) | (Incident.resolved_at >= self.since))
         if self.until is not None:
             conds.append(Incident.first_seen < self.until)
+        if self.waiting is not None:
+            # IS NOT NULL exactly as the partial index ix_incidents_waiting_last_seen says it.
+            conds.append(
+                Incident.waiting_for.is_not(None) if self.waiting else Incident.waiting_for.is_(None)
+            )
         if self.text:
             pattern = "%" + _escape_like(self.text) + "%"
             conds.append(

@@ -56,10 +56,34 @@ of one cluster, in order, in one transaction, with the same outcome as one by
 one: a pipeline coalescing a burst of events pays a handful of statements per
 batch instead of per event (see ``bench/bench_tracker.py``).
 
-**Notifications.** When an incident opens, changes root cause or resolves,
-one outbox row per sink in ``sinks`` is written in the same transaction, due
-at ``now``. Pass no sinks to record without notifying (e.g. while
-cluster-autoscaler is already adding the capacity).
+**Waiting.** A pass may say that some of its findings *wait* for something
+already under way (``waiting``: fingerprint → a short reason, ``"scale-up"``
+while cluster-autoscaler or Karpenter is adding the capacity): the incident is
+kept, but nobody is paged for it yet.
+
+* A finding that **opens while waiting** is stored open with ``waiting_for`` =
+  the reason and ``waiting_since`` = ``now``, a timeline entry ``waiting``
+  (``{"for": reason}``) follows ``opened``, and no notification is written.
+* **Still waiting** on later passes: a normal update, still no notification
+  (a new reason is recorded with another ``waiting`` entry).
+* **Escalate**: a waiting incident whose finding is present in a pass that no
+  longer marks it waiting (the scale-up failed or took too long) gets a
+  timeline entry ``escalated`` (``{"for", "since"}``), its waiting state is
+  cleared, and the ``opened`` notification it did not get is written now.
+* **Resolved while waiting** (the new node arrived and the pod scheduled):
+  resolved as usual, the ``resolved`` entry carries ``{"waiting_for": reason}``,
+  and no notification is written: nobody was paged. The waiting state is kept
+  on the resolved incident, so ``waiting_for`` set means *never paged*.
+* An open incident that is not waiting never starts waiting: what was paged
+  stays paged. ``waiting`` keys that name no finding of the pass are ignored.
+
+**Notifications.** When an incident opens, escalates, changes root cause or
+resolves, one outbox row per sink in ``sinks`` is written in the same
+transaction, due at ``now`` — only for what somebody was (or is now) paged
+about. A root-cause change whose replaced incidents were all waiting is an
+``opened`` notification; one whose new incidents all wait writes ``resolved``
+for the replaced incidents that were paged. Pass no sinks to record without
+notifying.
 """
 
 from __future__ import annotations
@@ -91,7 +115,7 @@ from storage.models import (
     TimelineEntry,
     TimelineKind,
 )
-from storage.views import incident_dict
+from storage.views import incident_dict, rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +175,8 @@ class TrackResult:
     updated: list[int] = field(default_factory=list)
     resolved: list[int] = field(default_factory=list)
     root_cause_changed: list[int] = field(default_factory=list)  # the new incidents
+    waiting: list[int] = field(default_factory=list)  # opened or updated, and waiting after the pass
+    escalated: list[int] = field(default_factory=list)  # stopped waiting: paged now
     new_triggers: int = 0
     replayed_triggers: int = 0
     notifications: int = 0
@@ -290,6 +316,8 @@ async def _latest_resolved(
 # A literal, not a bound parameter: only then can the planners use the partial indexes on open incidents.
 _IS_OPEN = Incident.status == literal_column("'open'")
 
+WAITING_REASON_MAX: Final = 32  # the width of incidents.waiting_for
+
 
 def _ref(inc: Incident) -> ObjectRef:
     return ObjectRef(inc.subject_kind, inc.namespace, inc.subject_name)
@@ -307,6 +335,7 @@ class Pass:
     now: datetime
     evaluated: Collection[ObjectRef] | _EverySubject = ()
     triggers: Sequence[Trigger] = ()
+    waiting: Mapping[str, str] = field(default_factory=dict)  # fingerprint → why it waits ("scale-up")
 
 
 @dataclass(slots=True)
@@ -345,6 +374,11 @@ def _validate(cluster: str, p: Pass) -> None:
     for t in p.triggers:
         if not t.key:
             raise ValueError("a Trigger needs a non-empty key (event uid:count)")
+    for fp, reason in p.waiting.items():
+        if not isinstance(reason, str) or not 0 < len(reason) <= WAITING_REASON_MAX:
+            raise ValueError(
+                f"waiting reason for {fp!r} must be a non-empty string of at most {WAITING_REASON_MAX} characters"
+            )
 
 
 async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
@@ -401,6 +435,8 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
             occurrences=max(1, ob.occurrences),
             last_message=ob.message or pass_message,
             previous_id=batch.latest_resolved.get(fp),
+            waiting_for=p.waiting.get(fp),
+            waiting_since=now if fp in p.waiting else None,
         )
         session.add(inc)
         opened.append(inc)
@@ -410,11 +446,40 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
         recurrence = {"previous_id": inc.previous_id} if inc.previous_id is not None else {}
         batch.entries.append(_entry(inc, TimelineKind.OPENED, now, inc.last_message, **recurrence))
         result.opened.append(inc.id)
+        if inc.waiting_for is not None:
+            batch.entries.append(
+                _entry(inc, TimelineKind.WAITING, now, inc.last_message, **{"for": inc.waiting_for})
+            )
+            result.waiting.append(inc.id)
 
-    # Update what continues.
+    # Update what continues; a waiting incident either waits on or escalates (never the other way).
+    escalated: list[tuple[Incident, dict[str, Any]]] = []
     for fp, inc in continuing.items():
         ob = observed[fp]
         f = ob.finding
+        if inc.waiting_for is not None:
+            reason = p.waiting.get(fp)
+            if reason is None:
+                waited = {"for": inc.waiting_for, "since": rfc3339(inc.waiting_since)}
+                batch.entries.append(
+                    _entry(inc, TimelineKind.ESCALATED, now, ob.message or pass_message, **waited)
+                )
+                inc.waiting_for, inc.waiting_since = None, None
+                escalated.append((inc, waited))
+                result.escalated.append(inc.id)
+            else:
+                if reason != inc.waiting_for:
+                    batch.entries.append(
+                        _entry(
+                            inc,
+                            TimelineKind.WAITING,
+                            now,
+                            ob.message,
+                            **{"for": reason, "was": inc.waiting_for},
+                        )
+                    )
+                    inc.waiting_for = reason
+                result.waiting.append(inc.id)
         severity = str(f.severity)
         if severity != inc.severity:
             batch.entries.append(
@@ -490,6 +555,8 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
         detail: dict[str, Any] = {}
         if inc.id in replaced_by:
             detail = {"reason": "root_cause_changed", "replaced_by": replaced_by[inc.id]}
+        if inc.waiting_for is not None:
+            detail["waiting_for"] = inc.waiting_for
         batch.entries.append(_entry(inc, TimelineKind.RESOLVED, now, pass_message, **detail))
     for inc in opened:
         olds = replaces.get(inc.id)
@@ -508,17 +575,25 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
             )
             result.root_cause_changed.append(inc.id)
 
-    # The outbox: open, root cause changed, resolve; one row per sink.
+    # The outbox: open, escalation, root cause changed, resolve; one row per sink, and only
+    # about what somebody was or is now paged for (a waiting incident is not paged).
     if batch.sinks:
         events: list[tuple[Incident, NotificationEvent, dict[str, Any]]] = []
+        announced_replacement: set[int] = set()  # resolved incidents a root-cause notification covers
         for inc in opened:
-            if inc.id in replaces:
-                extra = {"replaces": [incident_dict(o) for o in replaces[inc.id]]}
+            if inc.waiting_for is not None:
+                continue
+            olds = replaces.get(inc.id, [])
+            if any(o.waiting_for is None for o in olds):
+                extra = {"replaces": [incident_dict(o) for o in olds]}
                 events.append((inc, NotificationEvent.ROOT_CAUSE_CHANGED, extra))
+                announced_replacement.update(o.id for o in olds)
             else:
                 events.append((inc, NotificationEvent.OPENED, {}))
+        for inc, waited in escalated:
+            events.append((inc, NotificationEvent.OPENED, {"waited": waited}))
         for inc in resolved:
-            if inc.id not in replaced_by:
+            if inc.waiting_for is None and inc.id not in announced_replacement:
                 events.append((inc, NotificationEvent.RESOLVED, {}))
         for inc, ev, extra in events:
             payload = {"event": str(ev), "cluster": cluster, "incident": incident_dict(inc), **extra}
@@ -590,6 +665,7 @@ async def apply_pass(
     now: datetime,
     evaluated: Iterable[ObjectRef] | _EverySubject = (),
     triggers: Sequence[Trigger] = (),
+    waiting: Mapping[str, str] | None = None,
     sinks: Sequence[str] = (),
 ) -> TrackResult:
     """Open, update and resolve ``cluster``'s incidents from one analysis pass.
@@ -605,14 +681,17 @@ async def apply_pass(
         inferred from the findings' subjects.
     :param triggers: the events that triggered the pass, with idempotency
         keys; replays (keys seen before) add no occurrences.
+    :param waiting: fingerprint → why the finding waits instead of paging
+        (``"scale-up"``); see *Waiting* in the module's documentation.
     :param sinks: notification sink names; one outbox row per sink for each
-        open, root-cause change and resolve.
+        open, escalation, root-cause change and resolve somebody is paged about.
     """
     p = Pass(
         findings=list(findings),
         now=now,
         evaluated=evaluated if isinstance(evaluated, _EverySubject) else tuple(evaluated),
         triggers=tuple(triggers),
+        waiting=dict(waiting or {}),
     )
     [result] = await apply_passes(session, cluster=cluster, passes=[p], sinks=sinks)
     return result
@@ -651,6 +730,7 @@ async def track(
     now: datetime,
     evaluated: Iterable[ObjectRef] | _EverySubject = (),
     triggers: Sequence[Trigger] = (),
+    waiting: Mapping[str, str] | None = None,
     sinks: Sequence[str] = (),
     attempts: int = 3,
 ) -> TrackResult:
@@ -661,6 +741,7 @@ async def track(
         now=now,
         evaluated=evaluated if isinstance(evaluated, _EverySubject) else tuple(evaluated),
         triggers=tuple(triggers),
+        waiting=dict(waiting or {}),
     )
     [result] = await track_passes(sessions, cluster=cluster, passes=[p], sinks=sinks, attempts=attempts)
     return result

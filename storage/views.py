@@ -7,11 +7,13 @@ The contract (other parts and checks rely on it)::
      "subject": {"kind", "namespace", "name"}, "title", "explanation",
      "evidence": {}, "remedies": [{"title", "kind", "yaml", "command",
      "verified", "verification"}], "first_seen", "last_seen", "resolved_at",
-     "occurrences"}
+     "occurrences", "waiting": null | {"for": "scale-up", "since"}}
 
-Timestamps are RFC 3339 in UTC with a ``Z`` suffix. The detail view adds
-``cluster``, ``cause``, ``pods``, ``last_message``, ``previous_id`` and
-``timeline``.
+``waiting`` is set while an autoscaler is adding the capacity the incident
+needs and nobody has been paged; a resolved incident keeps it when it resolved
+while waiting (it never paged anyone). Timestamps are RFC 3339 in UTC with a
+``Z`` suffix. The detail view adds ``cluster``, ``cause``, ``pods``,
+``last_message``, ``previous_id`` and ``timeline``.
 """
 
 from __future__ import annotations
@@ -66,7 +68,15 @@ def incident_dict(incident: Incident) -> dict[str, Any]:
         "last_seen": rfc3339(incident.last_seen),
         "resolved_at": rfc3339(incident.resolved_at),
         "occurrences": incident.occurrences,
+        "waiting": waiting_dict(incident),
     }
+
+
+def waiting_dict(incident: Incident) -> dict[str, Any] | None:
+    """``{"for": "scale-up", "since": …}`` while waiting (kept if it resolved waiting); else None."""
+    if incident.waiting_for is None:
+        return None
+    return {"for": incident.waiting_for, "since": rfc3339(incident.waiting_since)}
 
 
 def timeline_dict(entry: TimelineEntry) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from agent.api.params import MAX_ID, MAX_LENGTHS, MAX_REMEDY, PATTERNS, SEVERITIES, SORTS
+from agent.api.params import BOOLEANS, MAX_ID, MAX_LENGTHS, MAX_REMEDY, PATTERNS, SEVERITIES, SORTS
 from agent.settings import ApiSettings
 from storage.models import TimelineKind
 from storage.queries import STATUSES
@@ -61,6 +61,13 @@ _INCIDENT_PROPS: dict[str, Any] = {
     "last_seen": _TIME,
     "resolved_at": _TIME_OR_NULL,
     "occurrences": {"type": "integer", "minimum": 1},
+    "waiting": {
+        "anyOf": [_ref("Waiting"), {"type": "null"}],
+        "description": (
+            "Set while an autoscaler is adding the capacity the incident needs and nobody has been paged; "
+            "kept on an incident that resolved while waiting (it never paged anyone)."
+        ),
+    },
 }
 
 _DETAIL_PROPS: dict[str, Any] = {
@@ -120,6 +127,15 @@ SCHEMAS: dict[str, Any] = {
                 "description": "Re-simulating the cluster with the change applied showed it works.",
             },
             "verification": {"type": "string"},
+        },
+    },
+    "Waiting": {
+        "type": "object",
+        "required": ["for", "since"],
+        "additionalProperties": False,
+        "properties": {
+            "for": {"type": "string", "description": 'What it waits for, e.g. "scale-up".'},
+            "since": _TIME,
         },
     },
     "Incident": {
@@ -260,6 +276,15 @@ def _filter_params() -> list[dict[str, Any]]:
             "schema": {"type": "string", "format": "date-time"},
         },
         _text_param("q", "Case-insensitive text in the title or the explanation."),
+        {
+            "name": "waiting",
+            "in": "query",
+            "description": (
+                "true: incidents waiting for an autoscaler (open), or resolved while waiting; "
+                "false: the others."
+            ),
+            "schema": {"type": "string", "enum": list(BOOLEANS)},
+        },
     ]
 
 

@@ -220,6 +220,7 @@ async def incident_list(request: web.Request) -> web.Response:
                 params.filter.cluster,
                 params.filter.since,
                 params.filter.until,
+                params.filter.waiting,
             )
         ),
     )

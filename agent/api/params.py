@@ -21,6 +21,7 @@ from agent.api.errors import bad_parameter
 from storage.queries import STATUSES, IncidentFilter, Sort
 
 SEVERITIES = ("info", "warning", "critical")
+BOOLEANS = ("true", "false")
 SORTS = tuple(s.value for s in Sort)
 
 # Patterns shared with the OpenAPI document (agent/api/openapi.py).
@@ -57,6 +58,7 @@ FILTER_PARAMS = (
     "since",
     "until",
     "q",
+    "waiting",
 )
 LIST_PARAMS = (*FILTER_PARAMS, "sort", "limit", "cursor")
 
@@ -126,6 +128,7 @@ class ListParams:
             "since": f.since.isoformat().replace("+00:00", "Z") if f.since else None,
             "until": f.until.isoformat().replace("+00:00", "Z") if f.until else None,
             "q": f.text,
+            "waiting": None if f.waiting is None else ("true" if f.waiting else "false"),
             "sort": self.sort.value if self.sort is not Sort.LAST_SEEN_DESC else None,
             "limit": self.limit,
             "cursor": self.cursor,
@@ -166,6 +169,7 @@ def parse_filter(values: Mapping[str, str]) -> IncidentFilter:
         since=since,
         until=until,
         text=_text("q", values["q"]) if "q" in values else None,
+        waiting=_choice("waiting", values["waiting"], BOOLEANS) == "true" if "waiting" in values else None,
     )
 
 

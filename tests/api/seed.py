@@ -150,3 +150,59 @@ async def seed(sessions: async_sessionmaker[AsyncSession]) -> None:
         await track(
             sessions, cluster="prod", findings=[], evaluated=[job.subject], now=start + timedelta(minutes=n)
         )
+
+
+SCALE_UP_MESSAGE = "pod triggered scale-up: [{gpu-pool 1->2 (max: 4)}]"
+
+
+async def seed_waiting(sessions: async_sessionmaker[AsyncSession]) -> tuple[int, int]:
+    """Two more incidents, written through the real tracker with the waiting state; returns their ids:
+
+    * ml/inference insufficient-resources (nvidia.com/gpu), open, waiting for scale-up since NOW - 20 min
+    * batch/render insufficient-resources (nvidia.com/gpu), resolved while waiting (NOW - 2 h → NOW - 1 h 40)
+    """
+    inference = finding(
+        ObjectRef("Deployment", "ml", "inference"),
+        rule_id="insufficient-resources",
+        cause="nvidia.com/gpu",
+        title="inference needs 1 nvidia.com/gpu; no node has one free",
+        pods=("ml/inference-5f6-abc",),
+        remedies=(),
+    )
+    render = finding(
+        ObjectRef("Job", "batch", "render"),
+        rule_id="insufficient-resources",
+        cause="nvidia.com/gpu",
+        title="render needs 1 nvidia.com/gpu; no node has one free",
+        pods=("batch/render-xyz",),
+        remedies=(),
+    )
+    waiting = {inference.fingerprint: "scale-up", render.fingerprint: "scale-up"}
+    first = await track(
+        sessions,
+        cluster="prod",
+        findings=[render],
+        now=NOW - timedelta(hours=2),
+        triggers=[trigger("ca-render", 1, SCALE_UP_MESSAGE, pod="batch/render-xyz")],
+        waiting=waiting,
+        sinks=["slack"],
+    )
+    await track(
+        sessions,
+        cluster="prod",
+        findings=[],
+        evaluated=[render.subject],
+        now=NOW - timedelta(hours=1, minutes=40),
+        triggers=[trigger("ok-render", 1, "Successfully assigned batch/render-xyz to gpu-node-3")],
+        sinks=["slack"],
+    )
+    r = await track(
+        sessions,
+        cluster="prod",
+        findings=[inference],
+        now=NOW - timedelta(minutes=20),
+        triggers=[trigger("ca-inference", 1, SCALE_UP_MESSAGE, pod="ml/inference-5f6-abc")],
+        waiting=waiting,
+        sinks=["slack"],
+    )
+    return r.opened[0], first.opened[0]

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from agent.api.app import create_app
 from agent.settings import ApiSettings
 from tests.api.conftest import OTHER_TOKEN, TOKEN
+from tests.api.seed import SCALE_UP_MESSAGE, seed_waiting
 from tests.storage.factories import GPU_YAML
 
 CONTRACT_KEYS = [
@@ -30,6 +31,7 @@ CONTRACT_KEYS = [
     "last_seen",
     "resolved_at",
     "occurrences",
+    "waiting",
 ]
 REMEDY_KEYS = ["title", "kind", "yaml", "command", "verified", "verification"]
 
@@ -165,6 +167,7 @@ async def test_list_show_and_stats_contract(client: TestClient, auth: dict[str, 
         "last_seen": "2024-05-01T15:00:00Z",
         "resolved_at": None,
         "occurrences": 3,
+        "waiting": None,
     }
     assert trainer["remedies"][0]["yaml"] == GPU_YAML and trainer["remedies"][1]["kind"] == "command"
 
@@ -226,6 +229,51 @@ async def test_filters_and_text_search(client: TestClient, auth: dict[str, str])
     ]
 
 
+@pytest.mark.parametrize(
+    "db_url", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
+async def test_waiting_for_scale_up_field_and_filter(
+    client: TestClient, auth: dict[str, str], sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    inference, render = await seed_waiting(sessions)
+
+    async def ids(**params: str) -> list[int]:
+        body = await get_json(client, "/api/v1/incidents", auth, sort="id", limit="100", **params)
+        return [i["id"] for i in body["items"]]
+
+    assert await ids(waiting="true") == [render, inference]
+    assert await ids(waiting="true", status="open") == [inference]
+    assert await ids(waiting="true", status="resolved") == [render]
+    assert await ids(waiting="false") == list(range(1, 25))  # the seed's 24, all paged as usual
+    assert await ids(waiting="true", namespace="web") == []
+
+    listed = (await get_json(client, "/api/v1/incidents", auth, waiting="true", status="open"))["items"]
+    assert list(listed[0]) == CONTRACT_KEYS
+    assert listed[0]["waiting"] == {"for": "scale-up", "since": "2024-05-04T11:40:00Z"}
+    detail = await get_json(client, f"/api/v1/incidents/{inference}", auth)
+    assert detail["waiting"] == listed[0]["waiting"] and detail["status"] == "open"
+    assert [(e["kind"], e["message"], e["detail"]) for e in detail["timeline"]] == [
+        ("opened", SCALE_UP_MESSAGE, {}),
+        ("waiting", SCALE_UP_MESSAGE, {"for": "scale-up"}),
+    ]
+    quiet = await get_json(client, f"/api/v1/incidents/{render}", auth)
+    assert quiet["status"] == "resolved" and quiet["waiting"] == {
+        "for": "scale-up",
+        "since": "2024-05-04T10:00:00Z",
+    }
+    assert quiet["timeline"][-1]["kind"] == "resolved" and quiet["timeline"][-1]["detail"] == {
+        "waiting_for": "scale-up"
+    }
+    paged = await get_json(client, "/api/v1/incidents/1", auth)
+    assert paged["waiting"] is None
+
+    stats = await get_json(client, "/api/v1/stats", auth, waiting="true")
+    assert (stats["total"], stats["open"], stats["resolved"]) == (2, 1, 1)
+    assert stats["time_to_resolve"]["max_seconds"] == pytest.approx(1200)  # the autoscaler took 20 min
+    err = await get_json(client, "/api/v1/stats", auth, expect=400, waiting="1")
+    assert err["error"]["parameter"] == "waiting" and "true, false" in err["error"]["message"]
+
+
 async def test_cursor_pagination(client: TestClient, auth: dict[str, str]) -> None:
     seen: list[int] = []
     cursor = None
@@ -261,6 +309,9 @@ async def test_cursor_pagination(client: TestClient, auth: dict[str, str]) -> No
         ({"namespace": ""}, "namespace"),
         ({"name": "x" * 300}, "name"),
         ({"q": "nul\x00byte"}, "q"),
+        ({"waiting": "yes"}, "waiting"),
+        ({"waiting": "True"}, "waiting"),
+        ({"waiting": ""}, "waiting"),
         ({"stauts": "open"}, "stauts"),
     ],
 )
@@ -417,3 +468,7 @@ async def test_openapi_document_describes_every_route(client: TestClient, auth: 
     assert listing == set(LIST_PARAMS)
     assert doc["paths"]["/healthz"]["get"]["security"] == []
     assert doc["components"]["schemas"]["Incident"]["required"] == CONTRACT_KEYS
+    kinds = doc["components"]["schemas"]["TimelineEntry"]["properties"]["kind"]["enum"]
+    assert {"waiting", "escalated"} <= set(kinds)
+    [waiting] = [p for p in doc["paths"]["/api/v1/stats"]["get"]["parameters"] if p["name"] == "waiting"]
+    assert waiting["schema"] == {"type": "string", "enum": ["true", "false"]}

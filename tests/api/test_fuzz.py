@@ -1,6 +1,7 @@
 """Schemathesis fuzzes the running API (real HTTP on localhost) against its own OpenAPI 3.1 document.
 
-Over a copy of the seeded database: no 5xx, every response (200s and errors
+Over a copy of the seeded database (plus incidents waiting for scale-up, so the
+``waiting`` object is checked too): no 5xx, every response (200s and errors
 alike) matches the documented schema, status code, content type and headers.
 Bounded: at most 30 examples per operation.
 """
@@ -27,6 +28,7 @@ from agent.api.pages import build_jinja_env
 from agent.settings import ApiSettings, Secret
 from storage.engine import create_engine, create_sessionmaker
 from tests.api.conftest import TOKEN
+from tests.api.seed import seed_waiting
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -78,8 +80,17 @@ class ServerThread:
 def base_url(seeded_sqlite: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     db = tmp_path_factory.mktemp("fuzz") / "fuzz.db"
     shutil.copyfile(seeded_sqlite, db)
+    asyncio.run(_add_waiting(f"sqlite+aiosqlite:///{db}"))
     with ServerThread(f"sqlite+aiosqlite:///{db}", API) as url:
         yield url
+
+
+async def _add_waiting(url: str) -> None:
+    engine = create_engine(url)
+    try:
+        await seed_waiting(create_sessionmaker(engine))
+    finally:
+        await engine.dispose()
 
 
 API = ApiSettings(tokens=(Secret(TOKEN),), max_page_size=100)
@@ -133,3 +144,14 @@ def test_api_conforms_to_its_openapi_document(
             case.call_and_validate(base_url=base_url, session=http, headers=AUTH)
 
         fuzz()
+
+
+@pytest.mark.parametrize("query", [{"waiting": "true"}, {"waiting": "true", "status": "resolved"}])
+def test_waiting_incidents_conform_to_the_document(base_url: str, query: dict[str, str]) -> None:
+    case = SCHEMA["/api/v1/incidents"]["GET"].Case(query=query)
+    response = case.call_and_validate(base_url=base_url, headers=AUTH)
+    items = response.json()["items"]
+    assert items and all(i["waiting"]["for"] == "scale-up" for i in items)
+    detail = SCHEMA["/api/v1/incidents/{id}"]["GET"].Case(path_parameters={"id": items[0]["id"]})
+    body = detail.call_and_validate(base_url=base_url, headers=AUTH).json()
+    assert body["waiting"] == items[0]["waiting"] and "waiting" in {e["kind"] for e in body["timeline"]}

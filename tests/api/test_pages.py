@@ -7,8 +7,10 @@ import re
 import jinja2
 import pytest
 from aiohttp.test_utils import TestClient
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from agent.api.pages import build_jinja_env
+from tests.api.seed import seed_waiting
 from tests.storage.factories import GPU_YAML
 
 HTML = {"Accept": "text/html"}
@@ -113,3 +115,40 @@ async def test_active_window_shorthand(client: TestClient, page_auth: dict[str, 
     html = await (await client.get("/incidents?window=7d&limit=5", headers=page_auth)).text()
     assert len(re.findall(r'<tr class="', html)) == 5
     assert re.search(r'id="next-page" href="[^"]*window=7d', html) and "since=" not in html
+
+
+async def test_waiting_for_scale_up_badges_and_filter(
+    client: TestClient, page_auth: dict[str, str], sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    inference, render = await seed_waiting(sessions)
+    html = await (await client.get("/incidents", headers=page_auth)).text()
+    row = re.search(
+        rf'<tr class="open">(?:(?!</tr>).)*href="/incidents/{inference}"(?:(?!</tr>).)*</tr>', html, re.S
+    )
+    assert row and '<span class="badge waiting"' in row.group(0)
+    assert "waiting for scale-up</span>" in row.group(0) and "since 20m ago" in row.group(0)
+    quiet = re.search(
+        rf'<tr class="resolved">(?:(?!</tr>).)*href="/incidents/{render}"(?:(?!</tr>).)*</tr>', html, re.S
+    )
+    assert quiet and "while waiting for scale-up" in quiet.group(0) and "badge waiting" not in quiet.group(0)
+    assert html.count("badge waiting") == 1  # the seed's other incidents were paged as usual
+
+    html = await (await client.get("/incidents?waiting=true&status=&q=", headers=page_auth)).text()
+    assert sorted(map(int, re.findall(r'href="/incidents/(\d+)"', html))) == [render, inference]
+    assert '<option value="true" selected>waiting</option>' in html
+    html = await (await client.get("/incidents?waiting=false&limit=100", headers=page_auth)).text()
+    assert "badge waiting" not in html and len(re.findall(r'href="/incidents/(\d+)"', html)) == 24
+    bad = await client.get("/incidents?waiting=maybe", headers=page_auth)
+    assert bad.status == 400 and bad.content_type == "text/html"
+
+    page = await (await client.get(f"/incidents/{inference}", headers=page_auth)).text()
+    badges = re.search(r'<div class="badges">(.*?)</div>', page, re.S)
+    assert badges and "waiting for scale-up</span>" in badges.group(1) and "since 20m ago" in badges.group(1)
+    assert re.search(
+        r'<div id="waiting"><dt>Waiting for scale-up</dt><dd[^>]*>since 2024-05-04 11:40:00 UTC', page
+    )
+    assert "20m, not paged yet" in page
+    assert re.search(r'<li class="tl-waiting">', page) and "for scale-up" in page
+    page = await (await client.get(f"/incidents/{render}", headers=page_auth)).text()
+    assert "Resolved while waiting for scale-up" in page and "nobody was paged" in page
+    assert "badge waiting" not in page

@@ -47,17 +47,17 @@ def _schema(conn: Connection) -> dict[str, Any]:
     """Tables → columns (name, type class, nullable) and indexes (name, columns, unique, partial clause)."""
     insp = inspect(conn)
     out: dict[str, Any] = {}
+
+    def where(index: Any) -> str:
+        clause = index.get("dialect_options", {}).get(f"{conn.dialect.name}_where")
+        return "" if clause is None else str(clause).strip("()").lower()
+
     for table in sorted(insp.get_table_names()):
         if table == "alembic_version":
             continue
         cols = [(c["name"], type(c["type"]).__name__, c["nullable"]) for c in insp.get_columns(table)]
         idx = sorted(
-            (
-                i["name"],
-                tuple(i["column_names"]),
-                bool(i["unique"]),
-                "status" in str(i.get("dialect_options", {}).get(f"{conn.dialect.name}_where", "")),
-            )
+            (i["name"], tuple(i["column_names"]), bool(i["unique"]), where(i))
             for i in insp.get_indexes(table)
         )
         fks = sorted(
@@ -88,14 +88,60 @@ async def test_upgrade_from_empty_matches_the_models(
             reference = await conn.run_sync(_schema)
         await ref.dispose()
     assert migrated == reference
-    assert ("uq_incidents_open_fingerprint", ("cluster", "fingerprint"), True, True) in migrated["incidents"][
-        "indexes"
-    ]
+    partial = {
+        name: (cols, unique, clause) for name, cols, unique, clause in migrated["incidents"]["indexes"]
+    }
+    cols, unique, clause = partial["uq_incidents_open_fingerprint"]
+    assert cols == ("cluster", "fingerprint") and unique and "status" in clause and "open" in clause
+    cols, unique, clause = partial["ix_incidents_waiting_last_seen"]
+    assert cols == ("last_seen", "id") and not unique and "waiting_for is not null" in clause
+    assert ("waiting_for", "VARCHAR", True) in migrated["incidents"]["columns"]
 
     # Upgrading again is a no-op, and the tracker works on the migrated schema.
     await upgrade(empty)
     r = await track(create_sessionmaker(empty), cluster="c", findings=[finding()], now=at(0), sinks=["s"])
     assert len(r.opened) == 1 and r.notifications == 1
+
+
+async def test_0003_adds_the_waiting_state_to_existing_incidents_and_downgrades(empty: AsyncEngine) -> None:
+    await upgrade(empty, "0002")
+    t = at(0).replace(tzinfo=None)  # raw SQL on 0002: SQLite keeps naive UTC text, PostgreSQL reads it as UTC
+    async with empty.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO incidents (cluster, fingerprint, rule_id, cause, severity, status, subject_kind,"
+                " namespace, subject_name, title, explanation, evidence, remedies, pods, first_seen, last_seen,"
+                " occurrences, last_message) VALUES ('c', :fp, 'rollout-deadlock', '', 'critical', 'open',"
+                " 'Deployment', 'ml', 'trainer', 'old', 'old', '{}', '[]', '[]', :t, :t, 1, '')"
+            ),
+            {"fp": finding().fingerprint, "t": t},
+        )
+    await upgrade(empty)
+    sessions = create_sessionmaker(empty)
+    # The incident from before is open and was paged: it does not start waiting.
+    f = finding()
+    r = await track(sessions, cluster="c", findings=[f], now=at(1), waiting={f.fingerprint: "scale-up"})
+    assert len(r.updated) == 1 and r.waiting == []
+    await track(
+        sessions,
+        cluster="c",
+        findings=[finding(rule_id="other")],
+        now=at(2),
+        waiting={finding(rule_id="other").fingerprint: "scale-up"},
+    )
+    async with empty.connect() as conn:
+        rows = (await conn.execute(text("SELECT id, waiting_for FROM incidents ORDER BY id"))).all()
+    assert [tuple(r) for r in rows] == [(1, None), (2, "scale-up")]
+
+    await upgrade_to(empty, "0002")
+    async with empty.connect() as conn:
+        columns = await conn.run_sync(lambda c: [col["name"] for col in inspect(c).get_columns("incidents")])
+        indexes = await conn.run_sync(lambda c: [i["name"] for i in inspect(c).get_indexes("incidents")])
+        count = (await conn.execute(text("SELECT count(*) FROM incidents"))).scalar_one()
+    assert "waiting_for" not in columns and "waiting_since" not in columns
+    assert "ix_incidents_waiting_last_seen" not in indexes and count == 2
+    await upgrade(empty)
+    assert await is_up_to_date(empty)
 
 
 async def test_the_comparison_notices_drift(empty: AsyncEngine) -> None:

@@ -155,7 +155,9 @@ async def test_get_incident_with_timeline_and_json_contract(sessions: Sessions) 
         "last_seen",
         "resolved_at",
         "occurrences",
+        "waiting",
     ]
+    assert doc["waiting"] is None
     assert doc["subject"] == {"kind": "Deployment", "namespace": "ml", "name": "app-3"}
     assert doc["first_seen"] == "2024-05-01T12:03:00Z" and doc["resolved_at"] == "2024-05-01T12:23:00Z"
     assert list(doc["remedies"][0]) == ["title", "kind", "yaml", "command", "verified", "verification"]
@@ -221,3 +223,33 @@ async def test_outbox_claim_lease_and_outcomes(sessions: Sessions) -> None:
         assert await claim_due(s, now=at(3.5), lease=lease) == []
         [back] = await claim_due(s, now=at(4), lease=lease)
     assert back.id == lost.id and back.attempts == 2
+
+
+async def test_waiting_filter_and_json(sessions: Sessions) -> None:
+    waits = finding(ObjectRef("Deployment", "ml", "waits"), pods=("ml/waits-1",))
+    quiet = finding(ObjectRef("Deployment", "ml", "quiet"), pods=("ml/quiet-1",))
+    paged = finding(ObjectRef("Deployment", "ml", "paged"), pods=("ml/paged-1",))
+    await track(
+        sessions,
+        cluster="prod",
+        findings=[waits, quiet, paged],
+        now=at(0),
+        waiting={waits.fingerprint: "scale-up", quiet.fingerprint: "scale-up"},
+    )
+    await track(
+        sessions,
+        cluster="prod",
+        findings=[waits, paged],
+        evaluated=[quiet.subject],
+        now=at(5),
+        waiting={waits.fingerprint: "scale-up"},
+    )
+    assert set(await names(sessions, IncidentFilter(waiting=True))) == {"waits", "quiet"}
+    assert await names(sessions, IncidentFilter(waiting=True, status="open")) == ["waits"]
+    assert await names(sessions, IncidentFilter(waiting=True, status="resolved")) == ["quiet"]
+    assert await names(sessions, IncidentFilter(waiting=False)) == ["paged"]
+    async with sessions() as s:
+        page = await list_incidents(s, IncidentFilter(name="waits"))
+        stats = await incident_stats(s, IncidentFilter(waiting=True))
+    assert incident_dict(page.items[0])["waiting"] == {"for": "scale-up", "since": "2024-05-01T12:00:00Z"}
+    assert (stats.total, stats.open, stats.resolved) == (2, 1, 1)
