@@ -21,8 +21,20 @@ same way.
   escalates (pages) when the scale-up fails (``FailedScaleUp``,
   ``NotTriggerScaleUp``, Karpenter launch failures) or takes longer than
   ``scale_up_timeout`` (see ``storage.tracker``).
-* **Tracking.** Every pass goes through ``storage.tracker.track`` over the
-  whole cluster, which opens, updates and resolves incidents idempotently.
+* **Scope.** A pass analyses only the workloads the change since the last
+  pass touched (``analyzers.scope``: new pending pods, their events, workload
+  objects), plus those with held or waiting findings, when the change is that
+  narrow; nodes, bound pods, budgets, storage or metrics changing, and at least
+  every ``full_resync`` seconds, the whole cluster. New problems go first:
+  touched workloads without an open incident are analysed in the next pass,
+  while those whose incident is already open (what changes for them is a count
+  or a wording) queue up and are analysed ``update_batch`` at a time, oldest
+  first, alongside. A storm of FailedScheduling events for 200 broken
+  Deployments then does not delay the incident of the 201st. Event triggers go
+  with the pass that analyses their pod's workload, so no occurrence is lost.
+* **Tracking.** Every pass goes through ``storage.tracker.track``, which opens,
+  updates and resolves incidents idempotently; a scoped pass resolves only
+  incidents of the workloads it evaluated.
 """
 
 from __future__ import annotations
@@ -39,10 +51,11 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from agent.cache import ClusterCache
-from analyzers.findings import Finding
+from analyzers.findings import Finding, ObjectRef
 from analyzers.records import Pod
 from analyzers.remedies import RemedyRenderer
 from analyzers.report import Report, build_report
+from analyzers.scope import affected_workloads
 from analyzers.snapshot import ClusterSnapshot
 from storage.models import Incident, IncidentStatus
 from storage.tracker import EVERY_SUBJECT, TrackResult, Trigger, track, trigger_from_event
@@ -71,6 +84,8 @@ class PipelineConfig:
     grace: float = 60.0
     debounce: float = 0.5
     resync: float = 15.0
+    full_resync: float = 60.0
+    update_batch: int = 16
     scale_up_timeout: float = 600.0
     sinks: tuple[str, ...] = ()
     kube_version: str | None = None
@@ -84,11 +99,13 @@ class PassOutcome:
     held: tuple[tuple[Finding, str], ...]  # (finding, why it waits)
     result: TrackResult
     seconds: float
+    scope: frozenset[ObjectRef] | None = None  # the workloads analysed; None: the whole cluster
 
 
 @dataclass
 class PipelineStats:
     passes: int = 0
+    scoped_passes: int = 0  # of the passes, those that analysed only the workloads a change touched
     failed_passes: int = 0
     triggers: int = 0
     last_pass_seconds: float = 0.0
@@ -159,14 +176,65 @@ def waiting_reason(
     return None
 
 
-async def open_fingerprints(sessions: async_sessionmaker[AsyncSession], cluster: str) -> set[str]:
+async def open_incidents(sessions: async_sessionmaker[AsyncSession], cluster: str) -> dict[str, ObjectRef]:
+    """Fingerprint -> subject of the cluster's open incidents."""
     async with sessions() as session:
         rows = await session.execute(
-            select(Incident.fingerprint).where(
-                Incident.cluster == cluster, Incident.status == IncidentStatus.OPEN
-            )
+            select(
+                Incident.fingerprint, Incident.subject_kind, Incident.namespace, Incident.subject_name
+            ).where(Incident.cluster == cluster, Incident.status == IncidentStatus.OPEN)
         )
-        return {r[0] for r in rows}
+        return {fp: ObjectRef(kind, ns, name) for fp, kind, ns, name in rows}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one pass analyses: ``workloads`` (None: the whole cluster), and the touched
+    workloads with open incidents it leaves for later passes (``deferred``, oldest first)."""
+
+    workloads: frozenset[ObjectRef] | None
+    deferred: tuple[ObjectRef, ...] = ()
+
+
+def plan_scope(
+    snapshot: ClusterSnapshot,
+    previous: ClusterSnapshot | None,
+    *,
+    full: bool,
+    known: frozenset[ObjectRef],
+    carried: tuple[ObjectRef, ...],
+    always: frozenset[ObjectRef],
+    batch: int,
+) -> Scope:
+    """The scope of a pass (module docstring). ``known``: subjects of open incidents;
+    ``carried``: workloads deferred by earlier passes, oldest first; ``always``:
+    subjects with held or waiting findings, looked at by every pass; ``batch``: how
+    many workloads with open incidents one pass takes."""
+    touched = None if full or previous is None else affected_workloads(previous, snapshot)
+    if touched is None:
+        return Scope(None)
+    queue = list(dict.fromkeys([*carried, *sorted(touched & known, key=str)]))
+    new = touched - known
+    return Scope(frozenset(new | always | set(queue[:batch])), tuple(queue[batch:]))
+
+
+def analyse(
+    snapshot: ClusterSnapshot,
+    scope: Scope,
+    *,
+    now: float,
+    kube_version: str | None,
+    renderer: RemedyRenderer,
+) -> Report:
+    return build_report(
+        snapshot, now=now, kube_version=kube_version, renderer=renderer, scope=scope.workloads
+    )
+
+
+def _trigger_workload(snapshot: ClusterSnapshot, trigger: Trigger) -> ObjectRef | None:
+    ns, _, name = trigger.pod.partition("/")
+    pod = snapshot.pods.get((ns, name)) if trigger.pod else None
+    return snapshot.workload_of(pod).ref if pod is not None else None
 
 
 class Pipeline:
@@ -192,9 +260,13 @@ class Pipeline:
         self.observe_seconds = observe_seconds
         self.stats = PipelineStats()
         self._triggers: list[Trigger] = []
-        self._open: set[str] | None = None
+        self._open: dict[str, ObjectRef] | None = None  # fingerprint -> subject of open incidents
         self._last_generation = -1
         self._held_any = False
+        self._previous: ClusterSnapshot | None = None  # the last pass's snapshot
+        self._last_full = float("-inf")  # when the last whole-cluster pass ran (clock)
+        self._pending_subjects: frozenset[ObjectRef] = frozenset()  # held or waiting: every pass looks again
+        self._deferred: tuple[ObjectRef, ...] = ()  # touched, incident open, not analysed yet (oldest first)
         self._lock = asyncio.Lock()
 
     def on_event(self, event: dict[str, Any]) -> None:
@@ -211,15 +283,35 @@ class Pipeline:
         """One analysis pass over the current snapshot; None when nothing changed."""
         async with self._lock:
             snapshot = self.cache.state.snapshot()
-            if snapshot.generation == self._last_generation and not self._triggers and not self._held_any:
+            if (
+                snapshot.generation == self._last_generation
+                and not self._triggers
+                and not self._held_any
+                and not self._deferred
+            ):
                 return None
             if self._open is None:
-                self._open = await open_fingerprints(self.sessions, self.config.cluster)
+                self._open = await open_incidents(self.sessions, self.config.cluster)
             started = time.perf_counter()
             now = self.clock()
-            report = await asyncio.to_thread(
-                build_report, snapshot, now=now, kube_version=self.config.kube_version, renderer=self.renderer
+            plan = plan_scope(
+                snapshot,
+                self._previous,
+                full=now - self._last_full >= self.config.full_resync,
+                known=frozenset(self._open.values()),
+                carried=self._deferred,
+                always=self._pending_subjects,
+                batch=self.config.update_batch,
             )
+            report = await asyncio.to_thread(
+                analyse,
+                snapshot,
+                plan,
+                now=now,
+                kube_version=self.config.kube_version,
+                renderer=self.renderer,
+            )
+            scope = plan.workloads
             tracked: list[Finding] = []
             held: list[tuple[Finding, str]] = []
             waiting: dict[str, str] = {}  # fingerprint → what it waits for (the tracker pages no one)
@@ -236,18 +328,35 @@ class Pipeline:
                 wait = waiting_reason(finding, snapshot, now, self.config)
                 if wait is not None:
                     waiting[finding.fingerprint] = wait
-            triggers, self._triggers = self._triggers, []
+            if scope is None:
+                triggers, self._triggers = self._triggers, []
+            else:  # a trigger counts once: it goes with the pass that analyses its workload
+                triggers, later = [], []
+                for t in self._triggers:
+                    (triggers if _trigger_workload(snapshot, t) in scope else later).append(t)
+                self._triggers = later
             result = await track(
                 self.sessions,
                 cluster=self.config.cluster,
                 findings=tracked,
                 now=datetime.fromtimestamp(now, UTC),
-                evaluated=EVERY_SUBJECT,
+                evaluated=EVERY_SUBJECT if scope is None else scope,
                 triggers=triggers,
                 waiting=waiting,
                 sinks=self.config.sinks,
             )
-            self._open = {f.fingerprint for f in tracked}
+            self._deferred = plan.deferred
+            if scope is None:
+                self._open = {f.fingerprint: f.subject for f in tracked}
+                self._last_full = now
+            else:
+                self._open = {fp: s for fp, s in self._open.items() if s not in scope}
+                self._open.update((f.fingerprint, f.subject) for f in tracked)
+                self.stats.scoped_passes += 1
+            self._pending_subjects = frozenset(
+                {f.subject for f, _ in held} | {f.subject for f in tracked if f.fingerprint in waiting}
+            )
+            self._previous = snapshot
             self._last_generation = snapshot.generation
             # Held and waiting findings need passes without changes too: the grace period and
             # the scale-up timeout run out on the clock.
@@ -279,7 +388,7 @@ class Pipeline:
                     len(result.resolved),
                     len(result.root_cause_changed),
                 )
-            outcome = PassOutcome(now, report, tuple(tracked), tuple(held), result, seconds)
+            outcome = PassOutcome(now, report, tuple(tracked), tuple(held), result, seconds, scope)
             if self.on_pass is not None:
                 maybe = self.on_pass(outcome)
                 if maybe is not None:
@@ -293,9 +402,9 @@ class Pipeline:
             changed = self.cache.changed
             waiter = asyncio.ensure_future(changed.wait())
             stopper = asyncio.ensure_future(stop.wait())
-            await asyncio.wait(
-                {waiter, stopper}, timeout=self.config.resync, return_when=asyncio.FIRST_COMPLETED
-            )
+            # Deferred updates are due at once (a debounce later), even when nothing else changes.
+            timeout = self.config.debounce if self._deferred else self.config.resync
+            await asyncio.wait({waiter, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
             stopper.cancel()
             if stop.is_set():

@@ -275,16 +275,25 @@ class ClusterSnapshot:
         }
         changed: dict[str, dict[Any, Any]] = {}
         pairs: dict[str, dict[Any, tuple[Any, Any]]] = {}
+
+        def copy_of(name: str) -> dict[Any, Any]:
+            items = changed.get(name)
+            if items is None:  # one copy per collection, whatever the number of changes
+                items = changed[name] = dict(collections[name])
+                pairs[name] = {}
+            return items
+
         for record in records:
             name = COLLECTIONS[type(record)]
-            changed.setdefault(name, dict(collections[name]))[record.key] = record
-            old = pairs.get(name, {}).get(record.key, (collections[name].get(record.key), None))[0]
-            pairs.setdefault(name, {})[record.key] = (old, record)
+            items = copy_of(name)
+            old = pairs[name].get(record.key, (items.get(record.key), None))[0]
+            items[record.key] = record
+            pairs[name][record.key] = (old, record)
         for name, key in remove:
-            gone = changed.setdefault(name, dict(collections[name])).pop(key, None)
+            gone = copy_of(name).pop(key, None)
             if gone is not None:
-                old = pairs.get(name, {}).get(key, (gone, None))[0]
-                pairs.setdefault(name, {})[key] = (old, None)
+                old = pairs[name].get(key, (gone, None))[0]
+                pairs[name][key] = (old, None)
         collections.update({name: MappingProxyType(items) for name, items in changed.items()})
         origin = Origin(
             self,
