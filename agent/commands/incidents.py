@@ -41,6 +41,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_db_arguments(ls)
     ls.add_argument("--status", choices=STATUSES)
     ls.add_argument("--severity", choices=SEVERITIES)
+    ls.add_argument(
+        "--waiting",
+        choices=("true", "false"),
+        help="true: incidents that waited for a scale-up (nobody paged); false: the others",
+    )
     ls.add_argument("--cluster")
     ls.add_argument("-n", "--namespace")
     ls.add_argument("--rule", dest="rule_id", metavar="RULE_ID")
@@ -97,6 +102,7 @@ def run_list(args: argparse.Namespace) -> int:
     for key in (
         "status",
         "severity",
+        "waiting",
         "cluster",
         "namespace",
         "rule_id",
@@ -148,7 +154,7 @@ def run_list(args: argparse.Namespace) -> int:
         rows.append(
             (
                 str(i.id),
-                i.status,
+                i.status if not i.waiting_for else f"{i.status} (waiting for {i.waiting_for})",
                 i.severity,
                 f"{i.subject_kind.lower()}/{workload}",
                 i.rule_id,

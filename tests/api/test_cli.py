@@ -21,6 +21,7 @@ from storage.migrate import head_revision
 from storage.queries import get_incident
 from storage.views import incident_detail_dict
 from tests.api.conftest import TOKEN
+from tests.api.seed import seed_waiting
 
 MY_COMMANDS = ("agent.commands.serve", "agent.commands.incidents", "agent.commands.db")
 
@@ -87,6 +88,24 @@ def test_incidents_list_text_and_relative_times(db: str, capsys: pytest.CaptureF
     assert run("incidents", "list", "--db", db, "--since", "1h", "--json") == 0
     doc = orjson.loads(capsys.readouterr().out)
     assert sorted(i["id"] for i in doc["items"]) == [1, 3, 4]
+
+
+def test_incidents_list_filters_and_marks_the_waiting_ones(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    async def seed() -> tuple[int, int]:
+        engine = create_engine(db)
+        try:
+            return await seed_waiting(create_sessionmaker(engine))
+        finally:
+            await engine.dispose()
+
+    open_id, resolved_id = asyncio.run(seed())
+    assert run("incidents", "list", "--db", db, "--waiting", "true", "--json") == 0
+    assert {i["id"] for i in orjson.loads(capsys.readouterr().out)["items"]} == {open_id, resolved_id}
+    assert run("incidents", "list", "--db", db, "--waiting", "false", "--json") == 0
+    assert not {open_id, resolved_id} & {i["id"] for i in orjson.loads(capsys.readouterr().out)["items"]}
+    assert run("incidents", "list", "--db", db, "--waiting", "true", "--status", "open") == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert len(rows) == 1 and rows[0].split()[0] == str(open_id) and "open (waiting for scale-up)" in rows[0]
 
 
 def test_incidents_show_json_matches_the_api_detail(db: str, capsys: pytest.CaptureFixture[str]) -> None:
