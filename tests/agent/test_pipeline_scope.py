@@ -83,15 +83,19 @@ async def _incidents(host: AgentHost) -> dict[str, Incident]:
         return {i.subject_name: i for i in rows}
 
 
-async def test_a_new_problem_is_not_delayed_by_a_backlog_of_updates(host: AgentHost) -> None:
+def _agent(host: AgentHost, workloads: int, **config: Any) -> tuple[Pipeline, Clock, Emitter, ClusterCache]:
+    """A cache with two small nodes and ``workloads`` Deployments, and a pipeline over it."""
     cache = ClusterCache(ClusterState())
     clock = Clock()
     pipeline = Pipeline(
-        cache, host.sessions, PipelineConfig(grace=0, update_batch=2, full_resync=3600), clock=clock
+        cache, host.sessions, PipelineConfig(grace=0, full_resync=3600, **config), clock=clock
     )
     cache.on_event = pipeline.on_event
-    sets = _cluster(cache, 7)
-    emit = Emitter(cache, sets)
+    return pipeline, clock, Emitter(cache, _cluster(cache, workloads)), cache
+
+
+async def test_a_new_problem_is_not_delayed_by_a_backlog_of_updates(host: AgentHost) -> None:
+    pipeline, clock, emit, _ = _agent(host, 7, update_batch=2)
     for w in range(6):
         emit.new_pod(f"app-{w}", 0)
     first = await pipeline.run_pass()
@@ -124,13 +128,7 @@ async def test_a_new_problem_is_not_delayed_by_a_backlog_of_updates(host: AgentH
 
 
 async def test_repeated_events_are_counted_once_each_across_scoped_passes(host: AgentHost) -> None:
-    cache = ClusterCache(ClusterState())
-    clock = Clock()
-    pipeline = Pipeline(
-        cache, host.sessions, PipelineConfig(grace=0, update_batch=1, full_resync=3600), clock=clock
-    )
-    cache.on_event = pipeline.on_event
-    emit = Emitter(cache, _cluster(cache, 3))
+    pipeline, clock, emit, _ = _agent(host, 3, update_batch=1)
     for w in range(3):
         emit.new_pod(f"app-{w}", 0)
     await pipeline.run_pass()
@@ -151,11 +149,7 @@ async def test_repeated_events_are_counted_once_each_across_scoped_passes(host: 
 
 
 async def test_a_cluster_wide_change_is_analysed_whole(host: AgentHost) -> None:
-    cache = ClusterCache(ClusterState())
-    clock = Clock()
-    pipeline = Pipeline(cache, host.sessions, PipelineConfig(grace=0, full_resync=3600), clock=clock)
-    cache.on_event = pipeline.on_event
-    emit = Emitter(cache, _cluster(cache, 2))
+    pipeline, clock, emit, cache = _agent(host, 2)
     emit.new_pod("app-0", 0)
     await pipeline.run_pass()
     clock.now += 1
