@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from analyzers.records import (
     FrozenMap,
@@ -27,6 +27,7 @@ from analyzers.records import (
 from analyzers.snapshot import ClusterSnapshot, Origin, bound_node
 
 DERIVED_KEY = "simulator.nodetable"
+_T = TypeVar("_T")
 WILDCARD_IP = "0.0.0.0"
 
 
@@ -110,8 +111,7 @@ class NodeTable:
         self._copied: set[int] | None = None  # ids of groups this table owns (None: all of them)
         for i, pods in enumerate(self.pods):
             prios = tuple(snapshot.priority_of(pod) for pod in pods)
-            for pod, prio in zip(pods, prios, strict=True):
-                self._account(i, pod, prio, 1)
+            self._account(i, pods, prios, 1)
             self._summarise(i, prios)
         self._finish()
 
@@ -160,7 +160,7 @@ class NodeTable:
                 i = table.index.get(where) if where is not None else None
                 if pod is None or i is None:
                     continue
-                table._account(i, pod, snapshot.priority_of(pod), sign)
+                table._account(i, (pod,), (snapshot.priority_of(pod),), sign)
                 touched[i] = None
         after = snapshot.pods_by_node()
         for i in touched:
@@ -196,55 +196,61 @@ class NodeTable:
         self.taint_groups: dict[tuple[Taint, ...], int] = {t: mask_of(idx, n) for t, idx in taint_idx.items()}
         self.allowed_pods: list[int] = [node.allocatable.get("pods", 0) for node in nodes]
 
-    def _account(self, i: int, pod: Pod, prio: int, sign: int) -> None:
-        """Add (sign 1) or take away (sign -1) one pod bound to node ``i``."""
+    def _account(self, i: int, pods: Sequence[Pod], prios: Sequence[int], sign: int) -> None:
+        """Add (sign 1) or take away (sign -1) pods bound to node ``i``. A derived table
+        shares its base's groups until it changes one (copy on write, ``_copied``)."""
         n = self.size
-        level = self._by_priority.get(prio)
-        if level is None:
-            level = self._by_priority[prio] = ([0] * n, {})
-        level[0][i] += sign
-        for r, q in pod.spec.requests.items():
-            col = self.requested.get(r)
-            if col is None:
-                col = self.requested[r] = [0] * n
-            col[i] += sign * q
-            pcol = level[1].get(r)
-            if pcol is None:
-                pcol = level[1][r] = [0] * n
-            pcol[i] += sign * q
-        ns = pod.namespace
-        key = (ns, pod.labels, pod.deleted is not None)
-        groups = self._groups.get(ns)
-        if groups is None:
-            groups = self._groups[ns] = {}
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = PodGroup(ns, pod.labels, pod.deleted is not None, {})
-            self._own(group)
-        elif not self._owns(group):
-            groups = self._groups[ns] = dict(groups)
-            group = groups[key] = PodGroup(
-                group.namespace, group.labels, group.terminating, dict(group.node_counts)
-            )
-            self._own(group)
-        _count(group.node_counts, i, sign)
-        if pod.spec.pod_anti_affinity:
-            akey = (ns, pod.spec.pod_anti_affinity)
-            ag = self._anti.get(akey)
-            if ag is None:
-                ag = self._anti[akey] = AntiAffinityGroup(ns, pod.spec.pod_anti_affinity, {})
-                self._own(ag)
-            elif not self._owns(ag):
-                ag = self._anti[akey] = AntiAffinityGroup(ag.namespace, ag.terms, dict(ag.node_counts))
-                self._own(ag)
-            _count(ag.node_counts, i, sign)
+        requested, by_priority, all_groups, anti = self.requested, self._by_priority, self._groups, self._anti
+        for pod, prio in zip(pods, prios, strict=True):
+            level = by_priority.get(prio)
+            if level is None:
+                level = by_priority[prio] = ([0] * n, {})
+            level[0][i] += sign
+            level_requests = level[1]
+            for r, q in pod.spec.requests.items():
+                col = requested.get(r)
+                if col is None:
+                    col = requested[r] = [0] * n
+                col[i] += sign * q
+                pcol = level_requests.get(r)
+                if pcol is None:
+                    pcol = level_requests[r] = [0] * n
+                pcol[i] += sign * q
+            ns = pod.namespace
+            terminating = pod.deleted is not None
+            groups = all_groups.get(ns)
+            if groups is None:
+                groups = all_groups[ns] = self._own({})
+            elif not self._owns(groups):
+                groups = all_groups[ns] = self._own(dict(groups))
+            key = (ns, pod.labels, terminating)
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = self._own(PodGroup(ns, pod.labels, terminating, {}))
+            elif not self._owns(group):
+                group = groups[key] = self._own(
+                    PodGroup(group.namespace, group.labels, group.terminating, dict(group.node_counts))
+                )
+            _count(group.node_counts, i, sign)
+            terms = pod.spec.pod_anti_affinity
+            if terms:
+                akey = (ns, terms)
+                ag = anti.get(akey)
+                if ag is None:
+                    ag = anti[akey] = self._own(AntiAffinityGroup(ns, terms, {}))
+                elif not self._owns(ag):
+                    ag = anti[akey] = self._own(
+                        AntiAffinityGroup(ag.namespace, ag.terms, dict(ag.node_counts))
+                    )
+                _count(ag.node_counts, i, sign)
 
-    def _owns(self, group: PodGroup | AntiAffinityGroup) -> bool:
-        return self._copied is None or id(group) in self._copied
+    def _owns(self, obj: object) -> bool:
+        return self._copied is None or id(obj) in self._copied
 
-    def _own(self, group: PodGroup | AntiAffinityGroup) -> None:
+    def _own(self, obj: _T) -> _T:
         if self._copied is not None:
-            self._copied.add(id(group))
+            self._copied.add(id(obj))
+        return obj
 
     def _summarise(self, i: int, prios: tuple[int, ...]) -> None:
         """Node ``i``'s pod count, priorities and host ports, from ``self.pods[i]``."""

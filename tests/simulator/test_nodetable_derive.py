@@ -174,3 +174,21 @@ def test_the_what_if_snapshot_caches_its_derived_table() -> None:
     assert what_if.cached(DERIVED_KEY) is None
     assert node_table(what_if) is node_table(what_if)
     assert what_if.cached(DERIVED_KEY) is not None
+
+
+def test_sibling_what_ifs_do_not_leak_into_each_other() -> None:
+    """Two what-ifs of one base: a pod with new labels (a new group) in the first must
+    not appear in the second's spread and affinity counts (copy on write)."""
+    base = _cluster()
+    node_table(base)
+    newcomer = replace(
+        base.pods[("default", "web-2")],
+        name="canary",
+        labels=type(base.pods[("default", "web-2")].labels)({"app": "canary"}),
+    )
+    first = base.replace(newcomer)
+    node_table(first)
+    second = CHANGES["cordon a node"](base)
+    derived, fresh = _derived_and_fresh(second)
+    assert _plain(derived) == _plain(fresh)
+    assert not any(g.labels.get("app") == "canary" for g in node_table(second).pod_groups["default"])
