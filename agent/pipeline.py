@@ -55,7 +55,7 @@ from analyzers.findings import Finding, ObjectRef
 from analyzers.records import Pod
 from analyzers.remedies import RemedyRenderer
 from analyzers.report import Report, build_report
-from analyzers.scope import affected_workloads
+from analyzers.scope import Change, affected_workloads, carry_over, changes
 from analyzers.snapshot import ClusterSnapshot
 from storage.models import Incident, IncidentStatus
 from storage.tracker import EVERY_SUBJECT, TrackResult, Trigger, track, trigger_from_event
@@ -205,12 +205,14 @@ def plan_scope(
     carried: tuple[ObjectRef, ...],
     always: frozenset[ObjectRef],
     batch: int,
+    changed: Sequence[Change] | None = None,
 ) -> Scope:
     """The scope of a pass (module docstring). ``known``: subjects of open incidents;
     ``carried``: workloads deferred by earlier passes, oldest first; ``always``:
     subjects with held or waiting findings, looked at by every pass; ``batch``: how
-    many workloads with open incidents one pass takes."""
-    touched = None if full or previous is None else affected_workloads(previous, snapshot)
+    many workloads with open incidents one pass takes; ``changed``: the changes
+    since ``previous`` when already listed."""
+    touched = None if full or previous is None else affected_workloads(previous, snapshot, changed)
     if touched is None:
         return Scope(None)
     queue = list(dict.fromkeys([*carried, *sorted(touched & known, key=str)]))
@@ -220,15 +222,24 @@ def plan_scope(
 
 def analyse(
     snapshot: ClusterSnapshot,
-    scope: Scope,
+    previous: ClusterSnapshot | None,
     *,
     now: float,
     kube_version: str | None,
     renderer: RemedyRenderer,
-) -> Report:
-    return build_report(
+    **plan: Any,
+) -> tuple[Report, Scope]:
+    """One pass's analysis (run off the event loop): list the changes since the last
+    pass once, carry the node table over, plan the scope (``plan``: plan_scope's
+    arguments), build the report."""
+    changed = list(changes(previous, snapshot)) if previous is not None else None
+    if previous is not None and changed is not None:
+        carry_over(previous, snapshot, changed)
+    scope = plan_scope(snapshot, previous, changed=changed, **plan)
+    report = build_report(
         snapshot, now=now, kube_version=kube_version, renderer=renderer, scope=scope.workloads
     )
+    return report, scope
 
 
 def _trigger_workload(snapshot: ClusterSnapshot, trigger: Trigger) -> ObjectRef | None:
@@ -294,22 +305,18 @@ class Pipeline:
                 self._open = await open_incidents(self.sessions, self.config.cluster)
             started = time.perf_counter()
             now = self.clock()
-            plan = plan_scope(
+            report, plan = await asyncio.to_thread(
+                analyse,
                 snapshot,
                 self._previous,
+                now=now,
+                kube_version=self.config.kube_version,
+                renderer=self.renderer,
                 full=now - self._last_full >= self.config.full_resync,
                 known=frozenset(self._open.values()),
                 carried=self._deferred,
                 always=self._pending_subjects,
                 batch=self.config.update_batch,
-            )
-            report = await asyncio.to_thread(
-                analyse,
-                snapshot,
-                plan,
-                now=now,
-                kube_version=self.config.kube_version,
-                renderer=self.renderer,
             )
             scope = plan.workloads
             tracked: list[Finding] = []

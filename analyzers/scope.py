@@ -16,12 +16,15 @@ unchanged object is the same record in both.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from analyzers.findings import ObjectRef
 from analyzers.records import Event, Pod
-from analyzers.snapshot import KIND_COLLECTIONS, ClusterSnapshot, bound_node
+from analyzers.simulator.nodeinfo import DERIVED_KEY, NodeTable
+from analyzers.snapshot import KIND_COLLECTIONS, ClusterSnapshot, Origin, bound_node, pods_by_node_updated
+
+Change = tuple[str, Any, Any]  # (collection, old record or None, new record or None)
 
 # Collections whose every change can move any pending pod's verdict or any budget.
 CLUSTER_WIDE = frozenset(
@@ -65,11 +68,14 @@ def changes(older: ClusterSnapshot, newer: ClusterSnapshot) -> Iterator[tuple[st
                     yield name, record, None
 
 
-def affected_workloads(older: ClusterSnapshot, newer: ClusterSnapshot) -> frozenset[ObjectRef] | None:
+def affected_workloads(
+    older: ClusterSnapshot, newer: ClusterSnapshot, changed: Iterable[Change] | None = None
+) -> frozenset[ObjectRef] | None:
     """The workloads (as ``Finding.subject`` names them) whose analysis may differ
-    between the two snapshots; None when the change is cluster-wide."""
+    between the two snapshots; None when the change is cluster-wide. ``changed``:
+    ``changes(older, newer)`` when the caller has it already."""
     refs: set[ObjectRef] = set()
-    for name, old, new in changes(older, newer):
+    for name, old, new in changes(older, newer) if changed is None else changed:
         if name in CLUSTER_WIDE:
             return None
         if name == "pods":
@@ -125,3 +131,27 @@ def scoped(snapshot: ClusterSnapshot, scope: frozenset[ObjectRef]) -> ClusterSna
         ("pods", pod.key) for pod in snapshot.unscheduled_pods() if snapshot.workload_of(pod).ref not in scope
     ]
     return snapshot.replace(remove=drop) if drop else snapshot
+
+
+def carry_over(older: ClusterSnapshot, newer: ClusterSnapshot, changed: Iterable[Change]) -> bool:
+    """Give ``newer`` the simulator's node table (and the pods-per-node index) of
+    ``older`` updated by ``changed``, instead of a rebuild over every bound pod,
+    when ``older`` has them and the change is small enough to follow (see
+    ``NodeTable.derive``). The live agent calls it between passes. Returns whether
+    the table was carried over."""
+    base = older.cached(DERIVED_KEY)
+    if base is None or newer.cached(DERIVED_KEY) is not None:
+        return False
+    by_collection: dict[str, list[tuple[Any, Any]]] = {}
+    for name, old, new in changed:
+        by_collection.setdefault(name, []).append((old, new))
+    origin = Origin(older, {name: tuple(pairs) for name, pairs in by_collection.items()})
+    index = older.cached("pods_by_node")
+    if index is not None and newer.cached("pods_by_node") is None:
+        updated = pods_by_node_updated(index, origin.changes.get("pods", ()))
+        newer.derived("pods_by_node", lambda: updated)
+    table = NodeTable.derive(base, newer, origin)
+    if table is None:
+        return False
+    newer.derived(DERIVED_KEY, lambda: table)
+    return True

@@ -336,7 +336,7 @@ class ClusterSnapshot:
             if origin is not None:
                 base = origin.parent.cached("pods_by_node")
                 if base is not None:
-                    return _pods_by_node_updated(base, origin.changes.get("pods", ()))
+                    return pods_by_node_updated(base, origin.changes.get("pods", ()))
             out: dict[str, list[Pod]] = {}
             for pod in self.pods.values():
                 if pod.node_name and not pod.finished:
@@ -457,7 +457,7 @@ def bound_node(pod: Pod | None) -> str | None:
     return pod.node_name
 
 
-def _pods_by_node_updated(
+def pods_by_node_updated(
     base: Mapping[str, tuple[Pod, ...]], changes: Iterable[tuple[Pod | None, Pod | None]]
 ) -> dict[str, tuple[Pod, ...]]:
     """The parent's pods-per-node index with some pods replaced, added or removed. A pod

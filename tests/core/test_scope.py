@@ -167,3 +167,34 @@ def test_scoped_report_says_what_the_full_report_says_about_its_workloads(case: 
         ], subject
     nothing = build_report(snap, now=now, kube_version=version, scope=frozenset())
     assert nothing.findings == () and nothing.pods == ()
+
+
+def test_carry_over_hands_the_next_snapshot_an_updated_node_table() -> None:
+    """Between two passes of the agent: a pod binds, another goes, a node is cordoned.
+    The carried-over table equals the one built from scratch."""
+    from analyzers.scope import carry_over
+    from analyzers.simulator.nodeinfo import DERIVED_KEY, NodeTable, node_table
+
+    from ..simulator.test_nodetable_derive import _plain
+
+    state = ClusterState()
+    state.load(
+        [
+            node("n1"),
+            node("n2"),
+            pod("a", node_name="n1", requests={"cpu": "1"}),
+            pod("b", requests={"cpu": "2"}),
+        ]
+    )
+    older = state.snapshot()
+    node_table(older)
+    state.load([pod("b", node_name="n2", requests={"cpu": "2"}), node("n1", unschedulable=True)])
+    state.delete("Pod", "default", "a")
+    newer = state.snapshot()
+    assert carry_over(older, newer, list(changes(older, newer)))
+    carried = newer.cached(DERIVED_KEY)
+    assert carried is node_table(newer)
+    assert _plain(carried) == _plain(NodeTable(ClusterSnapshot.from_records(list(newer))))
+    assert not carry_over(older, newer, [])  # once is enough: the table is there
+    unbuilt = ClusterSnapshot.from_records(list(older))  # no table built: nothing to carry from
+    assert not carry_over(unbuilt, newer.replace(), [])
