@@ -89,43 +89,41 @@ class ClusterCache:
     def apply(self, delta: Delta) -> bool:
         """Apply one delta; returns whether the state changed."""
         obj = delta.object
-        self.stats.by_kind[delta.kind] = self.stats.by_kind.get(delta.kind, 0) + 1
-        if (
-            delta.kind == "Event"
-            and delta.type != "DELETED"
-            and obj.get("reason") not in RELEVANT_EVENT_REASONS
-        ):
-            self.stats.events_dropped += 1
-            return False
+        kind = delta.kind
+        stats = self.stats
+        by_kind = stats.by_kind
+        by_kind[kind] = by_kind.get(kind, 0) + 1
         if delta.type == "DELETED":
             meta = obj.get("metadata") or {}
-            removed = self.state.delete(delta.kind, meta.get("namespace") or "", meta.get("name") or "")
+            removed = self.state.delete(kind, meta.get("namespace") or "", meta.get("name") or "")
             if removed:
-                self.stats.deleted += 1
+                stats.deleted += 1
                 self.changed.set()
             return removed
+        is_event = kind == "Event"
+        if is_event and obj.get("reason") not in RELEVANT_EVENT_REASONS:
+            stats.events_dropped += 1
+            return False
         if not obj.get("kind"):
-            obj = {**obj, "kind": delta.kind}
+            obj = {**obj, "kind": kind}
         try:
-            record = self.state.apply_object(obj, source="watch")
+            record = self.state.apply_object(obj, "watch")
         except InputError as exc:
-            self.stats.malformed += 1
+            stats.malformed += 1
             log.warning(
                 "skipped a malformed object: %s",
                 exc.detail,
-                extra={"k8s_object": exc.obj, "kind": delta.kind},
+                extra={"k8s_object": exc.obj, "kind": kind},
             )
             return False
         except Exception:  # a decoder bug must not stop the stream either
-            self.stats.malformed += 1
-            log.exception(
-                "could not decode an object", extra={"k8s_object": describe(obj), "kind": delta.kind}
-            )
+            stats.malformed += 1
+            log.exception("could not decode an object", extra={"k8s_object": describe(obj), "kind": kind})
             return False
         if record is None:
             return False
-        self.stats.applied += 1
-        if delta.kind == "Event" and self.on_event is not None:
+        stats.applied += 1
+        if is_event and self.on_event is not None:
             self.on_event(obj)
         self.changed.set()
         return True

@@ -32,7 +32,6 @@ from analyzers.records import (
     Event,
     FrozenMap,
     HostPort,
-    InvolvedObject,
     Job,
     LabelSelector,
     Namespace,
@@ -58,10 +57,14 @@ from analyzers.records import (
     Toleration,
     TopologySpreadConstraint,
     WorkloadStatus,
+    make_condition,
+    make_event,
+    make_involved,
 )
 
 T = TypeVar("T")
 Obj = Mapping[str, Any]
+_intern = sys.intern
 
 
 class InputError(ValueError):
@@ -191,7 +194,7 @@ def _int_or_str(value: Any) -> int | str | None:
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
     meta = obj.get("metadata")
-    if not isinstance(meta, Mapping):
+    if meta.__class__ is not dict and not isinstance(meta, Mapping):
         raise ValueError("metadata is missing")
     if not meta.get("name"):
         raise ValueError("metadata.name is missing")
@@ -215,23 +218,24 @@ class Decoder:
     """Decodes API dicts into records, interning shared values."""
 
     def __init__(self) -> None:
-        self._raw_specs: dict[tuple[bytes, tuple[str, ...]], PodSpec] = {}
+        self._raw_specs: dict[bytes, PodSpec] = {}
         self._maps: dict[FrozenMap[Any], FrozenMap[Any]] = {}
         self._values: dict[Any, Any] = {}
         self._specs: dict[PodSpec, PodSpec] = {}
+        self._node_maps: dict[bytes, FrozenMap[int]] = {}
 
     # -- interning ---------------------------------------------------------
     def s(self, value: Any) -> str:
+        if value.__class__ is str:
+            return _intern(value)  # "" interns to ""
         if not value:
             return ""
-        if value.__class__ is str:
-            return sys.intern(value)
-        return sys.intern(str(value))
+        return _intern(str(value))
 
     def labels(self, value: Any) -> FrozenMap[str]:
         if not value:
             return EMPTY_MAP
-        if not isinstance(value, Mapping):
+        if value.__class__ is not dict and not isinstance(value, Mapping):
             raise ValueError(f"expected a map of strings, found {type(value).__name__}")
         fm: FrozenMap[str] = FrozenMap(
             (self.s(k), self.s(v) if v is not None else "") for k, v in value.items()
@@ -290,46 +294,73 @@ class Decoder:
             )
         return self.value(NodeSelector(tuple(terms)))
 
-    def owner(self, meta: Mapping[str, Any]) -> OwnerRef | None:
-        refs = meta.get("ownerReferences") or ()
-        chosen = next((r for r in refs if r.get("controller")), None) or (refs[0] if refs else None)
+    def owner(self, meta: Mapping[str, Any], held: OwnerRef | None = None) -> OwnerRef | None:
+        refs = meta.get("ownerReferences")
+        if not refs:
+            return None
+        chosen = next((r for r in refs if r.get("controller")), None) or refs[0]
         if not chosen:
             return None
+        if (
+            held is not None
+            and (chosen.get("kind") or "") == held.kind
+            and (chosen.get("name") or "") == held.name
+            and (chosen.get("uid") or "") == held.uid
+        ):
+            return held
         return self.value(
             OwnerRef(self.s(chosen.get("kind")), self.s(chosen.get("name")), self.s(chosen.get("uid")))
         )
 
-    def conditions(self, value: Any) -> tuple[Condition, ...]:
+    def conditions(self, value: Any, held: tuple[Condition, ...] = ()) -> tuple[Condition, ...]:
+        """Decoded conditions; with ``held`` (the same object's conditions as
+        decoded before), a condition that did not change is the held one, and
+        when none changed ``held`` itself is returned."""
+        if not held:
+            return tuple(self._condition(c) for c in value or ())
+        value = value or ()
+        if len(value) == len(held):
+            for c, h in zip(value, held, strict=True):
+                if not _same_condition(c, h):
+                    break
+            else:
+                return held
+        n = len(held)
         return tuple(
-            Condition(
-                self.s(c.get("type")),
-                self.s(c.get("status")),
-                self.s(c.get("reason")),
-                self.s(c.get("message")),
-                parse_time(c.get("lastTransitionTime")),
-            )
-            for c in value or ()
+            held[i] if i < n and _same_condition(c, held[i]) else self._condition(c)
+            for i, c in enumerate(value)
+        )
+
+    def _condition(self, c: Mapping[str, Any]) -> Condition:
+        s = self.s
+        return make_condition(
+            s(c.get("type")),
+            s(c.get("status")),
+            s(c.get("reason")),
+            s(c.get("message")),
+            parse_time(c.get("lastTransitionTime")),
         )
 
     # -- pod spec ----------------------------------------------------------
     def pod_spec(self, spec: Any, *, with_node_name: bool = True) -> PodSpec:
         """The scheduling view of a pod spec. Pods of one template share one
-        object: the raw spec (less per-pod fields) is the cache key."""
-        if not isinstance(spec, Mapping):
+        object: the spec's scheduling fields (``_spec_parts``) serialised are
+        the cache key, and the PodSpec is built from those parts alone, so
+        nothing outside the key can reach the record."""
+        if spec.__class__ is not dict and not isinstance(spec, Mapping):
             raise ValueError("spec is missing")
+        parts = _spec_parts(spec, with_node_name)
         try:
-            shared = {k: v for k, v in spec.items() if k not in _PER_POD_SPEC_FIELDS}
-            if with_node_name and spec.get("nodeName"):
-                shared["nodeName"] = spec["nodeName"]
-            key = (orjson.dumps(shared, option=orjson.OPT_SORT_KEYS), _claim_names(spec))
-        except TypeError:
-            return self._pod_spec(spec, with_node_name)
+            key = orjson.dumps(parts)
+        except TypeError:  # not JSON (YAML dates, non-string keys): decode uncached
+            return self._pod_spec(_spec_view(parts), with_node_name)
         cached = self._raw_specs.get(key)
         if cached is None:
-            cached = self._raw_specs[key] = self._pod_spec(spec, with_node_name)
+            cached = self._raw_specs[key] = self._pod_spec(_spec_view(parts), with_node_name)
         return cached
 
     def _pod_spec(self, spec: Mapping[str, Any], with_node_name: bool) -> PodSpec:
+        # ``spec`` is a ``_spec_view``: read only the fields it copies.
         requests, limits, without, count = self._pod_requests(spec)
         affinity = spec.get("affinity") or {}
         node_aff = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -472,23 +503,37 @@ class Decoder:
         return req
 
     # -- objects -------------------------------------------------------------
-    def decode(self, obj: Obj, source: str = "<input>") -> Record | None:
+    def decode(
+        self, obj: Obj, source: str = "<input>", known: Mapping[Any, Any] | None = None
+    ) -> Record | None:
         """One API object → its record; None for kinds unstick does not read.
-        Raises InputError naming the object when it is malformed."""
+        Raises InputError naming the object when it is malformed.
+
+        ``known`` is the collection of records already held for the object's
+        kind (as ClusterState keys them). A Pod or Node seen before is decoded
+        against its held record: parts that did not change are that record's
+        own values (no decoding, no new objects), and when nothing kept
+        changed the held record itself comes back. The result is always equal
+        to a fresh decode of ``obj``."""
         kind = obj.get("kind")
         fn = _DECODERS.get(kind) if isinstance(kind, str) else None
         if fn is None:
             return None
         try:
-            record: Record = fn(self, obj)
+            record: Record = fn(self, obj) if known is None or kind not in _REUSING else fn(self, obj, known)
             return record
         except (ValueError, TypeError, AttributeError, KeyError, QuantityError) as exc:
             raise InputError(source, str(exc) or type(exc).__name__, describe(obj)) from exc
 
-    def pod(self, obj: Obj) -> Pod:
+    def pod(self, obj: Obj, known: Mapping[Any, Any] | None = None) -> Pod:
         meta = _meta(obj)
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
+        prev: Pod | None = None
+        if known:
+            ns, name = meta.get("namespace") or "default", meta["name"]
+            if ns.__class__ is str and name.__class__ is str:
+                prev = known.get((ns, name))
         # Only PodScheduled and Ready are kept: decode just those (a pod
         # carries five conditions, and every watch event of a pod decodes them).
         scheduled: Condition | None = None
@@ -497,56 +542,166 @@ class Decoder:
             ctype = c.get("type")
             if ctype == "PodScheduled":
                 if scheduled is None:
-                    scheduled = self.conditions((c,))[0]
+                    held = prev.scheduled if prev is not None else None
+                    scheduled = held if held is not None and _same_condition(c, held) else self._condition(c)
             elif ctype == "Ready" and c.get("status") == "True":
                 ready = True
+        if prev is None:
+            return Pod(
+                namespace=self.s(meta.get("namespace") or "default"),
+                name=str(meta["name"]),
+                uid=str(meta.get("uid") or ""),
+                labels=self.labels(meta.get("labels")),
+                spec=self.pod_spec(spec, with_node_name=False),
+                node_name=self.s(spec.get("nodeName")),
+                phase=self.s(status.get("phase") or "Pending"),
+                owner=self.owner(meta),
+                created=parse_time(meta.get("creationTimestamp")),
+                deleted=parse_time(meta.get("deletionTimestamp")),
+                ready=ready,
+                scheduled=scheduled,
+                nominated_node=self.s(status.get("nominatedNodeName")),
+                annotations=self._pod_annotations(meta.get("annotations")),
+            )
+        # Seen before (a watch MODIFIED): keep the held record's values where
+        # the object still says the same; usually only a container status moved.
+        # A held str is reused when the raw value equals it: only a str equals a
+        # str, and s() turns every falsy value into "" (so does ``or ""``).
+        uid = meta.get("uid") or ""
+        uid = prev.uid if uid == prev.uid else str(uid)
+        raw_labels = meta.get("labels")
+        labels = prev.labels if prev.labels == raw_labels else self.labels(raw_labels)
+        pod_spec = self.pod_spec(spec, with_node_name=False)
+        node_name = spec.get("nodeName") or ""
+        node_name = prev.node_name if node_name == prev.node_name else self.s(node_name)
+        phase = status.get("phase") or "Pending"
+        phase = prev.phase if phase == prev.phase else self.s(phase)
+        owner = self.owner(meta, prev.owner)
+        created = parse_time(meta.get("creationTimestamp"))
+        deleted = parse_time(meta.get("deletionTimestamp"))
+        nominated = status.get("nominatedNodeName") or ""
+        nominated = prev.nominated_node if nominated == prev.nominated_node else self.s(nominated)
+        annotations = self._pod_annotations(meta.get("annotations"))
+        if (
+            uid is prev.uid
+            and labels is prev.labels
+            and pod_spec is prev.spec
+            and node_name is prev.node_name
+            and phase is prev.phase
+            and owner is prev.owner
+            and created == prev.created
+            and deleted == prev.deleted
+            and ready is prev.ready
+            and scheduled is prev.scheduled
+            and nominated is prev.nominated_node
+            and annotations is prev.annotations
+        ):
+            return prev
         return Pod(
-            namespace=self.s(meta.get("namespace") or "default"),
-            name=str(meta["name"]),
-            uid=str(meta.get("uid") or ""),
-            labels=self.labels(meta.get("labels")),
-            spec=self.pod_spec(spec, with_node_name=False),
-            node_name=self.s(spec.get("nodeName")),
-            phase=self.s(status.get("phase") or "Pending"),
-            owner=self.owner(meta),
-            created=parse_time(meta.get("creationTimestamp")),
-            deleted=parse_time(meta.get("deletionTimestamp")),
+            namespace=prev.namespace,
+            name=prev.name,
+            uid=uid,
+            labels=labels,
+            spec=pod_spec,
+            node_name=node_name,
+            phase=phase,
+            owner=owner,
+            created=created,
+            deleted=deleted,
             ready=ready,
             scheduled=scheduled,
-            nominated_node=self.s(status.get("nominatedNodeName")),
-            annotations=self._pod_annotations(meta.get("annotations")),
+            nominated_node=nominated,
+            annotations=annotations,
         )
 
     def _pod_annotations(self, value: Any) -> FrozenMap[str]:
         # Only the few annotations analysis reads; full maps would cost memory per pod.
-        if not value:
+        if not value or (value.__class__ is dict and _KEPT_POD_ANNOTATIONS.isdisjoint(value)):
             return EMPTY_MAP
         keep = {k: v for k, v in value.items() if k in _KEPT_POD_ANNOTATIONS}
         return self.labels(keep)
 
-    def node(self, obj: Obj) -> Node:
+    def node(self, obj: Obj, known: Mapping[Any, Any] | None = None) -> Node:
         meta = _meta(obj)
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
-        conditions = self.conditions(status.get("conditions"))
+        prev: Node | None = None
+        if known and meta["name"].__class__ is str:
+            prev = known.get(meta["name"])
+        conditions = self.conditions(status.get("conditions"), prev.conditions if prev is not None else ())
         ready_cond = next((c for c in conditions if c.type == "Ready"), None)
-        capacity = self.resources(status.get("capacity"))
-        allocatable = self.resources(status.get("allocatable")) if status.get("allocatable") else capacity
+        capacity = self._node_resources(status.get("capacity"))
+        allocatable = (
+            self._node_resources(status.get("allocatable")) if status.get("allocatable") else capacity
+        )
+        if prev is None:
+            return Node(
+                name=self.s(meta["name"]),
+                uid=str(meta.get("uid") or ""),
+                labels=self.labels(meta.get("labels")),
+                allocatable=allocatable,
+                capacity=capacity,
+                taints=self._taints(spec.get("taints")),
+                unschedulable=bool(spec.get("unschedulable")),
+                ready=None if ready_cond is None else ready_cond.status == "True",
+                conditions=conditions,
+                created=parse_time(meta.get("creationTimestamp")),
+            )
+        uid = _uid(meta.get("uid"), prev.uid)
+        raw_labels = meta.get("labels")
+        labels = prev.labels if prev.labels == raw_labels else self.labels(raw_labels)
+        raw_taints = spec.get("taints") or ()
+        taints = prev.taints if _same_taints(raw_taints, prev.taints) else self._taints(raw_taints)
+        unschedulable = bool(spec.get("unschedulable"))
+        ready = None if ready_cond is None else ready_cond.status == "True"
+        created = parse_time(meta.get("creationTimestamp"))
+        if (
+            uid is prev.uid
+            and labels is prev.labels
+            and allocatable is prev.allocatable
+            and capacity is prev.capacity
+            and taints is prev.taints
+            and unschedulable is prev.unschedulable
+            and ready is prev.ready
+            and conditions is prev.conditions
+            and created == prev.created
+        ):
+            return prev
         return Node(
-            name=self.s(meta["name"]),
-            uid=str(meta.get("uid") or ""),
-            labels=self.labels(meta.get("labels")),
+            name=prev.name,
+            uid=uid,
+            labels=labels,
             allocatable=allocatable,
             capacity=capacity,
-            taints=tuple(
-                self.value(Taint(self.s(t.get("key")), self.s(t.get("value")), self.s(t.get("effect"))))
-                for t in spec.get("taints") or ()
-            ),
-            unschedulable=bool(spec.get("unschedulable")),
-            ready=None if ready_cond is None else ready_cond.status == "True",
+            taints=taints,
+            unschedulable=unschedulable,
+            ready=ready,
             conditions=conditions,
-            created=parse_time(meta.get("creationTimestamp")),
+            created=created,
         )
+
+    def _taints(self, value: Any) -> tuple[Taint, ...]:
+        return tuple(
+            self.value(Taint(self.s(t.get("key")), self.s(t.get("value")), self.s(t.get("effect"))))
+            for t in value or ()
+        )
+
+    def _node_resources(self, value: Any) -> FrozenMap[int]:
+        """``resources`` for a node's capacity and allocatable, memoised by the
+        raw map's JSON: every heartbeat of every node repeats one of a few."""
+        if not value:
+            return EMPTY_MAP
+        try:
+            key = orjson.dumps(value)
+        except TypeError:
+            return self.resources(value)
+        fm = self._node_maps.get(key)
+        if fm is None:
+            fm = self.resources(value)
+            if len(self._node_maps) >= _NODE_MAPS_MAX:
+                self._node_maps.clear()
+            self._node_maps[key] = fm
+        return fm
 
     def _status(self, status: Mapping[str, Any], *, replicas: str = "replicas") -> WorkloadStatus:
         return self.value(
@@ -783,42 +938,40 @@ class Decoder:
 
     def event(self, obj: Obj) -> Event:
         meta = _meta(obj)
+        get = obj.get
         # core/v1 Event and events.k8s.io/v1 Event have different field names.
-        involved = obj.get("involvedObject") or obj.get("regarding") or {}
-        series = obj.get("series") or {}
-        count = obj.get("count") or obj.get("deprecatedCount") or series.get("count") or 1
-        first = parse_time(
-            obj.get("firstTimestamp") or obj.get("deprecatedFirstTimestamp") or obj.get("eventTime")
-        )
+        involved = get("involvedObject") or get("regarding") or {}
+        series = get("series") or {}
+        count = get("count") or get("deprecatedCount") or series.get("count") or 1
+        first = parse_time(get("firstTimestamp") or get("deprecatedFirstTimestamp") or get("eventTime"))
         last = parse_time(
             series.get("lastObservedTime")
-            or obj.get("lastTimestamp")
-            or obj.get("deprecatedLastTimestamp")
-            or obj.get("eventTime")
+            or get("lastTimestamp")
+            or get("deprecatedLastTimestamp")
+            or get("eventTime")
             or meta.get("creationTimestamp")
         )
         source = (
-            obj.get("reportingController")
-            or obj.get("reportingComponent")
-            or (obj.get("source") or {}).get("component")
+            get("reportingController") or get("reportingComponent") or (get("source") or {}).get("component")
         )
-        return Event(
-            namespace=self.s(meta.get("namespace") or involved.get("namespace") or "default"),
-            name=str(meta["name"]),
-            uid=str(meta.get("uid") or ""),
-            involved=InvolvedObject(
-                self.s(involved.get("kind")),
-                self.s(involved.get("namespace")),
-                self.s(involved.get("name")),
+        s = self.s
+        return make_event(
+            s(meta.get("namespace") or involved.get("namespace") or "default"),
+            str(meta["name"]),
+            str(meta.get("uid") or ""),
+            make_involved(
+                s(involved.get("kind")),
+                s(involved.get("namespace")),
+                s(involved.get("name")),
                 str(involved.get("uid") or ""),
             ),
-            reason=self.s(obj.get("reason")),
-            message=self.s(obj.get("message") or obj.get("note")),
-            type=self.s(obj.get("type") or "Normal"),
-            count=_int(count, 1),
-            first_seen=first,
-            last_seen=last or first,
-            source=self.s(source),
+            s(get("reason")),
+            s(get("message") or get("note")),
+            s(get("type") or "Normal"),
+            _int(count, 1),
+            first,
+            last or first,
+            s(source),
         )
 
     def node_metrics(self, obj: Obj) -> NodeMetrics:
@@ -842,17 +995,100 @@ class Decoder:
         )
 
 
-# Pod spec fields that differ between pods of one template and do not matter to
-# scheduling analysis (volumes matter only through their claim names).
-_PER_POD_SPEC_FIELDS = frozenset({"nodeName", "hostname", "subdomain", "volumes", "serviceAccount"})
+# The pod spec fields a PodSpec is built from, besides containers, volumes and
+# nodeName (of which _spec_parts takes a part). Fields that differ between
+# pods of one template (hostname, volume names, …) are left out, so that those
+# pods share one key and one PodSpec.
+_SPEC_FIELDS = (
+    "affinity",
+    "nodeSelector",
+    "tolerations",
+    "topologySpreadConstraints",
+    "schedulingGates",
+    "schedulerName",
+    "priorityClassName",
+    "priority",
+    "preemptionPolicy",
+    "overhead",
+    "resources",
+)
+_SPEC_PARTS = ("containers", "initContainers", "nodeName", "volumes", *_SPEC_FIELDS)
+
+
+def _spec_parts(spec: Mapping[str, Any], with_node_name: bool) -> list[Any]:
+    """What ``Decoder._pod_spec`` reads of a pod spec, as a list in the order
+    of ``_SPEC_PARTS``: each container's and init container's ``resources``,
+    ``ports`` and ``restartPolicy`` (not env, probes, images), ``nodeName``
+    when asked, the claim names of the volumes, and the fields above.
+    Serialised, it is the PodSpec cache key."""
+    get = spec.get
+    containers = get("containers")
+    init = get("initContainers")
+    return [
+        [[c.get("resources"), c.get("ports"), c.get("restartPolicy")] for c in containers]
+        if containers
+        else None,
+        [[c.get("resources"), c.get("ports"), c.get("restartPolicy")] for c in init] if init else None,
+        get("nodeName") if with_node_name else None,
+        _claim_names(spec) if get("volumes") else None,
+        *map(get, _SPEC_FIELDS),
+    ]
+
+
+def _spec_view(parts: list[Any]) -> dict[str, Any]:
+    """``_spec_parts`` back as an API-shaped spec, which is all ``_pod_spec``
+    sees: a field it reads must be among the parts, or it reads nothing."""
+    view = dict(zip(_SPEC_PARTS, parts, strict=True))
+    for name in ("containers", "initContainers"):
+        if view[name] is not None:
+            view[name] = [{"resources": r, "ports": p, "restartPolicy": rp} for r, p, rp in view[name]]
+    if view["volumes"] is not None:
+        view["volumes"] = [{"persistentVolumeClaim": {"claimName": n}} for n in view["volumes"]]
+    return view
+
+
+def _uid(value: Any, held: str) -> str:
+    """``str(value or "")``, as ``held`` itself when equal to it."""
+    return held if (value or "") == held else str(value or "")
+
+
+def _same_condition(c: Mapping[str, Any], held: Condition) -> bool:
+    """Whether ``Decoder._condition(c)`` would equal ``held``."""
+    return (
+        (c.get("type") or "") == held.type
+        and (c.get("status") or "") == held.status
+        and (c.get("reason") or "") == held.reason
+        and (c.get("message") or "") == held.message
+        and parse_time(c.get("lastTransitionTime")) == held.last_transition
+    )
+
+
+def _same_taints(value: Any, held: tuple[Taint, ...]) -> bool:
+    """Whether ``Decoder._taints(value)`` would equal ``held``."""
+    if len(value) != len(held):
+        return False
+    for t, h in zip(value, held, strict=True):
+        if not (
+            (t.get("key") or "") == h.key
+            and (t.get("value") or "") == h.value
+            and (t.get("effect") or "") == h.effect
+        ):
+            return False
+    return True
+
+
+# Distinct node capacity/allocatable maps memoised (cleared when full).
+_NODE_MAPS_MAX = 1024
 
 
 def _claim_names(spec: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(
-        str(v["persistentVolumeClaim"].get("claimName") or "")
-        for v in spec.get("volumes") or ()
-        if isinstance(v, Mapping) and isinstance(v.get("persistentVolumeClaim"), Mapping)
-    )
+    names: list[str] = []
+    for v in spec.get("volumes") or ():
+        if v.__class__ is dict or isinstance(v, Mapping):
+            claim = v.get("persistentVolumeClaim")
+            if claim is not None and (claim.__class__ is dict or isinstance(claim, Mapping)):
+                names.append(str(claim.get("claimName") or ""))
+    return tuple(names)
 
 
 def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
@@ -885,6 +1121,9 @@ _DECODERS: dict[str, Any] = {
     "NodeMetrics": Decoder.node_metrics,
     "PodMetrics": Decoder.pod_metrics,
 }
+
+# Kinds decoded against the record already held for them (``Decoder.decode``'s ``known``).
+_REUSING = frozenset({"Pod", "Node"})
 
 KNOWN_KINDS = frozenset(_DECODERS)
 # Kinds that appear in dumps and are fine to skip without a warning.

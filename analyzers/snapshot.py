@@ -129,14 +129,23 @@ class ClusterState:
 
     def apply_object(self, obj: Mapping[str, Any], source: str = "<input>") -> Record | None:
         """Decode and apply one API object. Raises InputError when it is malformed;
-        returns None (with a warning) for kinds unstick does not read."""
-        record = self.decoder.decode(obj, source)
+        returns None (with a warning) for kinds unstick does not read.
+        An object already held is decoded against its record (see
+        ``Decoder.decode``), so a watch update re-decodes only what changed."""
+        kind = obj.get("kind")
+        coll = KIND_COLLECTIONS.get(kind) if isinstance(kind, str) else None
+        known = None if coll is None else self.collections[coll]
+        record = self.decoder.decode(obj, source, known)
         if record is None:
-            kind = obj.get("kind")
             if kind not in IGNORED_KINDS:
                 self.warn(f"{source}: {describe(obj)}: kind {kind!r} is not analysed; skipped")
             return None
-        self.apply(record)
+        if known is None:
+            self.apply(record)
+        else:  # apply() and _changed(), inlined: this runs for every watch event
+            known[record.key] = record
+            self.generation += 1
+            self._snapshot = None
         return record
 
     def load(self, objects: Iterable[Mapping[str, Any]], source: str = "<input>") -> int:

@@ -164,7 +164,7 @@ def trigger_from_event(event: Mapping[str, Any]) -> Trigger:
     if involved.get("kind") == "Pod" and involved.get("name"):
         pod = f"{involved.get('namespace') or ''}/{involved['name']}"
     message = str(event.get("message") or event.get("note") or "")
-    return Trigger(key=f"{uid}:{int(count)}", message=message, pod=pod)
+    return Trigger(f"{uid}:{int(count)}", message, pod)
 
 
 @dataclass(slots=True)

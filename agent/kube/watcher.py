@@ -81,6 +81,24 @@ class Delta:
     final_state_unknown: bool = False
 
 
+# Every watch event becomes a Delta: build it by setting the slots directly,
+# which skips the frozen dataclass's per-field object.__setattr__ (the same
+# value; tests/kube/test_watcher.py checks it).
+_new = object.__new__
+_DELTA_SLOTS = tuple(vars(Delta)[f].__set__ for f in ("kind", "type", "object", "final_state_unknown"))
+
+
+def _delta(kind: str, type_: DeltaType, obj: RawObject) -> Delta:
+    """``Delta(kind, type_, obj)``, built faster."""
+    delta: Delta = _new(Delta)
+    set_kind, set_type, set_object, set_unknown = _DELTA_SLOTS
+    set_kind(delta, kind)
+    set_type(delta, type_)
+    set_object(delta, obj)
+    set_unknown(delta, False)
+    return delta
+
+
 @dataclass(frozen=True, slots=True)
 class Synced:
     """Queue marker: the initial list of ``kind`` has been delivered."""
@@ -176,7 +194,13 @@ class Backoff:
         clock: Callable[[], float] = time.monotonic,
         random: Callable[[], float] = _random.random,
     ) -> None:
-        self.initial, self.cap, self.factor, self.jitter, self.reset_after = initial, cap, factor, jitter, reset_after
+        self.initial, self.cap, self.factor, self.jitter, self.reset_after = (
+            initial,
+            cap,
+            factor,
+            jitter,
+            reset_after,
+        )
         self._clock = clock
         self._random = random
         self._next = initial
@@ -285,6 +309,7 @@ class KindWatcher:
         # what a relist is reconciled against.
         self._known: dict[tuple[str, str], tuple[str, str]] = {}
         self.stats = WatchStats(kind.kind)
+        self._kind_name = kind.kind
 
     def __repr__(self) -> str:
         scope = self.namespace or "*"
@@ -339,7 +364,9 @@ class KindWatcher:
                 # tools/pager/pager.go: an expired continue token falls back to
                 # a full list; what was delivered from earlier pages stays and
                 # is reconciled by resourceVersion, so nothing is repeated.
-                logger.info("%s: continue token expired; listing in full", self, extra={"kind": self.kind.kind})
+                logger.info(
+                    "%s: continue token expired; listing in full", self, extra={"kind": self.kind.kind}
+                )
                 token, limit = None, None
                 continue
             for obj in page["items"]:
@@ -351,7 +378,9 @@ class KindWatcher:
         for key in [k for k in self._known if k not in seen]:
             uid, rv = self._known.pop(key)
             self.stats.synthesised_deletes += 1
-            await self.sink.delta(Delta(self.kind.kind, "DELETED", self._stub(key, uid, rv), final_state_unknown=True))
+            await self.sink.delta(
+                Delta(self.kind.kind, "DELETED", self._stub(key, uid, rv), final_state_unknown=True)
+            )
         self.resource_version = list_rv or "0"
         self.stats.resource_version = self.resource_version
         if not self.stats.synced:
@@ -383,7 +412,9 @@ class KindWatcher:
         elif old[0] != uid:
             # Deleted and re-created under the same name while we were away.
             self.stats.synthesised_deletes += 1
-            await self.sink.delta(Delta(self.kind.kind, "DELETED", self._stub(key, *old), final_state_unknown=True))
+            await self.sink.delta(
+                Delta(self.kind.kind, "DELETED", self._stub(key, *old), final_state_unknown=True)
+            )
             type_ = "ADDED"
         elif old[1] != rv:
             type_ = "MODIFIED"
@@ -406,11 +437,15 @@ class KindWatcher:
             field_selector=self.field_selector,
             label_selector=self.label_selector,
         )
+        accept = self._accept
+        deliver = self.sink.delta
         async with stream_cm as stream:
             try:
                 async for event in stream:
                     received += 1
-                    await self._on_event(event)
+                    delta = accept(event)
+                    if delta is not None:
+                        await deliver(delta)
             finally:
                 self.stats.malformed += stream.malformed
                 self.stats.resource_version = self.resource_version
@@ -418,36 +453,40 @@ class KindWatcher:
             # reflector.go watchHandler: "very short watch" is an error (backoff).
             raise Unavailable(f"very short watch of {self.kind}: closed with no events")
 
-    async def _on_event(self, event: dict[str, Any]) -> None:
+    def _accept(self, event: dict[str, Any]) -> Delta | None:
+        """Book one watch event (version, known objects, counters) and return
+        the Delta to deliver, or None for a bookmark, a duplicate or a
+        malformed event. Runs for every event of every stream: kept lean."""
         type_ = event["type"]
         obj = event["object"]
         meta = obj.get("metadata")
         if type(meta) is not dict:
             self.stats.malformed += 1
-            return
+            return None
         rv = meta.get("resourceVersion")
         if type_ == "BOOKMARK":
             if rv:
                 self.resource_version = rv
             self.stats.bookmarks += 1
-            return
+            return None
         name = meta.get("name")
         if not name or not rv:
             self.stats.malformed += 1
-            return
+            return None
         key = (meta.get("namespace") or "", name)
+        known = self._known
         if type_ == "DELETED":
-            self._known.pop(key, None)
+            known.pop(key, None)
         else:
-            old = self._known.get(key)
+            old = known.get(key)
             if old is not None and old[1] == rv:
                 self.stats.duplicates += 1
                 self.resource_version = rv
-                return
-            self._known[key] = (meta.get("uid") or "", rv)
+                return None
+            known[key] = (meta.get("uid") or "", rv)
         self.resource_version = rv
         self.stats.events += 1
-        await self.sink.delta(Delta(self.kind.kind, type_, obj))
+        return _delta(self._kind_name, type_, obj)
 
     # -- the forever loop ----------------------------------------------------
     async def run(self, *, _iterations: int | None = None) -> None:
@@ -474,7 +513,12 @@ class KindWatcher:
                     self._count_error(exc, delay)
                 else:
                     self.stats.available = False
-                    logger.warning("%s is not served by this cluster (%s); not watching it", self.kind, exc, extra={"kind": self.kind.kind})
+                    logger.warning(
+                        "%s is not served by this cluster (%s); not watching it",
+                        self.kind,
+                        exc,
+                        extra={"kind": self.kind.kind},
+                    )
                     if self._on_synced is not None:
                         await self._on_synced(self)
                     return
@@ -617,7 +661,9 @@ async def poll_metrics_once(
     """One poll of metrics.k8s.io; never raises the project's errors."""
     try:
         if not await source.metrics_available():
-            return MetricsUnavailable("metrics.k8s.io/v1beta1 is not served by this cluster (no metrics-server)")
+            return MetricsUnavailable(
+                "metrics.k8s.io/v1beta1 is not served by this cluster (no metrics-server)"
+            )
         nodes = (await source.list_node_metrics())["items"]
         pods: list[RawObject] = []
         scopes: Sequence[str | None] = namespaces or [None]
