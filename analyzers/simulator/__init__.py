@@ -15,9 +15,12 @@ rendered as the cluster's version of kube-scheduler prints it.
     verdict.reason_counts    # {"insufficient-resource": 1, "node-affinity-mismatch": 9}
     verdict.preemption       # PreemptionVerdict(eligible=True, candidates=(), message="preemption: ...")
     verdict.nodes            # per node, every failing filter in order (built on first access)
+    verdict.failing          # plugin -> bit set of the nodes it rejects (no per-node objects)
+    verdict.node_at(i)       # one node's verdict alone; reason_codes_on / first_reasons tally by bit set
 
-Per-node aggregates are computed once per snapshot (``snapshot.derived``) and
-shared by every simulated pod.
+Per-node aggregates (the NodeTable) are computed once per snapshot
+(``snapshot.derived``) and shared by every simulated pod; a what-if snapshot
+made by ``snapshot.replace`` derives its table from its parent's.
 """
 
 from analyzers.simulator.engine import simulate, simulate_pending
