@@ -58,6 +58,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.gcmeter import GcMeter  # noqa: E402
+
 Obj = dict[str, Any]
 
 
@@ -99,25 +101,6 @@ def _quiet_logs() -> None:
     logging.basicConfig(level=logging.ERROR)
     for name in ("agent", "analyzers", "storage", "aiohttp", "kubernetes_asyncio"):
         logging.getLogger(name).setLevel(logging.ERROR)
-
-
-class _GcMeter:
-    """Time in the cyclic garbage collector, per generation (a gc.callbacks hook)."""
-
-    def __init__(self) -> None:
-        self.runs = [0, 0, 0]
-        self.seconds = [0.0, 0.0, 0.0]
-        self._t = 0.0
-
-    def __call__(self, phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            self._t = time.perf_counter()
-        else:
-            self.runs[info["generation"]] += 1
-            self.seconds[info["generation"]] += time.perf_counter() - self._t
-
-    def __str__(self) -> str:
-        return ", ".join(f"gen{g} {self.runs[g]} runs {self.seconds[g]:.2f} s" for g in range(3))
 
 
 # ---------------------------------------------------------------------------
@@ -435,8 +418,7 @@ async def _latency_agent(conn: Connection, info: dict[str, Any], args: argparse.
             synced = time.monotonic() - t0
             loop = asyncio.get_running_loop()
             base_passes = len(passes)
-            gc_meter = _GcMeter()
-            gc.callbacks.append(gc_meter)
+            gc_meter = GcMeter().start()
             load_cpu = time.process_time()
             conn.send("go")
             produced: dict[str, Any] = await loop.run_in_executor(None, conn.recv)
@@ -446,7 +428,7 @@ async def _latency_agent(conn: Connection, info: dict[str, Any], args: argparse.
                 await asyncio.sleep(0.05)
             cache_pods = len(agent.cache.state.snapshot().pods)
             load_cpu = time.process_time() - load_cpu
-            gc.callbacks.remove(gc_meter)
+            gc_meter.stop()
         finally:
             stop.set()
             await host.close()

@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from analyzers.report import build_report
 from analyzers.rules import RULES
 from analyzers.snapshot import ClusterSnapshot
+from bench.gcmeter import GcMeter
 from bench.generate import DEFAULT_TOLERATIONS, ZONES, generate
 
 Obj = dict[str, Any]
@@ -803,33 +804,6 @@ class CountingSimulate:
 
 def rss_peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-class GcMeter:
-    """Time spent in the cyclic garbage collector, per generation (gc.callbacks)."""
-
-    def __init__(self) -> None:
-        self.runs = [0, 0, 0]
-        self.seconds = [0.0, 0.0, 0.0]
-        self._t = 0.0
-
-    def __call__(self, phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            self._t = time.perf_counter()
-        else:
-            gen = info["generation"]
-            self.runs[gen] += 1
-            self.seconds[gen] += time.perf_counter() - self._t
-
-    def __enter__(self) -> GcMeter:
-        gc.callbacks.append(self)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        gc.callbacks.remove(self)
-
-    def __str__(self) -> str:
-        return ", ".join(f"gen{g}: {self.runs[g]} runs {self.seconds[g]:.2f} s" for g in range(3))
 
 
 def run_once(snap: ClusterSnapshot, now: float, *, collect: bool = True) -> tuple[float, float, GcMeter, Any]:
