@@ -11,6 +11,7 @@ import asyncio
 import logging
 import sys
 
+from agent.notify.settings import NotifySettings, add_notify_arguments
 from agent.settings import AgentSettings, Settings, add_agent_arguments, add_api_arguments, add_db_arguments
 
 log = logging.getLogger(__name__)
@@ -35,17 +36,37 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_agent_arguments(p)
     add_db_arguments(p)
     add_api_arguments(p)
+    add_notify_arguments(p)
     p.set_defaults(func=run, require_tokens=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = Settings.from_args(args)
-    agent = AgentSettings.from_args(args)
-    return asyncio.run(watch(settings, agent, kubeconfig=args.kubeconfig, context=args.context))
+    from agent.settings import SettingsError
+
+    problems: list[str] = []
+    built: list[object] = []
+    for build in (Settings.from_args, AgentSettings.from_args, NotifySettings.from_args):
+        try:
+            built.append(build(args))
+        except SettingsError as exc:  # every problem of every group at once
+            problems += exc.errors
+    if problems:
+        raise SettingsError(problems)
+    settings, agent, notify = built
+    assert isinstance(settings, Settings) and isinstance(agent, AgentSettings)
+    assert isinstance(notify, NotifySettings)
+    return asyncio.run(
+        watch(settings, agent, kubeconfig=args.kubeconfig, context=args.context, notify=notify)
+    )
 
 
 async def watch(
-    settings: Settings, agent: AgentSettings, *, kubeconfig: str | None, context: str | None
+    settings: Settings,
+    agent: AgentSettings,
+    *,
+    kubeconfig: str | None,
+    context: str | None,
+    notify: NotifySettings | None = None,
 ) -> int:
     from agent.kube.errors import KubeError
     from agent.kube.gateway import Gateway
@@ -56,6 +77,7 @@ async def watch(
     host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
     try:
         gateway = Gateway(kubeconfig, context)
+        notifier = await host.start_notifier(notify) if notify is not None else None
         try:
             cluster_agent = await ClusterAgent.connect(
                 cluster=agent.cluster or context or "default",
@@ -65,6 +87,7 @@ async def watch(
                 renderer=host.renderer,
                 namespaces=agent.namespaces or None,
                 observe_seconds=host.observe,
+                notifier=notifier,
             )
         except KubeError as exc:
             print(f"unstick: error: cannot reach the cluster: {exc}", file=sys.stderr)
