@@ -505,23 +505,24 @@ class Renderer:
             lines.append(
                 f"{sev} {link} *{slack_escape(i['subject_line'])}*: {slack_escape(i.get('title', ''))}"
             )
-        chunk: list[str] = []
-        size = 0
-        shown = 0
+        # Whole lines in sections of at most TEXT_BLOCK_MAX characters, within the block and
+        # message budgets (room kept for the header, the "… and N more" line and the context).
+        sections: list[list[str]] = [[]]
+        size = total = shown = 0
         for line in lines:
             line = cut_lines(line, 500, "…")
             if size + len(line) + 1 > TEXT_BLOCK_MAX:
-                blocks.append(self._md("\n".join(chunk)))
-                chunk, size = [], 0
-                if len(blocks) >= BLOCKS_MAX - 4:
+                if len(sections) >= BLOCKS_MAX - 3:
                     break
-            chunk.append(line)
+                sections.append([])
+                size = 0
+            if total + len(line) + 1 > MESSAGE_MAX - 2000:
+                break
+            sections[-1].append(line)
             size += len(line) + 1
+            total += len(line) + 1
             shown += 1
-        if chunk and len(blocks) < BLOCKS_MAX - 3:
-            blocks.append(self._md("\n".join(chunk)))
-        else:
-            shown -= len(chunk)
+        blocks += [self._md("\n".join(chunk)) for chunk in sections if chunk]
         if shown < len(lines):
             more = f"… and {len(lines) - shown} more"
             page = v["links"].incidents_page
