@@ -36,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from storage.models import Notification, NotificationStatus
+from storage.views import rfc3339
 
 _UNFINISHED = (str(NotificationStatus.PENDING), str(NotificationStatus.SENDING))
 _DELIVERY_NAMESPACE = uuid.UUID("5b8d1c64-3f0e-4f3a-9a58-0f6b1d0c2e11")
@@ -225,3 +226,19 @@ async def notifications_of(session: AsyncSession, incident_id: int) -> list[Noti
         select(Notification).where(Notification.incident_id == incident_id).order_by(Notification.id)
     )
     return list(rows.scalars())
+
+
+def notification_dict(row: Notification) -> dict[str, Any]:
+    """An outbox row as the API shows it: what was said where, and how it went. No payload
+    (the incident is right there) and nothing of the sink's configuration."""
+    return {
+        "sink": row.sink,
+        "event": row.event,
+        "status": row.status,
+        "attempts": row.attempts,
+        "created_at": rfc3339(row.created_at),
+        "sent_at": rfc3339(row.sent_at),
+        "next_attempt_at": rfc3339(row.next_attempt_at) if row.status == "pending" else None,
+        "last_error": row.last_error,
+        "delivery": delivery_id(row),
+    }

@@ -92,6 +92,7 @@ class OutboxWorker:
         secrets: Iterable[str] = (),
         clock: Callable[[], datetime] = utcnow,
         rng: random.Random | None = None,
+        count_interval: float = 5.0,
     ) -> None:
         names = [s.name for s in sinks]
         if len(set(names)) != len(names):
@@ -103,6 +104,7 @@ class OutboxWorker:
         self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
         self._clock = clock
         self._rng = rng or random.Random()
+        self.count_interval = count_interval
         self._lanes = {s.name: _Lane(s) for s in sinks}
         self._outcomes: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._recorder: asyncio.Task[None] | None = None
@@ -387,7 +389,7 @@ class OutboxWorker:
 
     async def _count_loop(self) -> None:
         while True:
-            await asyncio.sleep(5.0)
+            await asyncio.sleep(self.count_interval)
             with contextlib.suppress(Exception):
                 async with self.sessions() as session:
                     self.counts = await outbox_counts(session)
