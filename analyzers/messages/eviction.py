@@ -212,7 +212,13 @@ def _kubelet(text: str) -> Eviction | None:
     """The kubelet's node-pressure eviction and admission refusals."""
     pressure = _PRESSURE_RE.search(text)
     if pressure is not None:
-        return Eviction(NODE_PRESSURE, None, None, detail=pressure.group(0).rstrip("."), resource=pressure.group(1).rstrip("."))
+        return Eviction(
+            NODE_PRESSURE,
+            None,
+            None,
+            detail=pressure.group(0).rstrip("."),
+            resource=pressure.group(1).rstrip("."),
+        )
     condition = _CONDITION_RE.search(text)
     if condition is not None:
         return Eviction(NODE_CONDITION, None, None, detail=until_terminator(condition.group(0))[0].strip())

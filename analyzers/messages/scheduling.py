@@ -51,7 +51,14 @@ from analyzers.messages.model import (
     make_reason,
     make_scheduling,
 )
-from analyzers.messages.reasons import NO_NODES, OTHER, classify_reason, classify_truncated
+from analyzers.messages.reasons import (
+    NO_NODES,
+    OTHER,
+    PREEMPTION_NO_VICTIMS,
+    PREEMPTION_NOT_HELPFUL,
+    classify_reason,
+    classify_truncated,
+)
 from analyzers.messages.text import until_terminator
 
 # N of "0/N" may be redacted ("0/x", "0/N", "0/<n>") or spaced ("0 /3") in a paste.
@@ -96,8 +103,17 @@ def find_header(text: str, start: int = 0) -> re.Match[str] | None:
 
 
 def _after_preemption_marker(text: str, index: int) -> bool:
-    """Whether the header at ``index`` is the preemption part's own (``preemption: 0/N ...``)."""
-    return text.endswith(_PREEMPTION, 0, index) or text.endswith(_PREEMPTION_PREFIX, 0, index)
+    """Whether the header at ``index`` is the preemption part's own (``preemption:
+    0/N ...``, or what is left of the marker when a paste starts inside it)."""
+    if text.endswith(_PREEMPTION, 0, index) or text.endswith(_PREEMPTION_PREFIX, 0, index):
+        return True
+    before = text[max(0, index - 12) : index].split()
+    return (
+        bool(before)
+        and len(before[-1]) >= 3
+        and "preemption:".endswith(before[-1])
+        and (len(before) == 1 and index <= 12)
+    )
 
 
 # Volcano and kube-batch: "all nodes are unavailable: ..." (no count of nodes).
@@ -118,6 +134,9 @@ _NOT_IN_A_REASON: Final = ("nodes are available", "are available:", "are unavail
 _ITEM_SPLIT_RE: Final = re.compile(r",\s+(?=[0-9]+ )")
 _TRAILING_COUNT_RE: Final = re.compile(r",\s*[0-9]*$")
 _COMMA_WITHOUT_COUNT_RE: Final = re.compile(r",(?!\s+[0-9]+ )")
+# PreFilter messages that hold ", <number> " themselves stay one reason.
+_HEAD_PIECE_RE: Final = re.compile(r"(?:pod has|persistentvolumeclaim|resourceclaim|waiting for)\b")
+_PREEMPTION_CODES: Final = frozenset({PREEMPTION_NO_VICTIMS, PREEMPTION_NOT_HELPFUL})
 
 
 def _reason(count: int | None, text: str) -> Reason:
@@ -167,6 +186,11 @@ def parse_reason_list(text: str, *, truncated: bool = False) -> tuple[Reason, ..
                     reasons.append(make_reason(int(count), rest, classify_reason(rest)))
             else:
                 reasons.append(_piece(piece))
+    elif _ITEM_SPLIT_RE.search(text) is not None and _HEAD_PIECE_RE.match(text) is None:
+        # "<reason>, 3 <reason>, ...": a list whose first count is missing (cut at
+        # the front). The first piece is uncounted; the others are whole.
+        first, *rest_pieces = _ITEM_SPLIT_RE.split(text)
+        reasons = [_reason(None, first.strip()), *(_piece(p) for p in rest_pieces)]
     else:
         reasons = [_reason(None, text)]
     if "available" in text or _PREEMPTION in text or any(not r.text for r in reasons):
@@ -449,9 +473,37 @@ def _find_headers(text: str) -> tuple[re.Match[str] | None, re.Match[str] | None
     return None, first_preemption
 
 
+def _is_preemption_histogram(reasons: tuple[Reason, ...]) -> bool:
+    """Preemption's own reasons never appear in a filter histogram: a list holding
+    one is the preemption part, pasted without its ``preemption:`` marker."""
+    return any(r.info.code in _PREEMPTION_CODES for r in reasons)
+
+
+def _preemption_only(parsed: ParsedMessage) -> ParsedMessage:
+    """``parsed`` (a filter-looking parse of a preemption histogram) as what it is."""
+    return make_scheduling(
+        "preemption-only",
+        parsed.message,
+        None,
+        (),
+        Preemption(parsed.total_nodes, parsed.reasons, None),
+        (),
+        None,
+        parsed.truncated,
+        True,
+    )
+
+
 def parse_headed(text: str) -> ParsedMessage | None:
     """Parse a cleaned text as a FitError of any generation, whole or in pieces;
     None when it carries no FitError header or piece of one."""
+    parsed = _parse_headed(text)
+    if parsed is not None and parsed.preemption is None and _is_preemption_histogram(parsed.reasons):
+        return _preemption_only(parsed)
+    return parsed
+
+
+def _parse_headed(text: str) -> ParsedMessage | None:
     header, preemption_header = _find_headers(text)
     if header is not None:
         return parse_fit_error(text, header.start(), header.end(), header_total(header), header.group(3))
@@ -484,18 +536,25 @@ def parse_reasons_only(text: str) -> ParsedMessage | None:
     """A bare reason list (``Insufficient cpu``, ``2 Insufficient cpu, 1 node(s) were
     unschedulable``, ``waiting for scheduling gates: [x]``, a PodScheduled
     condition message) of which at least one reason is known; else None."""
-    body = until_terminator(text)[0]
-    reasons = parse_reason_list(body)
+    body, _, _, cut = _until_end(text)
+    reasons = parse_reason_list(body, truncated=cut)
     if not reasons or all(r.info.code == OTHER for r in reasons):
         return None
-    return ParsedMessage(
+    # A list whose first piece has no count while later ones have was cut at the front.
+    head_missing = reasons[0].count is None and any(r.count is not None for r in reasons)
+    if head_missing:
+        reasons = reasons[1:]
+    parsed = ParsedMessage(
         kind=SCHEDULING,
         format="reasons",
         message=body.strip(),
         # ErrNoNodesAvailable: returned when the scheduler's snapshot has no node at all.
         total_nodes=0 if len(reasons) == 1 and reasons[0].info.code == NO_NODES else None,
         reasons=reasons,
+        truncated=cut,
+        head_missing=head_missing,
     )
+    return _preemption_only(parsed) if _is_preemption_histogram(reasons) else parsed
 
 
 def parse_scheduling(text: str) -> ParsedMessage | None:
