@@ -154,7 +154,7 @@ SUPPORTED_VERSIONS = ((1, 18), (1, 38))
 _NEWEST = (1, 999, 999)
 WORDING_MARKERS: tuple[tuple[str, tuple[int, int, int], tuple[int, int, int]], ...] = (
     ("node(s) had untolerated taint(s)", (1, 34, 2), _NEWEST),
-    ("node(s) had untolerated taint {", (1, 24, 0), (1, 34, 999)),
+    ("node(s) had untolerated taint {", (1, 24, 0), (1, 34, 1)),
     ("that the pod didn't tolerate", (1, 18, 0), (1, 23, 999)),
     ("node(s) didn't match node selector", (1, 18, 0), (1, 19, 999)),
     ("node(s) didn't match Pod's node affinity/selector", (1, 21, 0), _NEWEST),
@@ -268,7 +268,8 @@ def _version_key(text: str) -> tuple[int, int, int]:
 
 
 def _label(v: tuple[int, int, int]) -> str:
-    return f"{v[0]}.{v[1]}.{v[2]}" if v[2] else f"{v[0]}.{v[1]}"
+    """MAJOR.MINOR, with the patch when it matters (999: any patch of the minor)."""
+    return f"{v[0]}.{v[1]}.{v[2]}" if 0 < v[2] < 999 else f"{v[0]}.{v[1]}"
 
 
 def _quote(phrases: list[str]) -> str:

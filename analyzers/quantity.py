@@ -75,6 +75,8 @@ def to_units(resource: str, text: str | int | float) -> int:
     """The integer the scheduler compares: millicores for cpu, rounded-up units otherwise.
     A negative quantity, or one larger than int64 in those units, is a QuantityError
     (the API server refuses negative requests and capacities)."""
+    if text.__class__ not in (str, int, float):  # before the memo: a list or map is not hashable
+        raise QuantityError(f"{resource}: invalid quantity of type {type(text).__name__}")
     value = parse_quantity(text)
     if value < 0:
         raise QuantityError(f"{resource}: negative quantity {text!r}")

@@ -196,8 +196,18 @@ _METADATA = obj(
     creationTimestamp=_time,
     deletionTimestamp=_time,
     generation=_int,
+    managedFields=array(obj(time=_time)),
 )
-_CONDITION = obj(type=_str, status=_str, reason=_str, message=_str, lastTransitionTime=_time)
+# lastHeartbeatTime and lastProbeTime date the dump (agent.dumps.DumpFacts).
+_CONDITION = obj(
+    type=_str,
+    status=_str,
+    reason=_str,
+    message=_str,
+    lastTransitionTime=_time,
+    lastHeartbeatTime=_time,
+    lastProbeTime=_time,
+)
 _REQUIREMENT = obj(key=_str, operator=_str, values=array(_str))
 _LABEL_SELECTOR = obj(matchLabels=_strings, matchExpressions=array(_REQUIREMENT))
 _NODE_SELECTOR = obj(

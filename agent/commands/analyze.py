@@ -335,7 +335,9 @@ def _print_pod(p: PodReport, w: Callable[[str], Any]) -> None:
     w(f"\n  {printable(p.pod.namespace, keep_newlines=False)}/{printable(p.pod.name, keep_newlines=False)}\n")
     if p.scheduler:
         w(_wrap(f"scheduler ({p.scheduler.source}): {p.scheduler.message}", "    ") + "\n")
-    if v.message:
+    if not v.nodes:
+        w("    not simulated: the dump holds no Node objects\n")
+    elif v.message:
         w(_wrap(f"simulated: {v.message}", "    ") + "\n")
     if p.agrees is True:
         w("    ✓ the simulation agrees with the scheduler\n")
