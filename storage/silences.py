@@ -157,7 +157,7 @@ async def create_silence(session: AsyncSession, spec: SilenceSpec, *, now: datet
         if value is not None:
             stmt = stmt.where(column == value)
     ids: list[int] = []
-    for row, incident in (await session.execute(stmt)).tuples():
+    for row, incident in (await session.execute(stmt)).all():
         listed: Sequence[Any] = (row.payload or {}).get("incidents") or ()
         if listed:
             ok = all(_matches_dict(silence, row.payload.get("cluster", ""), i) for i in listed)
