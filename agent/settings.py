@@ -424,6 +424,8 @@ class StreamSettings:
                 web_host, web_port = parse_listen(web)
             except ValueError as exc:
                 errors.append(f"--web: {exc}")
+            if web_port == 0:
+                errors.append(f"--web: {web!r}: the worker needs a fixed port (1-65535)")
         sinks: list[str] = []
         for item in flags.get("sink") or env.get("UNSTICK_SINKS", "").split(","):
             sinks += [s.strip() for s in str(item).split(",") if s.strip()]
