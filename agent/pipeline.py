@@ -295,6 +295,16 @@ class Pipeline:
         self._lock = asyncio.Lock()
         self._last_reminder_check = float("-inf")
 
+    @property
+    def caught_up(self) -> bool:
+        """No pass running and nothing waiting for one: the last pass saw the current state
+        and every trigger (held or deferred findings may still bring more passes)."""
+        return (
+            not self._lock.locked()
+            and not self._triggers
+            and self.cache.state.generation == self._last_generation
+        )
+
     def on_event(self, event: dict[str, Any]) -> None:
         """Called by the cache for each relevant Event: remember it as a trigger."""
         if event.get("reason") not in TRIGGER_REASONS:

@@ -12,7 +12,15 @@ import logging
 import sys
 
 from agent.notify.settings import NotifySettings, add_notify_arguments
-from agent.settings import AgentSettings, Settings, add_agent_arguments, add_api_arguments, add_db_arguments
+from agent.settings import (
+    AgentSettings,
+    Settings,
+    StreamSettings,
+    add_agent_arguments,
+    add_api_arguments,
+    add_db_arguments,
+    add_stream_arguments,
+)
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +45,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_db_arguments(p)
     add_api_arguments(p)
     add_notify_arguments(p)
+    add_stream_arguments(p, url_flag="--publish")
+    p.add_argument(
+        "--buffer", metavar="N", help="with --publish: records held while the broker is away (100000)"
+    )
     p.set_defaults(func=run, require_tokens=True)
 
 
 def run(args: argparse.Namespace) -> int:
     from agent.settings import SettingsError
+
+    if getattr(args, "publish", None):
+        args.require_tokens = False  # publishing serves only /healthz, /readyz and /metrics
+        settings = Settings.from_args(args)
+        agent = AgentSettings.from_args(args)
+        return asyncio.run(publish(settings, agent, StreamSettings.from_args(args), args))
 
     problems: list[str] = []
     built: list[object] = []
@@ -111,3 +129,27 @@ async def watch(
         return 0
     finally:
         await host.close()
+
+
+async def publish(settings: Settings, agent: AgentSettings, stream: StreamSettings, args: argparse.Namespace) -> int:
+    """``watch --publish``: the same gateway and watcher, deltas to Kafka (agent.stream.publisher)."""
+    from agent.kube.gateway import Gateway
+    from agent.runner import install_signal_handlers
+    from agent.stream.publisher import publish_cluster
+
+    stop = asyncio.Event()
+    install_signal_handlers(stop)
+    try:
+        await publish_cluster(
+            cluster=agent.cluster or args.context or "default",
+            gateway=Gateway(args.kubeconfig, args.context),
+            stream=stream,
+            listen=(settings.api.host, settings.api.port),
+            namespaces=agent.namespaces or None,
+            stop=stop,
+            kube_version=agent.kube_version,
+        )
+    except OSError as exc:
+        print(f"unstick: error: cannot listen on {settings.api.host}:{settings.api.port}: {exc.strerror}", file=sys.stderr)
+        return 2
+    return 0
