@@ -32,6 +32,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="kubeconfig file (env KUBECONFIG; default ~/.kube/config, else in-cluster)",
     )
     p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
+    p.add_argument(
+        "--verify-with-dry-run",
+        action="store_true",
+        help=(
+            "check each verified patch remedy with a server-side dry run (PATCH ?dryRun=All) and record the "
+            "outcome in its verification; needs RBAC verb patch on the patched kinds (see README)"
+        ),
+    )
     add_agent_arguments(p)
     add_db_arguments(p)
     add_api_arguments(p)
@@ -41,11 +49,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     settings = Settings.from_args(args)
     agent = AgentSettings.from_args(args)
-    return asyncio.run(watch(settings, agent, kubeconfig=args.kubeconfig, context=args.context))
+    return asyncio.run(
+        watch(
+            settings,
+            agent,
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            verify_with_dry_run=args.verify_with_dry_run,
+        )
+    )
 
 
 async def watch(
-    settings: Settings, agent: AgentSettings, *, kubeconfig: str | None, context: str | None
+    settings: Settings,
+    agent: AgentSettings,
+    *,
+    kubeconfig: str | None,
+    context: str | None,
+    verify_with_dry_run: bool = False,
 ) -> int:
     from agent.kube.errors import KubeError
     from agent.kube.gateway import Gateway
@@ -65,6 +86,7 @@ async def watch(
                 renderer=host.renderer,
                 namespaces=agent.namespaces or None,
                 observe_seconds=host.observe,
+                verify_with_dry_run=verify_with_dry_run,
             )
         except KubeError as exc:
             print(f"unstick: error: cannot reach the cluster: {exc}", file=sys.stderr)
