@@ -275,8 +275,11 @@ class Pipeline:
         clock: Callable[[], float] = time.time,
         on_pass: Callable[[PassOutcome], Awaitable[None] | None] | None = None,
         observe_seconds: Callable[[float], None] | None = None,
+        check_remedies: Callable[[Sequence[Finding]], Awaitable[list[Finding]]] | None = None,
     ) -> None:
         self.cache = cache
+        # e.g. agent.dryrun.DryRunVerifier.check: the API server's dry run of each patch remedy
+        self.check_remedies = check_remedies
         self.sessions = sessions
         self.config = config
         self.renderer = renderer or RemedyRenderer()
@@ -367,6 +370,8 @@ class Pipeline:
                 for t in self._triggers:
                     (triggers if _trigger_workload(snapshot, t) in scope else later).append(t)
                 self._triggers = later
+            if self.check_remedies is not None and tracked:
+                tracked = await self.check_remedies(tracked)
             result = await track(
                 self.sessions,
                 cluster=self.config.cluster,

@@ -41,6 +41,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="kubeconfig file (env KUBECONFIG; default ~/.kube/config, else in-cluster)",
     )
     p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
+    p.add_argument(
+        "--verify-with-dry-run",
+        action="store_true",
+        help=(
+            "check each verified patch remedy with a server-side dry run (PATCH ?dryRun=All) and record the "
+            "outcome in its verification; needs RBAC verb patch on the patched kinds (see README)"
+        ),
+    )
     add_agent_arguments(p)
     add_db_arguments(p)
     add_api_arguments(p)
@@ -74,7 +82,14 @@ def run(args: argparse.Namespace) -> int:
     assert isinstance(settings, Settings) and isinstance(agent, AgentSettings)
     assert isinstance(notify, NotifySettings)
     return asyncio.run(
-        watch(settings, agent, kubeconfig=args.kubeconfig, context=args.context, notify=notify)
+        watch(
+            settings,
+            agent,
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            notify=notify,
+            verify_with_dry_run=args.verify_with_dry_run,
+        )
     )
 
 
@@ -85,6 +100,7 @@ async def watch(
     kubeconfig: str | None,
     context: str | None,
     notify: NotifySettings | None = None,
+    verify_with_dry_run: bool = False,
 ) -> int:
     from agent.kube.errors import KubeError
     from agent.kube.gateway import Gateway
@@ -106,6 +122,7 @@ async def watch(
                 namespaces=agent.namespaces or None,
                 observe_seconds=host.observe,
                 notifier=notifier,
+                verify_with_dry_run=verify_with_dry_run,
             )
         except KubeError as exc:
             print(f"unstick: error: cannot reach the cluster: {exc}", file=sys.stderr)
