@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from agent.agent_metrics import AgentCollector, analysis_histogram
 from agent.api.app import create_app
 from agent.cache import ClusterCache
+from agent.dryrun import DryRunVerifier
 from agent.kube.gateway import Gateway
 from agent.kube.watcher import MetricsPoller, MetricsSample, MetricsUnavailable, Watcher
 from agent.notify.metrics import NotifyCollector
@@ -84,6 +85,7 @@ class ClusterAgent:
         observe_seconds: Callable[[float], None] | None = None,
         metrics_interval: float = 30.0,
         notifier: OutboxWorker | None = None,
+        verify_with_dry_run: bool = False,
     ) -> ClusterAgent:
         """Connect to the cluster and build its watcher, cache and pipeline. With a ``notifier``,
         passes write outbox rows for its sinks and wake it."""
@@ -110,8 +112,15 @@ class ClusterAgent:
                 if maybe is not None:
                     await maybe
 
+        check_remedies = DryRunVerifier(gateway).check if verify_with_dry_run else None
         pipeline = Pipeline(
-            cache, sessions, config, renderer=renderer, on_pass=_on_pass, observe_seconds=observe_seconds
+            cache,
+            sessions,
+            config,
+            renderer=renderer,
+            on_pass=_on_pass,
+            observe_seconds=observe_seconds,
+            check_remedies=check_remedies,
         )
         cache.on_event = pipeline.on_event
         watcher = Watcher(gateway, cache, namespaces=namespaces)
