@@ -38,7 +38,7 @@ from analyzers.findings import ObjectRef
 from storage.engine import create_engine, create_sessionmaker
 from storage.migrate import upgrade
 from storage.outbox import unfinished_count
-from storage.tracker import EVERY_SUBJECT, track
+from storage.tracker import EVERY_SUBJECT, NotifyPolicy, track
 from tests.storage.factories import T0, finding
 
 SECRET = "bench-secret-0123456789"
@@ -69,11 +69,20 @@ async def seed(url: str, incidents: int, sinks: list[str]) -> None:
     await upgrade(engine)
     sessions = create_sessionmaker(engine)
     findings = [finding(ObjectRef("Deployment", "ml", f"app-{i:05d}")) for i in range(incidents)]
-    await track(sessions, cluster="bench", findings=findings, now=T0, evaluated=EVERY_SUBJECT, sinks=sinks)
+    no_storm = NotifyPolicy(storm_threshold=10**9)  # one message per incident: the drain is measured
+    await track(
+        sessions, cluster="bench", findings=findings, now=T0, evaluated=EVERY_SUBJECT, sinks=sinks, policy=no_storm
+    )
     from datetime import timedelta
 
     await track(
-        sessions, cluster="bench", findings=[], now=T0 + timedelta(minutes=1), evaluated=EVERY_SUBJECT, sinks=sinks
+        sessions,
+        cluster="bench",
+        findings=[],
+        now=T0 + timedelta(minutes=1),
+        evaluated=EVERY_SUBJECT,
+        sinks=sinks,
+        policy=no_storm,
     )
     await engine.dispose()
 
