@@ -600,11 +600,23 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
             if old != new
         ]
         # The stored diagnosis is what people were told: it is replaced only by a change they act
-        # on (or while nobody was told yet). A re-analysis of a cluster that is healing (the
-        # applied remedy gone from the list, "now fits") never overwrites it.
+        # on (or while nobody was told yet), and never by a re-analysis of a cluster that is
+        # healing: once something the incident recorded changed the way a remedy said (a node
+        # uncordoned, a strategy or a budget changed), it is kept until the incident resolves.
+        healing: tuple[str, ...] = ()
+        if actionable and told and p.explain_resolution is not None:
+            healing = p.explain_resolution(
+                _ref(inc), tuple(inc.pods or ()), dict(inc.evidence or {}), list(inc.remedies or ())
+            ).causes
+            if healing:
+                actionable = []
         replace = bool(actionable) or not told
         if changed:
             what: dict[str, Any] = {"changed": changed}
+            if actionable:
+                what["actionable"] = actionable
+            if healing:
+                what["healing"] = list(healing)
             if not replace:
                 what["kept"] = [c for c in changed if c != "message"]
             batch.entries.append(_entry(inc, TimelineKind.UPDATED, now, ob.message, **what))
