@@ -275,8 +275,11 @@ class Pipeline:
         clock: Callable[[], float] = time.time,
         on_pass: Callable[[PassOutcome], Awaitable[None] | None] | None = None,
         observe_seconds: Callable[[float], None] | None = None,
+        check_remedies: Callable[[Sequence[Finding]], Awaitable[list[Finding]]] | None = None,
     ) -> None:
         self.cache = cache
+        # e.g. agent.dryrun.DryRunVerifier.check: the API server's dry run of each patch remedy
+        self.check_remedies = check_remedies
         self.sessions = sessions
         self.config = config
         self.renderer = renderer or RemedyRenderer()
@@ -294,6 +297,16 @@ class Pipeline:
         self._deferred: tuple[ObjectRef, ...] = ()  # touched, incident open, not analysed yet (oldest first)
         self._lock = asyncio.Lock()
         self._last_reminder_check = float("-inf")
+
+    @property
+    def caught_up(self) -> bool:
+        """No pass running and nothing waiting for one: the last pass saw the current state
+        and every trigger (held or deferred findings may still bring more passes)."""
+        return (
+            not self._lock.locked()
+            and not self._triggers
+            and self.cache.state.generation == self._last_generation
+        )
 
     def on_event(self, event: dict[str, Any]) -> None:
         """Called by the cache for each relevant Event: remember it as a trigger."""
@@ -357,6 +370,8 @@ class Pipeline:
                 for t in self._triggers:
                     (triggers if _trigger_workload(snapshot, t) in scope else later).append(t)
                 self._triggers = later
+            if self.check_remedies is not None and tracked:
+                tracked = await self.check_remedies(tracked)
             result = await track(
                 self.sessions,
                 cluster=self.config.cluster,

@@ -3,7 +3,7 @@ outbox, silences and the idempotency keys of the Kubernetes events already appli
 
 One model module, one ``MetaData`` with a naming convention (so constraint
 names are the same on SQLite and PostgreSQL and migrations can refer to them),
-imported by the Alembic environment in ``storage/migrations/env.py``.
+imported by the Alembic environment in ``alembic/env.py``.
 
 Timestamps are stored as UTC and always come back timezone-aware
 (:class:`UTCDateTime`); SQLite keeps them as sortable ISO strings.

@@ -236,14 +236,6 @@ async def silence_counts(session: AsyncSession, *, now: datetime) -> tuple[int, 
     return int(active or 0), int(rows or 0)
 
 
-async def incident_notifications(session: AsyncSession, incident_id: int) -> list[Notification]:
-    """The outbox rows of an incident, oldest first (its page shows what was sent, held back or failed)."""
-    rows = await session.execute(
-        select(Notification).where(Notification.incident_id == incident_id).order_by(Notification.id)
-    )
-    return list(rows.scalars())
-
-
 def silence_dict(silence: Silence, *, now: datetime) -> dict[str, Any]:
     """A silence as the API and the CLI's ``--json`` show it."""
     return {

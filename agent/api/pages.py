@@ -22,6 +22,7 @@ from agent.api import auth
 from agent.api.errors import ApiError
 from agent.api.keys import CLOCK, DEMO_APPLY, JINJA, SESSIONS, SETTINGS, TOKENS
 from agent.api.params import SEVERITIES, parse_id, parse_list
+from storage.outbox import notification_dict, notifications_of
 from storage.queries import (
     STATUSES,
     InvalidCursor,
@@ -31,7 +32,7 @@ from storage.queries import (
     get_incident,
     list_incidents,
 )
-from storage.silences import InvalidSilence, delete_silence, incident_notifications, list_silences
+from storage.silences import InvalidSilence, delete_silence, list_silences
 from storage.views import remedy_dict, rfc3339
 
 routes = web.RouteTableDef()
@@ -254,7 +255,7 @@ async def incident_page(request: web.Request) -> web.Response:
         return render(request, "error.html.j2", status=400, title="Bad incident id", message=exc.message)
     async with request.app[SESSIONS]() as session:
         found = await get_incident(session, incident_id)
-        notifications = await incident_notifications(session, incident_id) if found else []
+        notes = await notifications_of(session, incident_id) if found is not None else []
     if found is None:
         return render(
             request,
@@ -270,7 +271,7 @@ async def incident_page(request: web.Request) -> web.Response:
         inc=incident,
         timeline=timeline,
         remedies=[remedy_dict(r) for r in incident.remedies or ()],
-        notifications=notifications,
+        notifications=[notification_dict(n) for n in notes],
         demo_apply=DEMO_APPLY in request.app,
     )
 

@@ -16,6 +16,10 @@ the remedy's command against the in-process cluster
 controllers' and the scheduler's part); the incident then resolves, saying
 what changed. ``--auto-fix-after SECONDS`` applies the first verified remedy
 by itself, for unattended runs.
+
+Notifications take the same options as ``watch`` (Slack, webhooks); with none
+given, ``--notify-console`` is the default and each message is printed as it
+would go to Slack. ``--once`` exits only after the outbox has drained.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from agent.notify.settings import NotifySettings, add_notify_arguments
 from agent.settings import AgentSettings, Settings, add_agent_arguments, add_api_arguments, add_db_arguments
 
 QUIET_SECONDS = 0.25  # no cache change for this long: the agent has seen the step
@@ -65,6 +70,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_agent_arguments(p)
     add_db_arguments(p)
     add_api_arguments(p)
+    add_notify_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -90,9 +96,24 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="unstick-demo-") as tmp:
         if args.db is None:
             args.db = f"sqlite+aiosqlite:///{tmp}/unstick-demo.db"
-        settings = Settings.from_args(args)
-        agent = AgentSettings.from_args(args)
-        return asyncio.run(demo(settings, agent, Path(tmp), args))
+        from agent.settings import SettingsError
+
+        problems: list[str] = []
+        try:
+            settings = Settings.from_args(args)
+        except SettingsError as exc:
+            problems += exc.errors
+        try:
+            agent = AgentSettings.from_args(args)
+        except SettingsError as exc:
+            problems += exc.errors
+        try:
+            notify = NotifySettings.from_args(args, console_default=True)
+        except SettingsError as exc:
+            problems += exc.errors
+        if problems:
+            raise SettingsError(problems)
+        return asyncio.run(demo(settings, agent, Path(tmp), args, notify))
 
 
 async def _print_changes(host: Any, cluster: str, outcome: Any, out: Any) -> None:
@@ -121,7 +142,13 @@ async def _print_changes(host: Any, cluster: str, outcome: Any, out: Any) -> Non
     out.flush()
 
 
-async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, args: argparse.Namespace) -> int:
+async def demo(
+    settings: Settings,
+    agent_settings: AgentSettings,
+    tmp: Path,
+    args: argparse.Namespace,
+    notify: NotifySettings | None = None,
+) -> int:
     from agent.demo import scenario_paths
     from agent.fakecluster.scenario import Scenario, ScenarioPlayer, play_step
     from agent.kube.gateway import Gateway
@@ -146,11 +173,22 @@ async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, arg
     out = sys.stderr if args.json else sys.stdout
     host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
     clusters: list[Any] = []
+    notify = notify or NotifySettings(console=True)
+
+    def on_pass(name: str, outcome: Any) -> Any:
+        # The console sink prints every message; without it, a line per change.
+        return None if notify.console else _print_changes(host, name, outcome, out)
+
+    fixer = None if args.once else DemoFixer(host, out, args.auto_fix_after)
     try:
+        url = await _serve(host, settings, out, fixer.install if fixer is not None else None)
+        notifier = await host.start_notifier(notify, console=out)
         for scenario in scenarios:
             cluster = scenario.cluster()
             await cluster.start()
             clusters.append((scenario, cluster))
+            if fixer is not None:
+                fixer.add(scenario.name, cluster)
             kubeconfig = cluster.write_kubeconfig(tmp / f"{scenario.name}.kubeconfig")
             agent = await ClusterAgent.connect(
                 cluster=scenario.name,
@@ -158,20 +196,12 @@ async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, arg
                 sessions=host.sessions,
                 config=agent_settings.pipeline_config(),
                 renderer=host.renderer,
-                on_pass=lambda name, outcome: _print_changes(host, name, outcome, out),
+                on_pass=on_pass,
                 observe_seconds=host.observe,
                 metrics_interval=1.0,
+                notifier=notifier,
             )
             host.agents.append(agent)
-        fixer = None if args.once else DemoFixer(host, {s.name: c for s, c in clusters}, out, args.auto_fix_after)
-        configure = fixer.install if fixer is not None else None
-        try:
-            url = await host.serve(settings.api, configure)
-        except OSError as exc:  # e.g. 8080 taken: the demo still runs, on a free port
-            out.write(
-                f"unstick demo: cannot listen on {settings.api.host}:{settings.api.port} ({exc.strerror}); using a free port\n"
-            )
-            url = await host.serve(dataclasses.replace(settings.api, port=0), configure)
         sign_in = (
             "no sign-in needed in the demo"
             if not settings.api.auth
@@ -184,6 +214,10 @@ async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, arg
         out.flush()
         if args.once:
             await _play_once(host, clusters, play_step)
+            if notifier is not None:
+                left = await notifier.drain(timeout=120)
+                if left:
+                    out.write(f"unstick demo: {left} notification(s) could not be delivered yet\n")
             async with host.sessions() as session:
                 page = await list_incidents(session, IncidentFilter(), limit=1000)
             incidents = [incident_dict(i) for i in sorted(page.items, key=lambda i: i.id)]
@@ -232,10 +266,15 @@ class DemoFixer:
     is open, applies the remedy a person picks (or, with ``--auto-fix-after``, the first verified
     one) to the in-process cluster, then lets the timeline go on."""
 
-    def __init__(self, host: Any, clusters: dict[str, Any], out: Any, auto_fix_after: float | None) -> None:
-        self.host, self.clusters, self.out, self.auto_fix_after = host, clusters, out, auto_fix_after
-        self.fixed = {name: asyncio.Event() for name in clusters}
+    def __init__(self, host: Any, out: Any, auto_fix_after: float | None) -> None:
+        self.host, self.out, self.auto_fix_after = host, out, auto_fix_after
+        self.clusters: dict[str, Any] = {}  # scenario name (the incidents' cluster) → its fake cluster
+        self.fixed: dict[str, asyncio.Event] = {}
         self.url = ""
+
+    def add(self, name: str, cluster: Any) -> None:
+        self.clusters[name] = cluster
+        self.fixed[name] = asyncio.Event()
 
     def install(self, app: web.Application) -> None:
         from agent.api.keys import DEMO_APPLY
@@ -315,6 +354,17 @@ class DemoFixer:
             if remedies:
                 await self.apply(first.id, (verified or [0])[0])
             self.fixed[cluster].set()
+
+
+async def _serve(host: Any, settings: Settings, out: Any, configure: Any = None) -> str:
+    try:
+        url: str = await host.serve(settings.api, configure)
+    except OSError as exc:  # e.g. 8080 taken: the demo still runs, on a free port
+        out.write(
+            f"unstick demo: cannot listen on {settings.api.host}:{settings.api.port} ({exc.strerror}); using a free port\n"
+        )
+        url = await host.serve(dataclasses.replace(settings.api, port=0), configure)
+    return url
 
 
 async def _settle(agent: Any) -> None:
