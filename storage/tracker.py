@@ -433,6 +433,19 @@ class _Batch:
             result.silenced += silenced_by is not None
 
 
+def _describe_update(inc: Incident, what: Sequence[str], previous: Mapping[str, Any]) -> list[str]:
+    """An ``updated`` notification's ``changed``: one line per change a human acts on."""
+    lines: list[str] = []
+    for name in what:
+        if name == "severity":
+            lines.append(f"severity {previous.get('severity')} → {inc.severity}")
+        elif name == "remedy":
+            lines.append(f"new first remedy: {(inc.remedies or [{}])[0].get('title', '')}")
+        elif name == "pods":
+            lines.append(f"affected pods {previous.get('pods')} → {len(inc.pods or ())}")
+    return lines
+
+
 def _remedy_key(raw: Mapping[str, Any]) -> tuple[str, str, str]:
     return (str(raw.get("title", "")), str(raw.get("yaml", "")), str(raw.get("command", "")))
 
@@ -744,7 +757,8 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
         for inc, waited in escalated:
             events.append((inc, NotificationEvent.ESCALATED, {"waited": waited}))
         for inc, changes, previous in updates:
-            events.append((inc, NotificationEvent.UPDATED, {"changes": changes, "previous": previous}))
+            update = {"changed": _describe_update(inc, changes, previous), "previous": previous}
+            events.append((inc, NotificationEvent.UPDATED, update))
         for inc in resolved:
             if inc.waiting_for is None and inc.id not in announced_replacement:
                 events.append((inc, NotificationEvent.RESOLVED, {}))

@@ -91,10 +91,11 @@ async def test_updated_on_severity_and_on_a_new_first_remedy_only(sessions: Sess
     await step(sessions, finding(remedies=(c, a), severity=Severity.WARNING), 3)
     ob = await rows(sessions)
     assert [n.event for n in ob] == ["opened", "updated", "updated"]
-    assert ob[1].payload["changes"] == ["remedy"] and ob[1].payload["previous"] == {"remedy": "a"}
-    assert ob[2].payload["changes"] == ["severity"] and ob[2].payload["previous"] == {"severity": "critical"}
+    assert ob[1].payload["changed"] == ["new first remedy: c"] and ob[1].payload["previous"] == {"remedy": "a"}
+    assert ob[2].payload["changed"] == ["severity critical → warning"]
+    assert ob[2].payload["previous"] == {"severity": "critical"}
     assert ob[2].payload["incident"]["severity"] == "warning"
-    assert set(ob[2].payload) == {"event", "cluster", "incident", "changes", "previous"}
+    assert set(ob[2].payload) == {"event", "cluster", "incident", "changed", "previous"}
 
 
 async def test_updated_only_when_the_pod_count_first_crosses_a_threshold(sessions: Sessions) -> None:
@@ -103,11 +104,11 @@ async def test_updated_only_when_the_pod_count_first_crosses_a_threshold(session
     for minute, n in enumerate(counts):
         await step(sessions, finding(pods=pods(n)), minute)
     ob = await rows(sessions)
-    assert [(n.event, n.payload.get("previous")) for n in ob] == [
+    assert [(n.event, n.payload.get("changed")) for n in ob] == [
         ("opened", None),
-        ("updated", {"pods": 1}),  # 1 → 2
-        ("updated", {"pods": 4}),  # 4 → 5; 4 → 5 again later is no new crossing
-        ("updated", {"pods": 9}),  # 9 → 10; 3 → 10 later is not either
+        ("updated", ["affected pods 1 → 2"]),
+        ("updated", ["affected pods 4 → 5"]),  # 4 → 5 again later is no new crossing
+        ("updated", ["affected pods 9 → 10"]),  # 3 → 10 later is not either
     ]
     assert (await one(sessions)).peak_pods == 11
 
