@@ -12,7 +12,7 @@ import json
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import jinja2
 from aiohttp import web
@@ -283,8 +283,8 @@ def same_origin(request: web.Request) -> None:
     origin = request.headers.get("Origin") or request.headers.get("Referer")
     if origin is None or origin == "null":
         return
-    own = f"{request.scheme}://{request.host}"
-    if origin != own and not origin.startswith(own + "/"):
+    # The host alone: behind a proxy that terminates TLS the scheme seen here differs.
+    if urlsplit(origin).netloc.lower() != request.host.lower():
         raise web.HTTPForbidden(text="cross-site form post refused")
 
 
