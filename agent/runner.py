@@ -236,11 +236,14 @@ class AgentHost:
     def synced(self) -> bool:
         return bool(self.agents) and all(a.watcher.synced for a in self.agents)
 
-    async def serve(self, api: ApiSettings) -> str:
+    async def serve(self, api: ApiSettings, configure: Callable[[web.Application], None] | None = None) -> str:
+        """Serve the API and pages; ``configure`` may add routes before the app is frozen (the demo's)."""
         if self.runner is None:  # built once; a retry on another port reuses it
             app = create_app(
                 sessions=self.sessions, settings=api, readiness=self.synced, registry=self.registry
             )
+            if configure is not None:
+                configure(app)
             self.runner = web.AppRunner(app, access_log=None)
             await self.runner.setup()
         site = web.TCPSite(self.runner, api.host, api.port)

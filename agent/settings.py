@@ -25,6 +25,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from agent.cli import UserError
@@ -233,6 +234,9 @@ class AgentSettings:
     ``--grace SECONDS``        ``UNSTICK_GRACE_SECONDS``     pending time before a pod becomes an incident (60)
     ``--scale-up-timeout S``   ``UNSTICK_SCALE_UP_TIMEOUT``  how long to wait for an autoscaler (600)
     ``--kube-version X.Y``     ``UNSTICK_KUBE_VERSION``      message wording (default: the API server's)
+    ``--renotify-interval D``  ``UNSTICK_RENOTIFY_INTERVAL`` remind about incidents still open (24h)
+    ``--storm-threshold N``    ``UNSTICK_STORM_THRESHOLD``   more new incidents than N in the window: a digest (10)
+    ``--storm-window D``       ``UNSTICK_STORM_WINDOW``      the storm window, per cluster (5m)
     =========================  ============================  =========================================
     """
 
@@ -241,6 +245,9 @@ class AgentSettings:
     grace: float = 60.0
     scale_up_timeout: float = 600.0
     kube_version: str | None = None
+    renotify_interval: timedelta = timedelta(hours=24)
+    storm_threshold: int = 10
+    storm_window: timedelta = timedelta(minutes=5)
 
     @classmethod
     def from_args(
@@ -274,6 +281,28 @@ class AgentSettings:
         version = flags.get("kube_version") or env.get("UNSTICK_KUBE_VERSION") or None
         if version is not None and not _VERSION.match(version):
             errors.append(f"--kube-version: expected MAJOR.MINOR such as 1.30, got {version!r}")
+
+        def duration(flag: str, name: str, default: timedelta) -> timedelta:
+            from storage.silences import parse_duration
+
+            raw = flags.get(flag) or env.get(name)
+            if not raw:
+                return default
+            try:
+                return parse_duration(str(raw))
+            except ValueError as exc:
+                errors.append(f"--{flag.replace('_', '-')} / {name}: {exc}")
+                return default
+
+        renotify = duration("renotify_interval", "UNSTICK_RENOTIFY_INTERVAL", timedelta(hours=24))
+        window = duration("storm_window", "UNSTICK_STORM_WINDOW", timedelta(minutes=5))
+        raw_storm = flags.get("storm_threshold") or env.get("UNSTICK_STORM_THRESHOLD")
+        storm = 10
+        if raw_storm:
+            if str(raw_storm).isdigit() and 1 <= int(raw_storm) <= 100_000:
+                storm = int(raw_storm)
+            else:
+                errors.append(f"--storm-threshold / UNSTICK_STORM_THRESHOLD: expected 1 to 100000, got {raw_storm!r}")
         if errors:
             raise SettingsError(errors)
         return cls(
@@ -282,16 +311,25 @@ class AgentSettings:
             grace=grace,
             scale_up_timeout=scale_up,
             kube_version=version,
+            renotify_interval=renotify,
+            storm_threshold=storm,
+            storm_window=window,
         )
 
     def pipeline_config(self) -> PipelineConfig:
         from agent.pipeline import PipelineConfig
+        from storage.tracker import NotifyPolicy
 
         return PipelineConfig(
             cluster=self.cluster or "default",
             grace=self.grace,
             scale_up_timeout=self.scale_up_timeout,
             kube_version=self.kube_version,
+            notify_policy=NotifyPolicy(
+                storm_threshold=self.storm_threshold,
+                storm_window=self.storm_window,
+                reminder_interval=self.renotify_interval,
+            ),
         )
 
 
@@ -323,6 +361,21 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--kube-version", metavar="X.Y", help="kube-scheduler wording to expect (default: the API server's)"
+    )
+    parser.add_argument(
+        "--renotify-interval",
+        metavar="DURATION",
+        help="remind about incidents still open after this long (30m, 24h, 7d; env UNSTICK_RENOTIFY_INTERVAL; 24h)",
+    )
+    parser.add_argument(
+        "--storm-threshold",
+        metavar="N",
+        help="more new incidents than N in the storm window: one digest instead (env UNSTICK_STORM_THRESHOLD; 10)",
+    )
+    parser.add_argument(
+        "--storm-window",
+        metavar="DURATION",
+        help="the storm window, per cluster (env UNSTICK_STORM_WINDOW; 5m)",
     )
 
 
