@@ -286,6 +286,7 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
         "tainted_nodes_with_room": analysis.tainted_with_room,
         "scheduler_message": group.verdict.message,
         "pending_pods": [p.name for g, _ in found for p in g.pods],
+        "pending_pod_count": sum(len(g.pods) for g, _ in found),
         "autoscaler_events": [{"reason": e.reason, "message": e.message, "source": e.source} for e in events],
         "preemption_candidates": list(group.verdict.preemption.candidates),
     }
