@@ -44,6 +44,8 @@ TESTS: dict[str, list[str]] = {
         "tests/core/test_rollout.py",
         "tests/rules/test_rollout_remedy_strategy.py",
         "tests/scenarios/test_golden.py",
+        "-k",
+        "rollout",
     ],
     "analyzers/disruption.py": [
         "tests/core/test_disruption.py",

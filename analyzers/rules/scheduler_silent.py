@@ -137,7 +137,7 @@ def _finding(ctx: RuleContext, ref: ObjectRef, cause: str, detail: str, pods: li
         evidence["missing_pvc"] = detail
         explanation = (
             f"{lead} It mounts PersistentVolumeClaim {ref.namespace}/{detail}, which does not exist; kube-scheduler "
-            f"cannot place a pod before its claims exist (VolumeBinding: persistentvolumeclaim \"{detail}\" not found)."
+            f'cannot place a pod before its claims exist (VolumeBinding: persistentvolumeclaim "{detail}" not found).'
         )
         title = f"{count} of {ref.name} wait for PersistentVolumeClaim {detail}, which does not exist"
         remedies.append(

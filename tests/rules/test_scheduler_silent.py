@@ -62,7 +62,12 @@ def test_quiet_before_the_threshold() -> None:
 def test_a_failed_scheduling_event_means_the_scheduler_spoke() -> None:
     objs = web()
     pending = next(o for o in objs if o["kind"] == "Pod")
-    event = pod_event(pending["metadata"]["name"], "FailedScheduling", "0/1 nodes are available: ...", source="default-scheduler")
+    event = pod_event(
+        pending["metadata"]["name"],
+        "FailedScheduling",
+        "0/1 nodes are available: ...",
+        source="default-scheduler",
+    )
     snap = snapshot(node("w-0", cpu="1"), objs, event)
     assert analyze_one(scheduler_silent, snap) == []
 

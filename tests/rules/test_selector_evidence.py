@@ -17,7 +17,9 @@ def gpu_nodes() -> list[dict]:
 
 
 def test_every_value_of_the_key_is_listed_with_its_node_count() -> None:
-    snap = snapshot(*gpu_nodes(), deployment("train", template(app="train", node_selector={"gpu-type": "a10"})))
+    snap = snapshot(
+        *gpu_nodes(), deployment("train", template(app="train", node_selector={"gpu-type": "a10"}))
+    )
     [f] = findings(snap, "node-selector-mismatch")
     [clause] = f.evidence["clauses"]
     assert clause["key_values"] == [
