@@ -71,9 +71,10 @@ def _expected_scale(
     snapshot: ClusterSnapshot, pods: tuple[Pod, ...], unmanaged: list[str]
 ) -> tuple[int, str | None]:
     """getExpectedScale (pkg/controller/disruption/disruption.go, v1.34.2): the sum of
-    spec.replicas of the pods' distinct controllers (Deployment via ReplicaSet,
-    ReplicaSet, StatefulSet; ReplicationController and scale-subresource kinds are
-    not in the snapshot). A pod without a controller is left out of the count and
+    spec.replicas of the pods' distinct controllers (ReplicationController,
+    Deployment via ReplicaSet, ReplicaSet, StatefulSet; kinds behind the scale
+    subresource are not in the snapshot, so their pods fail it as upstream does
+    when the scale cannot be read). A pod without a controller is left out of the count and
     its name added to ``unmanaged`` (the controller's ``UnmanagedPods`` event); a
     controller that cannot be found fails the whole computation."""
     scales: dict[tuple[str, str], int] = {}
@@ -103,6 +104,11 @@ def _expected_scale(
                     scales[key] = 0
                 else:
                     return 0, f'found no controllers for pod "{pod.name}"'
+        elif owner.kind == "ReplicationController":
+            rc = snapshot.replication_controllers.get((ns, owner.name))
+            if rc is None:
+                return 0, f'found no controllers for pod "{pod.name}"'
+            scales[key] = rc.replicas
         elif owner.kind == "StatefulSet":
             sts = snapshot.statefulsets.get((ns, owner.name))
             if sts is None:

@@ -188,3 +188,40 @@ def test_eviction_go_empty_selector_matches_nothing_for_eviction():
 def test_policy_v1beta1_empty_selector_selects_nothing():
     snap = cluster(pdb("p", selector={}, min_available=1, api_version="policy/v1beta1"))
     assert status_of(snap, "p").expected_pods == 0
+
+
+def replication_controller(name, replicas):
+    return {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": {"replicas": replicas, "selector": {"app": "db"}},
+    }
+
+
+def rc_pods(n, *, rc="db-rc"):
+    out = []
+    for i in range(n):
+        p = pod(f"{rc}-{i}", node_name="n1", labels={"app": "db"}, ready=True)
+        p["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "ReplicationController", "name": rc, "uid": f"uid-{rc}", "controller": True}
+        ]
+        out.append(p)
+    return out
+
+
+def test_disruption_go_replication_controller_scale_is_its_spec_replicas():
+    """getPodReplicationController: the RC's spec.replicas is the expected count."""
+    snap = ClusterSnapshot.from_objects(
+        [node("n1"), replication_controller("db-rc", 4), *rc_pods(3), pdb("p", selector=SEL, max_unavailable="50%")]
+    )
+    s = status_of(snap, "p")
+    # 4 expected (not the 3 pods), 50% of 4 = 2 unavailable, so 2 desired; 3 healthy allow 1.
+    assert s.error is None
+    assert (s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (4, 2, 3, 1)
+
+
+def test_disruption_go_missing_replication_controller_fails_safe():
+    snap = ClusterSnapshot.from_objects([node("n1"), *rc_pods(2), pdb("p", selector=SEL, min_available="50%")])
+    s = status_of(snap, "p")
+    assert s.error == 'found no controllers for pod "db-rc-0"' and s.disruptions_allowed == 0
