@@ -263,6 +263,23 @@ def run_tests(module_name: str, code: types.CodeType | None, qualname: str, test
     return "survived" if os.waitstatus_to_exitcode(status) == 0 else "killed"
 
 
+def _warm(tests: list[str]) -> None:
+    """Collect the tests once in this process, so every forked child finds pytest,
+    the conftests and the test modules imported (a child then only runs them)."""
+    import pytest
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    saved = os.dup(1), os.dup(2)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    try:
+        pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *tests])
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(devnull)
+
+
 def _modules(target: str) -> list[Path]:
     path = ROOT / target
     if path.is_dir():
@@ -305,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
             importlib.import_module(module_name)
             source = path.read_text(encoding="utf-8")
             mutants = [m for m in mutants_of(source) if not args.only or args.only in m.function]
+            _warm(tests)
             t0 = time.monotonic()
             if run_tests(module_name, None, "", tests, 600) != "survived":
                 print(f"{rel}: the tests fail without any mutation; fix them first", flush=True)
