@@ -14,9 +14,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from analyzers.records import Deployment, Pod, ReplicaSet
+from analyzers.records import Deployment, ReplicaSet
 
 
 class IntOrPercentError(ValueError):
@@ -97,28 +96,6 @@ def describe_fenceposts(dep: Deployment) -> str:
     if surge == 0 and raw_unavailable == 0:
         text += " (both resolved to 0, so the controller uses maxUnavailable 1)"
     return text
-
-
-@dataclass(frozen=True, slots=True)
-class RolloutState:
-    """Where a Deployment's rollout stands, from its ReplicaSets and pods."""
-
-    deployment: Deployment
-    new_replicaset: ReplicaSet | None
-    old_replicasets: tuple[ReplicaSet, ...]
-    new_pods: tuple[Pod, ...]
-    old_pods: tuple[Pod, ...]
-    max_surge: int
-    max_unavailable: int
-
-    @property
-    def in_progress(self) -> bool:
-        """A rollout is under way: old pods still run beside a new ReplicaSet."""
-        return self.new_replicaset is not None and bool(self.old_pods)
-
-    @property
-    def pending_new_pods(self) -> tuple[Pod, ...]:
-        return tuple(p for p in self.new_pods if p.unscheduled)
 
 
 def is_new_replicaset(dep: Deployment, rs: ReplicaSet) -> bool:
