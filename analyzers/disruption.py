@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from analyzers.records import Pod, PodDisruptionBudget
+from analyzers.records import Deployment, Pod, PodDisruptionBudget
 from analyzers.rollout import scaled_value
 from analyzers.snapshot import ClusterSnapshot
 
@@ -106,10 +106,10 @@ def _expected_scale(snapshot: ClusterSnapshot, pods: tuple[Pod, ...], unmanaged:
             elif rs is not None:
                 scales[key] = rs.replicas
             else:
-                workload = snapshot.workload_of(pod)
-                if workload.ref.kind != "Deployment" or workload.record is None:
+                dep = snapshot.workload_of(pod).record
+                if not isinstance(dep, Deployment):
                     raise _no_controller(pod)
-                scales[("Deployment", workload.ref.name)] = workload.record.replicas
+                scales[("Deployment", dep.name)] = dep.replicas
         elif owner.kind == "ReplicationController":
             rc = snapshot.replication_controllers.get((ns, owner.name))
             if rc is None:
