@@ -50,6 +50,9 @@ def test_intstr_rejects_strings_that_are_not_percentages():
         ("0%", "0%", 3, (0, 1)),
         (0, 1, 1, (0, 1)),
         (2, 0, 1, (2, 0)),
+        (None, None, 3, (0, 1)),  # a Recreate Deployment has no rollingUpdate
+        (None, 1, 3, (0, 1)),
+        (1, None, 3, (1, 0)),
     ],
 )
 def test_deployment_util_ResolveFenceposts(surge, unavailable, desired, expected):
@@ -95,9 +98,23 @@ def strategy(surge, unavailable):
             3,
             0,
             0,
-            "maxSurge is 0, maxUnavailable is 1 (both resolved to 0, so the controller uses maxUnavailable 1)",
+            "maxSurge is 0, maxUnavailable is 0 (both resolved to 0, so the controller uses maxUnavailable 1)",
         ),
         (3, "10%", "10%", "10% of 3 replicas rounds up to a surge of 1 and down to 0 unavailable"),
+        (
+            3,
+            0,
+            "10%",
+            "maxSurge is 0, maxUnavailable 10% rounds down to 0 (both resolved to 0, so the controller uses "
+            "maxUnavailable 1)",
+        ),
+        (
+            3,
+            "0%",
+            "0%",
+            "0% of 3 replicas rounds up to a surge of 0 and down to 0 unavailable (both resolved to 0, so the "
+            "controller uses maxUnavailable 1)",
+        ),
     ],
 )
 def test_describe_fenceposts_in_plain_words(replicas, surge, unavailable, words):
