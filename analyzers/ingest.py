@@ -50,6 +50,7 @@ from analyzers.records import (
     PriorityClass,
     Record,
     ReplicaSet,
+    ReplicationController,
     Requirement,
     StatefulSet,
     StorageClass,
@@ -934,6 +935,17 @@ class Decoder:
             created=parse_time(meta.get("creationTimestamp")),
         )
 
+    def replicationcontroller(self, obj: Obj) -> ReplicationController:
+        meta = _meta(obj)
+        spec = obj.get("spec") or {}
+        return ReplicationController(
+            namespace=self.s(meta.get("namespace") or "default"),
+            name=self.s(meta["name"]),
+            uid=str(meta.get("uid") or ""),
+            replicas=_int(spec.get("replicas"), 1),
+            created=parse_time(meta.get("creationTimestamp")),
+        )
+
     def statefulset(self, obj: Obj) -> StatefulSet:
         meta = _meta(obj)
         spec = obj.get("spec") or {}
@@ -1266,6 +1278,7 @@ _DECODERS: dict[str, Any] = {
     "Node": Decoder.node,
     "Deployment": Decoder.deployment,
     "ReplicaSet": Decoder.replicaset,
+    "ReplicationController": Decoder.replicationcontroller,
     "StatefulSet": Decoder.statefulset,
     "DaemonSet": Decoder.daemonset,
     "Job": Decoder.job,
@@ -1306,7 +1319,6 @@ IGNORED_KINDS = frozenset(
         "LimitRange",
         "ResourceQuota",
         "CronJob",
-        "ReplicationController",
         "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration",
         "APIService",
