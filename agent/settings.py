@@ -44,7 +44,10 @@ class SettingsError(UserError):
 
     def __init__(self, errors: list[str]) -> None:
         self.errors = list(errors)
-        super().__init__("invalid configuration:\n  - " + "\n  - ".join(self.errors))
+        if len(self.errors) == 1:
+            super().__init__(self.errors[0])
+        else:
+            super().__init__("invalid configuration:\n  - " + "\n  - ".join(self.errors))
 
 
 class Secret:
@@ -121,7 +124,7 @@ class Settings:
         try:
             parse_db_url(url)
         except DatabaseURLError as exc:
-            errors.append(f"database URL {redact_db_url(url)!r}: {exc}")
+            errors.append(f"--db / UNSTICK_DB_URL {redact_db_url(url)!r}: {exc}")
         auto_migrate = _bool(env, "UNSTICK_DB_AUTO_MIGRATE", True, errors)
         if flags.get("no_migrate"):
             auto_migrate = False
