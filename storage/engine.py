@@ -62,7 +62,7 @@ _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 def _asyncpg_options() -> frozenset[str]:
-    import asyncpg
+    import asyncpg  # type: ignore[import-untyped]
 
     names = set(inspect.signature(asyncpg.connect).parameters) - {
         "dsn",

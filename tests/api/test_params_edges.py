@@ -4,7 +4,6 @@ a 400 naming the parameter on SQLite and PostgreSQL, never a 500."""
 from __future__ import annotations
 
 import base64
-
 import json
 
 import pytest
