@@ -84,6 +84,8 @@ def parse_db_url(url: str) -> URL:
         parsed = make_url(url)
     except ArgumentError as exc:
         raise DatabaseURLError(f"malformed database URL: {exc}") from None
+    except ValueError:  # SQLAlchemy reads the port with int()
+        raise DatabaseURLError("malformed database URL: the port is not a number") from None
     driver = _DRIVERS.get(parsed.drivername)
     if driver is None:
         raise DatabaseURLError(
@@ -133,7 +135,10 @@ def check_sqlite_file(url: str, *, create: bool) -> None:
         if not path.parent.is_dir():
             raise DatabaseUnavailable(f"the folder {path.parent} does not exist")
         if not create:
-            raise DatabaseMissing(f"there is no database at {path} (nothing recorded there yet)")
+            raise DatabaseMissing(
+                f"there is no database at {path}: nothing was recorded there yet "
+                "(`unstick db upgrade`, `unstick serve` or `unstick watch` create it)"
+            )
         return
     try:
         with path.open("rb") as fh:
@@ -166,7 +171,7 @@ def connection_problem(exc: BaseException, url: str) -> str:
     message = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
     try:
         password = make_url(url).password
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         password = None
     if password:
         message = message.replace(str(password), "***")
@@ -177,7 +182,7 @@ def redact_db_url(url: str) -> str:
     """The URL with its password masked, for logs and error messages."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return "<malformed database URL>"
 
 
