@@ -22,6 +22,7 @@ from agent.api.errors import ApiError
 from agent.api.params import SEVERITIES, SORTS, parse_id, parse_list
 from agent.cli import EXIT_OK, UserError
 from agent.database import open_engine
+from agent.terminal import printable
 from agent.settings import ApiSettings, Settings, add_db_arguments
 from storage.engine import create_sessionmaker, redact_db_url
 from storage.migrate import current_revision
@@ -175,6 +176,8 @@ def run_list(args: argparse.Namespace) -> int:
                 i.title,
             )
         )
+    # Names, titles and messages come from the cluster: control characters shown escaped.
+    rows = [tuple(printable(cell, keep_newlines=False) for cell in r) for r in rows]
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]
     for r in rows:
         line = "  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
@@ -207,7 +210,7 @@ def run_show(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
         return EXIT_OK
-    print(_render_text(doc))
+    print(printable(_render_text(doc)))
     return EXIT_OK
 
 

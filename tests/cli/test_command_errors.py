@@ -166,3 +166,39 @@ def test_an_unusable_kubeconfig_names_the_file_and_the_problem(
     )
     err = one_line_error(code, err)
     assert f"kubeconfig {kubeconfig}" in err and says in err
+
+
+def test_incidents_show_terminal_escapes_from_the_cluster_escaped(tmp_path: Path) -> None:
+    from analyzers.findings import ObjectRef
+    from storage.engine import create_engine, create_sessionmaker
+    from storage.migrate import upgrade
+    from storage.tracker import track
+    from tests.storage.factories import T0, finding, trigger
+
+    url = f"sqlite:///{tmp_path}/u.db"
+
+    async def record() -> None:
+        engine = create_engine(url)
+        try:
+            await upgrade(engine)
+            evil = finding(
+                ObjectRef("Deployment", "ml", "evil\x1b]0;pwned\x07"),
+                title="Rollout of evil\x1b[2J cannot progress",
+            )
+            await track(
+                create_sessionmaker(engine),
+                cluster="prod",
+                findings=[evil],
+                now=T0,
+                triggers=[trigger("e", 1, "0/3 nodes are available: 3 Insufficient cpu.\x1b[31m\x9b2J")],
+            )
+        finally:
+            await engine.dispose()
+
+    asyncio.run(record())
+    for argv in (("incidents", "list"), ("incidents", "show", "1")):
+        code, out, err = run(*argv, "--db", url)
+        assert code == 0, err
+        assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
+        assert "evil\\x1b]0;pwned\\x07" in out or "evil\\x1b[2J" in out
+    assert "Insufficient cpu.\\x1b[31m\\x9b2J" in out
