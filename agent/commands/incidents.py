@@ -22,8 +22,8 @@ from agent.api.errors import ApiError
 from agent.api.params import SEVERITIES, SORTS, parse_id, parse_list
 from agent.cli import EXIT_OK, UserError
 from agent.database import open_engine
-from agent.terminal import printable
 from agent.settings import ApiSettings, Settings, add_db_arguments
+from agent.terminal import printable
 from storage.engine import create_sessionmaker, redact_db_url
 from storage.migrate import current_revision
 from storage.queries import STATUSES, InvalidCursor, get_incident, list_incidents
