@@ -514,8 +514,19 @@ class Decoder:
             self._affinity_term(w.get("podAffinityTerm") or {})
             for w in anti.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
         )
+        # pkg/scheduler/util/utils.go GetHostPorts (v1.34): host ports of init containers
+        # count only for restartable sidecars (restartPolicy Always), which run as long
+        # as the pod; NodeInfo.UsedPorts is built with the same function.
+        preferred_aff = tuple(
+            self._affinity_term(w.get("podAffinityTerm") or {})
+            for w in (affinity.get("podAffinity") or {}).get(
+                "preferredDuringSchedulingIgnoredDuringExecution"
+            )
+            or ()
+        )
         host_ports = []
-        for c in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        sidecars = [c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"]
+        for c in [*sidecars, *(spec.get("containers") or ())]:
             for p in c.get("ports") or ():
                 hp = p.get("hostPort")
                 if hp:
@@ -549,6 +560,7 @@ class Decoder:
                 for t in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
             ),
             preferred_pod_anti_affinity=preferred_anti,
+            preferred_pod_affinity=preferred_aff,
             topology_spread=tuple(
                 self.value(
                     TopologySpreadConstraint(
