@@ -257,7 +257,7 @@ class DumpFacts:
             return _label(
                 chosen
             ), f"the wording of the scheduler's FailedScheduling events ({_quote(phrases)})"
-        return DEFAULT_KUBE_VERSION, "the default: the dump names no API server or kubelet version"
+        return DEFAULT_KUBE_VERSION, "the default (the dump names no API server or kubelet version)"
 
 
 def _version_key(text: str) -> tuple[int, int, int]:

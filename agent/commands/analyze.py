@@ -243,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             yaml.safe_dump(doc, sys.stdout, sort_keys=False, allow_unicode=True)
     else:
-        context = f"kube-scheduler wording {version} ({why}); ages as of {_iso(now)} ({now_source}).\n"
+        context = f"kube-scheduler wording {version}, from {why}.\nAges counted to {_iso(now)}: {now_source}.\n"
         print_human(report, len(snapshot.nodes), sys.stdout, context=context)
     return EXIT_OK
 

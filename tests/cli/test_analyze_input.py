@@ -268,7 +268,7 @@ def _failed(message: str) -> dict[str, Any]:
 def test_the_scheduler_version_is_inferred_from_the_dump_and_says_why() -> None:
     assert DumpFacts().kube_version() == (
         "1.33",
-        "the default: the dump names no API server or kubelet version",
+        "the default (the dump names no API server or kubelet version)",
     )
     version, why = _facts(_node("v1.27.4-eks-1"), _node("v1.28.9")).kube_version()
     assert version == "1.28.9" and "kubeletVersion" in why and "v1.28.9" in why
@@ -305,7 +305,7 @@ def test_kubectl_version_output_in_the_dump_is_read_not_warned_about(tmp_path: P
     )
     code, out, err = run("analyze", str(tmp_path))
     assert code == 0 and err == "", err
-    assert "kube-scheduler wording 1.29.7 (the API server version in the dump (v1.29.7))" in out
+    assert "kube-scheduler wording 1.29.7, from the API server version in the dump (v1.29.7)." in out
 
 
 @pytest.mark.parametrize("bad", ["2", "1.x", "abc", "1.17", "1.99", "2.0", "1.30.1.2"])
