@@ -6,32 +6,18 @@ fails the test, as a traceback would fail a user."""
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent.cli import main
 from agent.dumps import DumpFacts
 from analyzers.ingest import MAX_ALIAS_EXPANSION, MAX_DEPTH, MAX_YAML_ALIASES, InputError, parse_documents
+from tests.cli.inprocess import run
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "tests/scenarios/rollout-surge-deadlock/gpu-tracker"
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
-    try:
-        code = main(list(args))
-    finally:
-        sys.stdout, sys.stderr = saved
-    out.flush()
-    return code, out.buffer.getvalue().decode(), err.getvalue()  # type: ignore[attr-defined]
 
 
 def pod(name: str, **extra: Any) -> dict[str, Any]:

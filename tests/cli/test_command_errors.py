@@ -6,26 +6,13 @@ escaping it fails the test."""
 from __future__ import annotations
 
 import asyncio
-import io
 import socket
-import sys
 from pathlib import Path
 
 import pytest
 
-from agent.cli import main
 from tests import pg
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err
-    try:
-        code = main(list(args))
-    finally:
-        sys.stdout, sys.stderr = saved
-    return code, out.getvalue(), err.getvalue()
+from tests.cli.inprocess import run
 
 
 def one_line_error(code: int, err: str) -> str:
