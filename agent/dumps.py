@@ -144,10 +144,6 @@ def iter_clusters(
 # ---------------------------------------------------------------------------
 # What a dump says about its cluster: the kube-scheduler version, and when it was taken
 
-# Kubernetes minor versions whose wording unstick knows or accepts (newer
-# than the newest change in analyzers.simulator.versions read as the newest).
-SUPPORTED_VERSIONS = ((1, 18), (1, 38))
-
 # Phrases of kube-scheduler's FailedScheduling messages that date it, with the
 # versions (inclusive, (major, minor, patch)) that print them; the upstream
 # changes are listed in analyzers/simulator/versions.py.
@@ -274,17 +270,3 @@ def _label(v: tuple[int, int, int]) -> str:
 
 def _quote(phrases: list[str]) -> str:
     return ", ".join(f"'{p}'" for p in phrases[:3]) + (" …" if len(phrases) > 3 else "")
-
-
-def check_kube_version(text: str) -> str:
-    """``--kube-version``: MAJOR.MINOR (or MAJOR.MINOR.PATCH) within SUPPORTED_VERSIONS;
-    raises ValueError with the message for the user."""
-    lo, hi = SUPPORTED_VERSIONS
-    m = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?", text.strip())
-    if m is None:
-        raise ValueError(f"--kube-version: expected MAJOR.MINOR such as 1.30, got {text[:40]!r}")
-    if not lo <= (int(m.group(1)), int(m.group(2))) <= hi:
-        raise ValueError(
-            f"--kube-version: {text} is outside the supported range {lo[0]}.{lo[1]}–{hi[0]}.{hi[1]}"
-        )
-    return text.strip().lstrip("v")

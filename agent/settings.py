@@ -275,8 +275,13 @@ class AgentSettings:
         for item in flags.get("namespace") or env.get("UNSTICK_NAMESPACES", "").split(","):
             namespaces += [n.strip() for n in str(item).split(",") if n.strip()]
         version = flags.get("kube_version") or env.get("UNSTICK_KUBE_VERSION") or None
-        if version is not None and not _VERSION.match(version):
-            errors.append(f"--kube-version: expected MAJOR.MINOR such as 1.30, got {version!r}")
+        if version is not None:
+            from agent.kube_version import check_kube_version
+
+            try:
+                version = check_kube_version(version)
+            except ValueError as exc:
+                errors.append(str(exc))
         if errors:
             raise SettingsError(errors)
         return cls(
@@ -296,9 +301,6 @@ class AgentSettings:
             scale_up_timeout=self.scale_up_timeout,
             kube_version=self.kube_version,
         )
-
-
-_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?$")
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
@@ -396,7 +398,9 @@ class StreamSettings:
             raw = flags.get(flag)
             return raw if raw is not None else env.get(name)
 
-        def number(flag: str, name: str, default: float, *, integer: bool = False, positive: bool = False) -> Any:
+        def number(
+            flag: str, name: str, default: float, *, integer: bool = False, positive: bool = False
+        ) -> Any:
             raw = value(flag, name)
             what = f"--{flag.replace('_', '-')}" if flag else name
             if raw is None or raw == "":
@@ -419,7 +423,9 @@ class StreamSettings:
                 errors.append(str(exc))
         prefix = value("topic_prefix", "UNSTICK_TOPIC_PREFIX") or "unstick"
         if not _TOPIC.match(prefix):
-            errors.append(f"--topic-prefix: {prefix!r} is not a valid Kafka topic name (letters, digits, . _ -)")
+            errors.append(
+                f"--topic-prefix: {prefix!r} is not a valid Kafka topic name (letters, digits, . _ -)"
+            )
         web_host, web_port = env.get("POD_IP") or "0.0.0.0", 6066
         web = value("web", "UNSTICK_WORKER_WEB")
         if web:
@@ -446,7 +452,9 @@ class StreamSettings:
             session_timeout=number("", "UNSTICK_KAFKA_SESSION_TIMEOUT", 45.0, positive=True),
             rebalance_timeout=number("", "UNSTICK_KAFKA_REBALANCE_TIMEOUT", 60.0, positive=True),
             heartbeat_interval=number("", "UNSTICK_KAFKA_HEARTBEAT", 3.0, positive=True),
-            producer_max_batch_size=number("", "UNSTICK_KAFKA_MAX_BATCH_BYTES", 16384, integer=True, positive=True),
+            producer_max_batch_size=number(
+                "", "UNSTICK_KAFKA_MAX_BATCH_BYTES", 16384, integer=True, positive=True
+            ),
         )
         if errors:
             raise SettingsError(errors)
@@ -479,8 +487,12 @@ def add_stream_arguments(parser: argparse.ArgumentParser, *, url_flag: str) -> N
         help="Kafka bootstrap brokers (env UNSTICK_KAFKA_BROKERS)",
     )
     parser.add_argument(
-        "--topic-prefix", metavar="PREFIX", help="prefix of the topic names (env UNSTICK_TOPIC_PREFIX; unstick)"
+        "--topic-prefix",
+        metavar="PREFIX",
+        help="prefix of the topic names (env UNSTICK_TOPIC_PREFIX; unstick)",
     )
     parser.add_argument(
-        "--partitions", metavar="N", help="partitions of the delta topic when created (env UNSTICK_STREAM_PARTITIONS; 12)"
+        "--partitions",
+        metavar="N",
+        help="partitions of the delta topic when created (env UNSTICK_STREAM_PARTITIONS; 12)",
     )

@@ -189,3 +189,9 @@ def test_incidents_show_terminal_escapes_from_the_cluster_escaped(tmp_path: Path
         assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
         assert "evil\\x1b]0;pwned\\x07" in out or "evil\\x1b[2J" in out
     assert "Insufficient cpu.\\x1b[31m\\x9b2J" in out
+
+
+@pytest.mark.parametrize("bad", ["9.9", "1.17", "one"])
+def test_watch_refuses_a_kube_version_outside_the_supported_range(tmp_path: Path, bad: str) -> None:
+    code, _, err = run("watch", "--kube-version", bad, "--no-auth", "--db", f"sqlite:///{tmp_path}/u.db")
+    assert "--kube-version" in one_line_error(code, err)
