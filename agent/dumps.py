@@ -187,15 +187,19 @@ class DumpFacts:
             self.latest = t
 
     def observe(self, obj: Mapping[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
-        self._time(meta.get("creationTimestamp"))
-        for entry in meta.get("managedFields") or ():
-            if isinstance(entry, Mapping):
-                self._time(entry.get("time"))
+        """Note what ``obj`` says; kinds unstick does not read are not validated, so nothing is assumed."""
+        meta = obj.get("metadata")
+        if isinstance(meta, Mapping):
+            self._time(meta.get("creationTimestamp"))
+            managed = meta.get("managedFields")
+            for entry in managed if isinstance(managed, list) else ():
+                if isinstance(entry, Mapping):
+                    self._time(entry.get("time"))
         kind = obj.get("kind")
         status = obj.get("status")
         if isinstance(status, Mapping):
-            for c in status.get("conditions") or ():
+            conditions = status.get("conditions")
+            for c in conditions if isinstance(conditions, list) else ():
                 if isinstance(c, Mapping):
                     self._time(c.get("lastTransitionTime"))
                     self._time(c.get("lastHeartbeatTime"))

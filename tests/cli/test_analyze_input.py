@@ -327,3 +327,19 @@ def test_terminal_escapes_in_names_and_messages_are_shown_escaped(tmp_path: Path
     # JSON keeps the text as it is (escaped by JSON itself).
     code, out, err = run("analyze", str(tmp_path), "--json")
     assert json.loads(out)["pods"][0]["name"] == "evil\x1b]0;pwned\x07"
+
+
+def test_kinds_unstick_does_not_read_may_hold_anything(tmp_path: Path) -> None:
+    # Not validated (unstick does not read them), so noting their times must assume nothing.
+    odd = [
+        {"kind": "ConfigMap", "metadata": [1, 2], "data": 5},
+        {"kind": "Service", "metadata": {"name": "s", "managedFields": 7}, "status": {"conditions": "x"}},
+        {"kind": "Widget", "metadata": "w", "status": [1]},
+    ]
+    (tmp_path / "odd.json").write_text(json.dumps({"kind": "List", "items": odd}))
+    (tmp_path / "nodes.yaml").write_bytes((SEED / "nodes.yaml").read_bytes())
+    code, _, err = run("analyze", str(tmp_path))
+    assert code == 0 and "internal error" not in err, err
+    assert [line for line in err.splitlines() if "Widget" in line] == [
+        f"unstick: warning: {tmp_path}/odd.json: Widget ?: kind 'Widget' is not analysed; skipped"
+    ]
