@@ -5,8 +5,11 @@ delta is encoded (``agent.stream.codec``) into a bounded in-memory buffer and
 the call returns at once, so a slow or absent broker never blocks a watch.
 One sender task drains the buffer through aiokafka in chunks, in order,
 keyed by the cluster name; a chunk leaves the buffer only once the broker
-acknowledged all of it, and is sent again after an error (with backoff), so a
-broker restart loses nothing the buffer could hold. When the buffer is full,
+acknowledged it, and after an error (with backoff) sending starts again
+from the first record not acknowledged, so a broker restart loses nothing the buffer could hold.
+A chunk that failed half-way may have landed in part (aiokafka retries batches
+independently), so copies may repeat, but the last copy of every record comes
+in order: a worker applying the stream converges to the cluster's state. When the buffer is full,
 new records are dropped, counted (``unstick_publish_dropped_total``) and
 logged, and a ``gap`` marker saying how many follows once sending resumes.
 """
@@ -44,6 +47,19 @@ async def ensure_topics(bootstrap: str, topics: Sequence[tuple[str, int]], *, ti
         if missing:
             with contextlib.suppress(KafkaError):  # created meanwhile by another process
                 await admin.create_topics(missing)
+            # Produce only once every partition has a leader: records sent into a topic that is
+            # still being created can be acknowledged and yet not be readable (seen with tansu).
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            names = [t.name for t in missing]
+            while loop.time() < deadline:
+                described = await admin.describe_topics(names)
+                if all(
+                    d.get("error_code") == 0 and d.get("partitions") and all(p.get("leader", -1) >= 0 for p in d["partitions"])
+                    for d in described
+                ) and len(described) == len(names):
+                    break
+                await asyncio.sleep(0.2)
     finally:
         await admin.close()
 
@@ -96,6 +112,8 @@ class DeltaPublisher:
         self._wake = asyncio.Event()
         self._connected = asyncio.Event()
         self.metrics = PublisherMetrics(registry or CollectorRegistry())
+        for family in (self.metrics.sent, self.metrics.dropped, self.metrics.errors, self.metrics.buffered):
+            family.labels(cluster)  # exported as 0 from the start
         self._producer_options = producer_options or {}
 
     # -- what the watcher calls (never blocks) ----------------------------------
@@ -170,7 +188,7 @@ class DeltaPublisher:
                     except (KafkaError, OSError) as exc:
                         if producer is not None:
                             with contextlib.suppress(Exception):
-                                await producer.stop()
+                                await asyncio.wait_for(producer.stop(), 5)
                         producer = None
                         self._connected.clear()
                         delay = backoff.next()
@@ -202,7 +220,16 @@ class DeltaPublisher:
                 self.metrics.buffered.labels(self.cluster).set(len(self.buffer))
                 try:
                     futures = [await producer.send(self.topic, value, key=self.key) for value in chunk]
-                    await asyncio.gather(*futures)
+                    # Let every record settle before deciding: nothing of this round may still be
+                    # in flight when it is sent again.
+                    results = await asyncio.gather(*futures, return_exceptions=True)
+                    acked = next((i for i, r in enumerate(results) if isinstance(r, BaseException)), len(chunk))
+                    for _ in range(acked):
+                        self.buffer.popleft()
+                    self.sent += acked
+                    self.metrics.sent.labels(self.cluster).inc(acked)
+                    if acked < len(chunk):
+                        raise results[acked]
                 except (KafkaError, OSError) as exc:
                     self.metrics.errors.labels(self.cluster).inc()
                     delay = backoff.next()
@@ -214,21 +241,17 @@ class DeltaPublisher:
                         delay,
                     )
                     with contextlib.suppress(Exception):
-                        await producer.stop()
+                        await asyncio.wait_for(producer.stop(), 5)
                     producer = None
                     self._connected.clear()
                     await asyncio.sleep(delay)
                     continue
-                for _ in chunk:
-                    self.buffer.popleft()
-                self.sent += len(chunk)
-                self.metrics.sent.labels(self.cluster).inc(len(chunk))
                 self.metrics.buffered.labels(self.cluster).set(len(self.buffer))
                 backoff.reset()
         finally:
             if producer is not None:
                 with contextlib.suppress(Exception):
-                    await producer.stop()
+                    await asyncio.wait_for(producer.stop(), 5)
 
 
 async def publish_cluster(
