@@ -40,4 +40,4 @@ async def show(view, request):  # type: ignore[no-untyped-def]
 
 
 if __name__ == "__main__":
-    faust.Worker(app, loglevel="warn").execute_from_commandline()
+    faust.Worker(app, loglevel="info").execute_from_commandline()
