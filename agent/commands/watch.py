@@ -11,6 +11,7 @@ import asyncio
 import logging
 import sys
 
+from agent.notify.settings import NotifySettings, add_notify_arguments
 from agent.settings import (
     AgentSettings,
     Settings,
@@ -40,9 +41,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="kubeconfig file (env KUBECONFIG; default ~/.kube/config, else in-cluster)",
     )
     p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
+    p.add_argument(
+        "--verify-with-dry-run",
+        action="store_true",
+        help=(
+            "check each verified patch remedy with a server-side dry run (PATCH ?dryRun=All) and record the "
+            "outcome in its verification; needs RBAC verb patch on the patched kinds (see README)"
+        ),
+    )
     add_agent_arguments(p)
     add_db_arguments(p)
     add_api_arguments(p)
+    add_notify_arguments(p)
     add_stream_arguments(p, url_flag="--publish")
     p.add_argument(
         "--buffer", metavar="N", help="with --publish: records held while the broker is away (100000)"
@@ -51,17 +61,46 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agent.settings import SettingsError
+
     if getattr(args, "publish", None):
         args.require_tokens = False  # publishing serves only /healthz, /readyz and /metrics
-    settings = Settings.from_args(args)
-    agent = AgentSettings.from_args(args)
-    if getattr(args, "publish", None):
+        settings = Settings.from_args(args)
+        agent = AgentSettings.from_args(args)
         return asyncio.run(publish(settings, agent, StreamSettings.from_args(args), args))
-    return asyncio.run(watch(settings, agent, kubeconfig=args.kubeconfig, context=args.context))
+
+    problems: list[str] = []
+    built: list[object] = []
+    for build in (Settings.from_args, AgentSettings.from_args, NotifySettings.from_args):
+        try:
+            built.append(build(args))
+        except SettingsError as exc:  # every problem of every group at once
+            problems += exc.errors
+    if problems:
+        raise SettingsError(problems)
+    settings, agent, notify = built
+    assert isinstance(settings, Settings) and isinstance(agent, AgentSettings)
+    assert isinstance(notify, NotifySettings)
+    return asyncio.run(
+        watch(
+            settings,
+            agent,
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            notify=notify,
+            verify_with_dry_run=args.verify_with_dry_run,
+        )
+    )
 
 
 async def watch(
-    settings: Settings, agent: AgentSettings, *, kubeconfig: str | None, context: str | None
+    settings: Settings,
+    agent: AgentSettings,
+    *,
+    kubeconfig: str | None,
+    context: str | None,
+    notify: NotifySettings | None = None,
+    verify_with_dry_run: bool = False,
 ) -> int:
     from agent.kube.errors import KubeError
     from agent.kube.gateway import Gateway
@@ -72,6 +111,7 @@ async def watch(
     host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
     try:
         gateway = Gateway(kubeconfig, context)
+        notifier = await host.start_notifier(notify) if notify is not None else None
         try:
             cluster_agent = await ClusterAgent.connect(
                 cluster=agent.cluster or context or "default",
@@ -81,6 +121,8 @@ async def watch(
                 renderer=host.renderer,
                 namespaces=agent.namespaces or None,
                 observe_seconds=host.observe,
+                notifier=notifier,
+                verify_with_dry_run=verify_with_dry_run,
             )
         except KubeError as exc:
             print(f"unstick: error: cannot reach the cluster: {exc}", file=sys.stderr)
