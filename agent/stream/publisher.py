@@ -55,7 +55,9 @@ async def ensure_topics(bootstrap: str, topics: Sequence[tuple[str, int]], *, ti
             while loop.time() < deadline:
                 described = await admin.describe_topics(names)
                 if all(
-                    d.get("error_code") == 0 and d.get("partitions") and all(p.get("leader", -1) >= 0 for p in d["partitions"])
+                    d.get("error_code") == 0
+                    and d.get("partitions")
+                    and all(p.get("leader", -1) >= 0 for p in d["partitions"])
                     for d in described
                 ) and len(described) == len(names):
                     break
@@ -168,6 +170,21 @@ class DeltaPublisher:
         return self._connected.is_set()
 
     # -- the sender ----------------------------------------------------------
+    async def _send_round(self, producer: AIOKafkaProducer, chunk: list[bytes]) -> list[Any]:
+        """Send ``chunk``; the outcome of each record (metadata or the exception). Every record
+        settles before this returns: nothing of the round is still in flight when it is sent again."""
+        futures: list[asyncio.Future[Any]] = []
+        failed: BaseException | None = None
+        try:
+            for value in chunk:
+                futures.append(await producer.send(self.topic, value, key=self.key))
+        except (KafkaError, OSError) as exc:  # e.g. no metadata for the topic in time
+            failed = exc
+        results: list[Any] = list(await asyncio.gather(*futures, return_exceptions=True))
+        if failed is not None:
+            results.append(failed)
+        return results + [failed] * (len(chunk) - len(results))
+
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Send until cancelled (or ``stop`` is set and the buffer is empty)."""
         backoff = Backoff(initial=0.5, cap=10.0)
@@ -219,11 +236,10 @@ class DeltaPublisher:
                 chunk = [self.buffer[i] for i in range(min(CHUNK, len(self.buffer)))]
                 self.metrics.buffered.labels(self.cluster).set(len(self.buffer))
                 try:
-                    futures = [await producer.send(self.topic, value, key=self.key) for value in chunk]
-                    # Let every record settle before deciding: nothing of this round may still be
-                    # in flight when it is sent again.
-                    results = await asyncio.gather(*futures, return_exceptions=True)
-                    acked = next((i for i, r in enumerate(results) if isinstance(r, BaseException)), len(chunk))
+                    results = await self._send_round(producer, chunk)
+                    acked = next(
+                        (i for i, r in enumerate(results) if isinstance(r, BaseException)), len(chunk)
+                    )
                     for _ in range(acked):
                         self.buffer.popleft()
                     self.sent += acked
