@@ -34,7 +34,7 @@ from agent.stream import codec
 
 log = logging.getLogger(__name__)
 
-CHUNK = 1000  # records per send round
+CHUNK = 5000  # records per send round
 
 
 async def ensure_topics(bootstrap: str, topics: Sequence[tuple[str, int]], *, timeout: float = 30.0) -> None:
@@ -197,7 +197,8 @@ class DeltaPublisher:
                         producer = AIOKafkaProducer(
                             bootstrap_servers=self.bootstrap,
                             acks=1,
-                            linger_ms=5,
+                            linger_ms=10,
+                            max_batch_size=256 * 1024,  # records are kilobytes: a few per 16 KB default batch
                             request_timeout_ms=10_000,
                             **self._producer_options,
                         )
