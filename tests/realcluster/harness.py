@@ -141,7 +141,12 @@ class Api:
             except ValueError:
                 parsed = raw.decode(errors="replace")
             raise ApiError(exc.code, parsed, f"{method} {path}") from None
-        return json.loads(raw) if raw else None
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw.decode(errors="replace")  # /readyz, /healthz answer text
 
     def get(self, path: str, **params: str) -> Any:
         return self.request("GET", path, params=params or None)
@@ -447,7 +452,7 @@ class ControlPlane:
                 "--v=1",
             ],
         )
-        self._wait(apiserver, lambda: self.api.request("GET", "/readyz", timeout=2) is not None, 60)
+        self._wait(apiserver, lambda: self.api.request("GET", "/readyz", timeout=2) == "ok", 60)
 
         self.kubeconfig = self._kubeconfig("admin", admin)
         kcm = self._spawn(
