@@ -195,15 +195,25 @@ class Api:
                 yield json.loads(line)
 
     def wait_for(
-        self, path: str, predicate: Callable[[dict[str, Any]], bool], *, timeout: float = 60, what: str = ""
+        self,
+        path: str,
+        predicate: Callable[[dict[str, Any]], bool],
+        *,
+        timeout: float = 60,
+        what: str = "",
+        since: str | None = None,
     ) -> dict[str, Any]:
-        """The first object of the list ``path`` satisfying ``predicate``: list, then watch."""
+        """The first object of the list ``path`` satisfying ``predicate``: list, then watch
+        (or only watch from resourceVersion ``since``)."""
         deadline = time.monotonic() + timeout
-        listing = self.get(path)
-        for item in listing.get("items", []):
-            if predicate(item):
-                return item
-        rv = listing["metadata"]["resourceVersion"]
+        if since is None:
+            listing = self.get(path)
+            for item in listing.get("items", []):
+                if predicate(item):
+                    return item
+            rv = listing["metadata"]["resourceVersion"]
+        else:
+            rv = since  # every change after ``since``, in order: no intermediate state is missed
         while (left := deadline - time.monotonic()) > 0:
             try:
                 for event in self.watch(path, rv, left):
@@ -447,6 +457,9 @@ class ControlPlane:
                 "--profiling=false",
                 f"--cert-dir={w}",
                 "--endpoint-reconciler-type=none",
+                # TaintNodesByCondition would taint every new Node not-ready until the node lifecycle
+                # controller (not run here: no real kubelets) lifts it; the fake kubelet's Nodes are Ready.
+                "--disable-admission-plugins=TaintNodesByCondition",
                 # served from etcd, so a watch from a compacted revision really gets 410 Gone
                 "--watch-cache-sizes=poddisruptionbudgets.policy#0",
                 "--v=1",

@@ -69,7 +69,10 @@ def clear_pods(cluster: Cluster) -> None:
         cluster.api.delete(f"/api/v1/namespaces/{cluster.ns}/pods/{pod['metadata']['name']}", grace=0)
 
 
-def verdict_of(cluster: Cluster, name: str) -> dict[str, Any]:
+def verdict_of(cluster: Cluster, name: str, since: str) -> dict[str, Any]:
+    """The scheduler's first verdict on the pod: watched from its creation's resourceVersion,
+    so a PodScheduled=False before a preemption and a bind is seen even when both are quick."""
+
     def decided(p: dict[str, Any]) -> bool:
         cond = scheduled_condition(p)
         return bool(p["spec"].get("nodeName")) or (cond is not None and cond.get("status") == "False")
@@ -79,7 +82,14 @@ def verdict_of(cluster: Cluster, name: str) -> dict[str, Any]:
         decided,
         timeout=30,
         what=f"the scheduler's verdict on {cluster.ns}/{name}",
+        since=since,
     )
+
+
+def existing_intact(cluster: Cluster, existing: list[dict[str, Any]]) -> bool:
+    pods = cluster.api.get(f"/api/v1/namespaces/{cluster.ns}/pods")["items"]
+    alive = {p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")}
+    return all(e["metadata"]["name"] in alive for e in existing)
 
 
 def record(out: Path, seed: int, objects: list[dict[str, Any]], pod: dict[str, Any], cmp: Comparison) -> Path:
@@ -104,6 +114,7 @@ def record(out: Path, seed: int, objects: list[dict[str, Any]], pod: dict[str, A
                 "real_fits": cmp.real_fits,
                 "real_message": cmp.real_message,
                 "real_nominated": cmp.real_nominated,
+                "real_node": pod["spec"].get("nodeName"),
                 "simulated_message": cmp.sim_message,
                 "differences": cmp.differences(),
             },
@@ -172,10 +183,12 @@ def test_simulator_agrees_with_the_real_scheduler_on_random_clusters(
         for probe in case.probes:
             if STATS["cases"] >= wanted:
                 break
+            if not existing_intact(cluster, case.existing):
+                break  # an earlier probe's preemption removed victims: this cluster is spent
             probe["metadata"]["namespace"] = cluster.ns
             created = cluster.api.create(probe)
             name = created["metadata"]["name"]
-            real = verdict_of(cluster, name)
+            real = verdict_of(cluster, name, created["metadata"]["resourceVersion"])
             created["apiVersion"], created["kind"] = "v1", "Pod"
             cmp = compare([*objects, created], real, cluster.ns, name)
             STATS["cases"] += 1

@@ -143,7 +143,7 @@ def dry_run_remedies(cluster: Cluster, seed: Seed) -> int:
     dryRun=All; each must be accepted. Returns how many were sent."""
     state = ClusterState(KUBE_VERSION)
     state.load(cluster_objects_with_workloads(cluster))
-    report = build_report(state.snapshot(), now=time.time())
+    report = build_report(state.snapshot(), now=time.time() + seed.waited)
     findings = [f for f in report.findings if f.subject.namespace == cluster.ns]
     if seed.rule_id:
         assert seed.rule_id in {f.rule_id for f in findings}, [f.rule_id for f in findings]
@@ -199,7 +199,7 @@ def record_and_reanalyse(cluster: Cluster, seed: Seed, out: Path) -> None:
     state = ClusterState()
     state.load(objects)
     assert not state.warnings, state.warnings
-    report = build_report(state.snapshot(), now=time.time())
+    report = build_report(state.snapshot(), now=time.time() + seed.waited)
     if seed.rule_id:
         assert seed.rule_id in {f.rule_id for f in report.findings}
     scenario = Scenario.load(out / "demo")
