@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from analyzers.findings import ObjectRef
 from storage.engine import create_engine, create_sessionmaker
 from storage.models import Base, Notification
-from storage.tracker import EVERY_SUBJECT, track
+from storage.tracker import EVERY_SUBJECT, NotifyPolicy, track
 from tests import pg
 from tests.notify.receivers import FakeSlack, WebhookReceiver
 from tests.storage.factories import T0, finding
@@ -57,6 +57,9 @@ def sessions(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return create_sessionmaker(engine)
 
 
+NO_STORM = NotifyPolicy(storm_threshold=1_000_000)
+
+
 async def open_incidents(
     sessions: async_sessionmaker[AsyncSession],
     n: int,
@@ -65,9 +68,12 @@ async def open_incidents(
     resolve: bool = False,
     namespace: str = "ml",
 ) -> list[Notification]:
-    """``n`` incidents opened (and resolved) by the real tracker; their outbox rows, oldest first."""
+    """``n`` incidents opened (and resolved) by the real tracker; their outbox rows, oldest first.
+    Storm protection is off: these tests want one ``opened`` row per incident, not a digest."""
     findings = [finding(ObjectRef("Deployment", namespace, f"app-{i:04d}")) for i in range(n)]
-    await track(sessions, cluster="prod", findings=findings, now=T0, evaluated=EVERY_SUBJECT, sinks=sinks)
+    await track(
+        sessions, cluster="prod", findings=findings, now=T0, evaluated=EVERY_SUBJECT, sinks=sinks, policy=NO_STORM
+    )
     if resolve:
         await track(
             sessions, cluster="prod", findings=[], now=T0 + timedelta(minutes=5), evaluated=EVERY_SUBJECT, sinks=sinks
