@@ -38,7 +38,7 @@ from agent.settings import ApiSettings
 from analyzers.findings import Finding
 from analyzers.remedies import RemedyRenderer
 from analyzers.snapshot import ClusterState
-from storage.engine import create_engine, create_sessionmaker
+from storage.engine import create_sessionmaker
 from storage.migrate import upgrade
 
 log = logging.getLogger(__name__)
@@ -198,7 +198,9 @@ class AgentHost:
 
     @classmethod
     async def open(cls, db_url: str, *, migrate: bool = True) -> AgentHost:
-        engine = create_engine(db_url)
+        from agent.database import open_engine
+
+        engine = await open_engine(db_url)
         if migrate:
             await upgrade(engine)
         registry = CollectorRegistry(auto_describe=True)

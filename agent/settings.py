@@ -45,7 +45,10 @@ class SettingsError(UserError):
 
     def __init__(self, errors: list[str]) -> None:
         self.errors = list(errors)
-        super().__init__("invalid configuration:\n  - " + "\n  - ".join(self.errors))
+        if len(self.errors) == 1:
+            super().__init__(self.errors[0])
+        else:
+            super().__init__("invalid configuration:\n  - " + "\n  - ".join(self.errors))
 
 
 class Secret:
@@ -122,7 +125,7 @@ class Settings:
         try:
             parse_db_url(url)
         except DatabaseURLError as exc:
-            errors.append(f"database URL {redact_db_url(url)!r}: {exc}")
+            errors.append(f"--db / UNSTICK_DB_URL {redact_db_url(url)!r}: {exc}")
         auto_migrate = _bool(env, "UNSTICK_DB_AUTO_MIGRATE", True, errors)
         if flags.get("no_migrate"):
             auto_migrate = False
@@ -279,8 +282,13 @@ class AgentSettings:
         for item in flags.get("namespace") or env.get("UNSTICK_NAMESPACES", "").split(","):
             namespaces += [n.strip() for n in str(item).split(",") if n.strip()]
         version = flags.get("kube_version") or env.get("UNSTICK_KUBE_VERSION") or None
-        if version is not None and not _VERSION.match(version):
-            errors.append(f"--kube-version: expected MAJOR.MINOR such as 1.30, got {version!r}")
+        if version is not None:
+            from agent.kube_version import check_kube_version
+
+            try:
+                version = check_kube_version(version)
+            except ValueError as exc:
+                errors.append(str(exc))
 
         def duration(flag: str, name: str, default: timedelta) -> timedelta:
             from storage.silences import parse_duration
@@ -331,9 +339,6 @@ class AgentSettings:
                 reminder_interval=self.renotify_interval,
             ),
         )
-
-
-_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?$")
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
@@ -446,7 +451,9 @@ class StreamSettings:
             raw = flags.get(flag)
             return raw if raw is not None else env.get(name)
 
-        def number(flag: str, name: str, default: float, *, integer: bool = False, positive: bool = False) -> Any:
+        def number(
+            flag: str, name: str, default: float, *, integer: bool = False, positive: bool = False
+        ) -> Any:
             raw = value(flag, name)
             what = f"--{flag.replace('_', '-')}" if flag else name
             if raw is None or raw == "":
@@ -469,7 +476,9 @@ class StreamSettings:
                 errors.append(str(exc))
         prefix = value("topic_prefix", "UNSTICK_TOPIC_PREFIX") or "unstick"
         if not _TOPIC.match(prefix):
-            errors.append(f"--topic-prefix: {prefix!r} is not a valid Kafka topic name (letters, digits, . _ -)")
+            errors.append(
+                f"--topic-prefix: {prefix!r} is not a valid Kafka topic name (letters, digits, . _ -)"
+            )
         web_host, web_port = env.get("POD_IP") or "0.0.0.0", 6066
         web = value("web", "UNSTICK_WORKER_WEB")
         if web:
@@ -496,7 +505,9 @@ class StreamSettings:
             session_timeout=number("", "UNSTICK_KAFKA_SESSION_TIMEOUT", 45.0, positive=True),
             rebalance_timeout=number("", "UNSTICK_KAFKA_REBALANCE_TIMEOUT", 60.0, positive=True),
             heartbeat_interval=number("", "UNSTICK_KAFKA_HEARTBEAT", 3.0, positive=True),
-            producer_max_batch_size=number("", "UNSTICK_KAFKA_MAX_BATCH_BYTES", 16384, integer=True, positive=True),
+            producer_max_batch_size=number(
+                "", "UNSTICK_KAFKA_MAX_BATCH_BYTES", 16384, integer=True, positive=True
+            ),
         )
         if errors:
             raise SettingsError(errors)
@@ -529,8 +540,12 @@ def add_stream_arguments(parser: argparse.ArgumentParser, *, url_flag: str) -> N
         help="Kafka bootstrap brokers (env UNSTICK_KAFKA_BROKERS)",
     )
     parser.add_argument(
-        "--topic-prefix", metavar="PREFIX", help="prefix of the topic names (env UNSTICK_TOPIC_PREFIX; unstick)"
+        "--topic-prefix",
+        metavar="PREFIX",
+        help="prefix of the topic names (env UNSTICK_TOPIC_PREFIX; unstick)",
     )
     parser.add_argument(
-        "--partitions", metavar="N", help="partitions of the delta topic when created (env UNSTICK_STREAM_PARTITIONS; 12)"
+        "--partitions",
+        metavar="N",
+        help="partitions of the delta topic when created (env UNSTICK_STREAM_PARTITIONS; 12)",
     )

@@ -13,7 +13,7 @@ import orjson
 
 from agent.api.params import BOOLEANS, MAX_ID, MAX_LENGTHS, MAX_REMEDY, PATTERNS, SEVERITIES, SORTS
 from agent.settings import ApiSettings
-from storage.models import TimelineKind
+from storage.models import NotificationStatus, TimelineKind
 from storage.queries import STATUSES
 
 VERSION = "1.0.0"
@@ -262,7 +262,11 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "sink": {"type": "string", "description": "console, slack, slack-webhook, webhook, webhook-2, …"},
             "event": {"type": "string"},
-            "status": {"type": "string", "enum": ["pending", "sending", "sent", "failed"]},
+            "status": {
+                "type": "string",
+                "enum": [str(v) for v in NotificationStatus],
+                "description": "failed: dead-lettered; silenced: matched a silence, never sent.",
+            },
             "attempts": {"type": "integer", "minimum": 0},
             "created_at": _TIME,
             "sent_at": _TIME_OR_NULL,
