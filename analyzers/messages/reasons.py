@@ -341,6 +341,18 @@ _PREFIX_CANDIDATES: Final[tuple[str, ...]] = tuple(
 )
 
 _OTHER: Final = ReasonInfo(OTHER, None)
+# The beginnings of the patterned reasons (classify_reason's prefixes), with their
+# meaning when the beginning alone gives it, else None.
+_PATTERN_STEMS: Final[tuple[tuple[str, ReasonInfo | None], ...]] = (
+    ("node(s) didn't satisfy plugin(s) [", None),
+    ("node(s) had untolerated taint {", ReasonInfo(UNTOLERATED_TAINT, TAINT_TOLERATION)),
+    ("node(s) had taint {", ReasonInfo(UNTOLERATED_TAINT, TAINT_TOLERATION)),
+    ("node(s) had condition", ReasonInfo(NODE_NOT_READY, NODE_CONDITION)),
+    ('persistentvolumeclaim "', None),
+    ("waiting for ", None),
+    ("resourceclaim", None),
+    ("max cluster ", None),
+)
 
 # --- patterned texts -----------------------------------------------------------------
 
@@ -466,10 +478,12 @@ def classify_truncated(text: str, *, min_length: int = 8) -> ReasonInfo | None:
         return ReasonInfo(INSUFFICIENT_RESOURCE, NODE_RESOURCES_FIT)
     if text.startswith(("node(s) had untolerated taint", "node(s) had taint")):
         return ReasonInfo(UNTOLERATED_TAINT, TAINT_TOLERATION)
-    found = {_EXACT[c] for c in _PREFIX_CANDIDATES if c.startswith(text)}
+    found: set[ReasonInfo | None] = {_EXACT[c] for c in _PREFIX_CANDIDATES if c.startswith(text)}
+    # Patterned reasons begin the same way as catalogued ones ("node(s) didn't satisfy ").
+    found.update(info for stem, info in _PATTERN_STEMS if stem.startswith(text))
     # "node(s) didn't match pod a" begins both pod affinity and anti-affinity
     # reasons: a beginning shared by reasons of different meanings says nothing.
-    return found.pop() if len(found) == 1 else None
+    return found.pop() if len(found) == 1 else None  # None in the set: a stem of many meanings
 
 
 # --- plain words -----------------------------------------------------------------------

@@ -366,11 +366,11 @@ def parse_fit_error(
     )
 
 
-def _parse_preemption_only(text: str, marker: int) -> ParsedMessage:
-    """A text whose only header is the preemption part's (``text[marker:]`` starts
-    with ``preemption:``): the PostFilter verdict, and of the filter part only the
-    reasons that are whole."""
-    preemption, truncated = _parse_preemption(text[marker + 11 :])
+def _parse_preemption_only(text: str, marker: int, header: int) -> ParsedMessage:
+    """A text whose only header is the preemption part's (at ``header``, after the
+    ``preemption:`` marker at ``marker``): the PostFilter verdict, and of the
+    filter part only the reasons that are whole."""
+    preemption, truncated = _parse_preemption(text[header:])
     fragment = text[:marker]
     reasons_text, rest, found, _ = _until_end(fragment)
     if not found:
@@ -545,7 +545,8 @@ def _parse_headed(text: str) -> ParsedMessage | None:
             return old
     limit = len(text)
     if preemption_header is not None:
-        limit = text.rfind(_PREEMPTION, 0, preemption_header.start())
+        # Where the marker ("preemption:", or what a cut left of it) begins.
+        limit = text.rfind(" ", 0, preemption_header.start() - 1) + 1
     partial = _PARTIAL_HEADER_RE.search(text, 0, limit)
     if partial is not None:
         parsed = parse_fit_error(
@@ -554,7 +555,7 @@ def _parse_headed(text: str) -> ParsedMessage | None:
         if any(r.info.code != OTHER for r in parsed.reasons):
             return parsed
     if preemption_header is not None:
-        return _parse_preemption_only(text, limit)
+        return _parse_preemption_only(text, limit, preemption_header.start())
     return None
 
 
