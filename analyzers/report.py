@@ -173,8 +173,11 @@ def build_report(
             continue
         verdict = ctx.verdict(pod)
         real = scheduler_verdict(snapshot, pod)
+        # Without Node objects nothing was simulated: unknown, not a disagreement.
         agrees = (
-            messages_agree(verdict.message, real.message) if real is not None and verdict.message else None
+            messages_agree(verdict.message, real.message)
+            if real is not None and verdict.message and snapshot.nodes
+            else None
         )
         pods.append(PodReport(pod, verdict, real, agrees))
     deployments = []
