@@ -1,5 +1,6 @@
 """The composition root of the live agent: one ``ClusterAgent`` per watched
-cluster (gateway → watcher → cache → pipeline), one database, one web app.
+cluster (gateway → watcher → cache → pipeline), one database, one web app,
+one notifier (the outbox worker and its sinks).
 
 ``unstick watch`` runs one ClusterAgent against a real cluster; ``unstick
 demo`` runs several against in-process fake API endpoints. Everything is built
@@ -16,6 +17,7 @@ import re
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram
@@ -27,12 +29,16 @@ from agent.cache import ClusterCache
 from agent.dryrun import DryRunVerifier
 from agent.kube.gateway import Gateway
 from agent.kube.watcher import MetricsPoller, MetricsSample, MetricsUnavailable, Watcher
+from agent.notify.metrics import NotifyCollector
+from agent.notify.render import Renderer
+from agent.notify.settings import NotifySettings
+from agent.notify.worker import OutboxWorker, RetryPolicy
 from agent.pipeline import PassOutcome, Pipeline, PipelineConfig
 from agent.settings import ApiSettings
 from analyzers.findings import Finding
 from analyzers.remedies import RemedyRenderer
 from analyzers.snapshot import ClusterState
-from storage.engine import create_engine, create_sessionmaker
+from storage.engine import create_sessionmaker
 from storage.migrate import upgrade
 
 log = logging.getLogger(__name__)
@@ -78,8 +84,11 @@ class ClusterAgent:
         on_pass: OnPass | None = None,
         observe_seconds: Callable[[float], None] | None = None,
         metrics_interval: float = 30.0,
+        notifier: OutboxWorker | None = None,
         verify_with_dry_run: bool = False,
     ) -> ClusterAgent:
+        """Connect to the cluster and build its watcher, cache and pipeline. With a ``notifier``,
+        passes write outbox rows for its sinks and wake it."""
         await gateway.open()
         kube_version = config.kube_version
         if kube_version is None:
@@ -87,12 +96,17 @@ class ClusterAgent:
                 kube_version = minor_version(await gateway.version())
             except Exception as exc:  # an old or odd server: analyse with the default wording
                 log.warning("could not read the API server version (%s); assuming a recent release", exc)
-        config = PipelineConfig(**{**config.__dict__, "kube_version": kube_version, "cluster": cluster})
+        sinks = notifier.sink_names if notifier is not None else config.sinks
+        config = PipelineConfig(
+            **{**config.__dict__, "kube_version": kube_version, "cluster": cluster, "sinks": sinks}
+        )
         cache = ClusterCache(ClusterState(kube_version))
         agent: ClusterAgent
 
         async def _on_pass(outcome: PassOutcome) -> None:
             agent.last_tracked = outcome.tracked
+            if notifier is not None and outcome.result.notifications:
+                notifier.wake()
             if on_pass is not None:
                 maybe = on_pass(cluster, outcome)
                 if maybe is not None:
@@ -180,10 +194,13 @@ class AgentHost:
     agents: list[ClusterAgent] = field(default_factory=list)
     runner: web.AppRunner | None = None
     url: str = ""
+    notifier: OutboxWorker | None = None
 
     @classmethod
     async def open(cls, db_url: str, *, migrate: bool = True) -> AgentHost:
-        engine = create_engine(db_url)
+        from agent.database import open_engine
+
+        engine = await open_engine(db_url)
         if migrate:
             await upgrade(engine)
         registry = CollectorRegistry(auto_describe=True)
@@ -191,7 +208,29 @@ class AgentHost:
             engine, create_sessionmaker(engine), registry, analysis_histogram(registry), RemedyRenderer()
         )
         registry.register(AgentCollector(lambda: host.agents))
+        registry.register(NotifyCollector(lambda: host.notifier))
         return host
+
+    async def start_notifier(
+        self, settings: NotifySettings, *, console: TextIO | None = None
+    ) -> OutboxWorker | None:
+        """Build the configured sinks and start draining the outbox into them (None: no sink).
+        Links in messages point at ``--public-url``, else at the pages this host serves."""
+        renderer = Renderer(settings.public_url or self.url or None)
+        sinks = settings.build_sinks(renderer, console)
+        if not sinks:
+            return None
+        worker = OutboxWorker(
+            self.sessions,
+            sinks,
+            policy=RetryPolicy(max_attempts=settings.max_attempts),
+            lease=settings.lease_seconds,
+            secrets=settings.secrets(),
+        )
+        await worker.start()
+        self.notifier = worker
+        log.info("notifications go to: %s", ", ".join(worker.sink_names))
+        return worker
 
     def observe(self, seconds: float) -> None:
         self.histogram.observe(seconds)
@@ -199,11 +238,14 @@ class AgentHost:
     def synced(self) -> bool:
         return bool(self.agents) and all(a.watcher.synced for a in self.agents)
 
-    async def serve(self, api: ApiSettings) -> str:
+    async def serve(self, api: ApiSettings, configure: Callable[[web.Application], None] | None = None) -> str:
+        """Serve the API and pages; ``configure`` may add routes before the app is frozen (the demo's)."""
         if self.runner is None:  # built once; a retry on another port reuses it
             app = create_app(
                 sessions=self.sessions, settings=api, readiness=self.synced, registry=self.registry
             )
+            if configure is not None:
+                configure(app)
             self.runner = web.AppRunner(app, access_log=None)
             await self.runner.setup()
         site = web.TCPSite(self.runner, api.host, api.port)
@@ -214,9 +256,18 @@ class AgentHost:
         self.url = f"http://{host}:{port}"
         return self.url
 
-    async def close(self) -> None:
+    async def close(self, *, drain_seconds: float = 10.0) -> None:
+        """Stop the agents (their final passes may write notifications), give the notifier
+        ``drain_seconds`` to send what is due, stop it, stop serving, close the database."""
         for agent in self.agents:
             await agent.stop()
+        if self.notifier is not None:
+            left = await self.notifier.drain(drain_seconds)
+            if left:
+                log.warning(
+                    "%d notification(s) not sent yet; they stay in the outbox for the next start", left
+                )
+            await self.notifier.stop()
         if self.runner is not None:
             await self.runner.cleanup()
         await self.engine.dispose()

@@ -218,6 +218,7 @@ class PodSpec:
     pod_affinity: tuple[PodAffinityTerm, ...] = ()  # required
     pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # required
     preferred_pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[PodAffinityTerm, ...] = ()
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     pvc_names: tuple[str, ...] = ()
@@ -353,6 +354,22 @@ class ReplicaSet:
     owner: OwnerRef | None = None
     revision: str = ""
     status: WorkloadStatus = field(default_factory=WorkloadStatus)
+    created: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationController:
+    """A core/v1 ReplicationController: only what the disruption controller reads of
+    it (its spec.replicas, getPodReplicationController in disruption.go)."""
+
+    namespace: str
+    name: str
+    uid: str
+    replicas: int
     created: float | None = None
 
     @property
@@ -571,6 +588,7 @@ Record = (
     | Node
     | Deployment
     | ReplicaSet
+    | ReplicationController
     | StatefulSet
     | DaemonSet
     | Job

@@ -2,12 +2,19 @@
 
 ``unstick db upgrade`` and the automatic upgrade at start-up call
 :func:`upgrade`; it runs on the application's own async engine (Alembic gets
-the live connection, see ``storage/migrations/env.py``), so it works from an
-installed wheel without ``alembic.ini``. On PostgreSQL a transaction-scoped
-advisory lock serialises replicas that start together.
+the live connection, see ``alembic/env.py``), so it works from an installed
+wheel without ``alembic.ini``. On PostgreSQL a transaction-scoped advisory lock
+serialises replicas that start together.
+
+The migrations live in the top-level ``alembic/`` folder of the source tree (no
+``__init__.py``: it must not shadow the Alembic library). A wheel carries the
+same folder as ``storage/alembic/`` (the package-dir mapping in
+``pyproject.toml``); :func:`script_location` finds either.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
@@ -17,14 +24,27 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-SCRIPT_LOCATION = "storage:migrations"
+_HERE = Path(__file__).resolve().parent
+# An installed wheel first (storage/alembic), then the source tree (./alembic).
+# Never the bare site-packages/alembic: that is the library itself.
+_CANDIDATES = (_HERE / "alembic", _HERE.parent / "alembic")
 # Arbitrary, fixed: "unstick" in ASCII, as a bigint advisory lock key.
 _ADVISORY_LOCK_KEY = 0x756E737469636B
 
 
+def script_location() -> Path:
+    """The folder holding ``env.py``, ``script.py.mako`` and ``versions/``."""
+    for candidate in _CANDIDATES:
+        if (candidate / "env.py").is_file() and (candidate / "versions").is_dir():
+            return candidate
+    raise RuntimeError(  # pragma: no cover - a broken install
+        "the Alembic migrations are missing: looked in " + ", ".join(map(str, _CANDIDATES))
+    )
+
+
 def alembic_config() -> Config:
     cfg = Config()
-    cfg.set_main_option("script_location", SCRIPT_LOCATION)
+    cfg.set_main_option("script_location", str(script_location()))
     return cfg
 
 
@@ -32,7 +52,7 @@ def head_revision() -> str:
     """The newest revision the code knows."""
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     if head is None:  # pragma: no cover - the package always ships a revision
-        raise RuntimeError("no migrations found in storage/migrations")
+        raise RuntimeError(f"no migrations found in {script_location()}")
     return head
 
 

@@ -11,7 +11,16 @@ import asyncio
 import logging
 import sys
 
-from agent.settings import AgentSettings, Settings, add_agent_arguments, add_api_arguments, add_db_arguments
+from agent.notify.settings import NotifySettings, add_notify_arguments
+from agent.settings import (
+    AgentSettings,
+    Settings,
+    StreamSettings,
+    add_agent_arguments,
+    add_api_arguments,
+    add_db_arguments,
+    add_stream_arguments,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,18 +52,42 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_agent_arguments(p)
     add_db_arguments(p)
     add_api_arguments(p)
+    add_notify_arguments(p)
+    add_stream_arguments(p, url_flag="--publish")
+    p.add_argument(
+        "--buffer", metavar="N", help="with --publish: records held while the broker is away (100000)"
+    )
     p.set_defaults(func=run, require_tokens=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = Settings.from_args(args)
-    agent = AgentSettings.from_args(args)
+    from agent.settings import SettingsError
+
+    if getattr(args, "publish", None):
+        args.require_tokens = False  # publishing serves only /healthz, /readyz and /metrics
+        settings = Settings.from_args(args)
+        agent = AgentSettings.from_args(args)
+        return asyncio.run(publish(settings, agent, StreamSettings.from_args(args), args))
+
+    problems: list[str] = []
+    built: list[object] = []
+    for build in (Settings.from_args, AgentSettings.from_args, NotifySettings.from_args):
+        try:
+            built.append(build(args))
+        except SettingsError as exc:  # every problem of every group at once
+            problems += exc.errors
+    if problems:
+        raise SettingsError(problems)
+    settings, agent, notify = built
+    assert isinstance(settings, Settings) and isinstance(agent, AgentSettings)
+    assert isinstance(notify, NotifySettings)
     return asyncio.run(
         watch(
             settings,
             agent,
             kubeconfig=args.kubeconfig,
             context=args.context,
+            notify=notify,
             verify_with_dry_run=args.verify_with_dry_run,
         )
     )
@@ -66,6 +99,7 @@ async def watch(
     *,
     kubeconfig: str | None,
     context: str | None,
+    notify: NotifySettings | None = None,
     verify_with_dry_run: bool = False,
 ) -> int:
     from agent.kube.errors import KubeError
@@ -77,6 +111,7 @@ async def watch(
     host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
     try:
         gateway = Gateway(kubeconfig, context)
+        notifier = await host.start_notifier(notify) if notify is not None else None
         try:
             cluster_agent = await ClusterAgent.connect(
                 cluster=agent.cluster or context or "default",
@@ -86,6 +121,7 @@ async def watch(
                 renderer=host.renderer,
                 namespaces=agent.namespaces or None,
                 observe_seconds=host.observe,
+                notifier=notifier,
                 verify_with_dry_run=verify_with_dry_run,
             )
         except KubeError as exc:
@@ -110,3 +146,27 @@ async def watch(
         return 0
     finally:
         await host.close()
+
+
+async def publish(settings: Settings, agent: AgentSettings, stream: StreamSettings, args: argparse.Namespace) -> int:
+    """``watch --publish``: the same gateway and watcher, deltas to Kafka (agent.stream.publisher)."""
+    from agent.kube.gateway import Gateway
+    from agent.runner import install_signal_handlers
+    from agent.stream.publisher import publish_cluster
+
+    stop = asyncio.Event()
+    install_signal_handlers(stop)
+    try:
+        await publish_cluster(
+            cluster=agent.cluster or args.context or "default",
+            gateway=Gateway(args.kubeconfig, args.context),
+            stream=stream,
+            listen=(settings.api.host, settings.api.port),
+            namespaces=agent.namespaces or None,
+            stop=stop,
+            kube_version=agent.kube_version,
+        )
+    except OSError as exc:
+        print(f"unstick: error: cannot listen on {settings.api.host}:{settings.api.port}: {exc.strerror}", file=sys.stderr)
+        return 2
+    return 0

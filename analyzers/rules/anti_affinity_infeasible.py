@@ -311,6 +311,12 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
                 "usable_domains": s.usable_domains,
                 "occupied": s.occupied,
                 "nodes_without_key": s.nodes_without_key,
+                "usable_domain_count": len(s.usable_domains),
+                "never_placed": (
+                    a.replicas - len(s.usable_domains)
+                    if a.replicas is not None and a.replicas > len(s.usable_domains)
+                    else 0
+                ),
             }
             for s in a.terms
         ],
@@ -324,6 +330,7 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
         ],
         "scheduler_message": group.verdict.message,
         "pending_pods": [p.name for g, _ in found for p in g.pods],
+        "pending_pod_count": sum(len(g.pods) for g, _ in found),
     }
     what = {
         ANTI: "required pod anti-affinity",

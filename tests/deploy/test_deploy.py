@@ -345,12 +345,14 @@ def test_dockerfile() -> None:
     assert first["ENTRYPOINT"] == ['["unstick"]'] and first["CMD"] == ['["watch"]']
     assert first["EXPOSE"] == ["8080"] and "/data" in first["VOLUME"][0]
     assert "HEALTHCHECK" not in first
-    # Every package pyproject.toml installs is copied into the build.
-    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    # The folder of every package pyproject.toml installs (alembic/ mapped into storage) is copied.
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {setuptools["package-dir"].get(p, p.replace(".", "/")).split("/")[0] for p in setuptools["packages"]}
+    assert "alembic" in folders
     copied = {arg.split()[0] for arg in first["COPY"] if not arg.startswith("--from")}
-    assert {p.rstrip("*") for p in packages["include"]} <= copied
+    assert folders <= copied
     ignore = (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
-    assert {f"!{p.rstrip('*')}/" for p in packages["include"]} <= set(ignore)
+    assert {f"!{folder}/" for folder in folders} <= set(ignore)
 
 
 # -- Helm chart ----------------------------------------------------------------------------

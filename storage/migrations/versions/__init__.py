@@ -1,1 +1,0 @@
-"""One module per revision, oldest first. Never edit a released revision: add one."""
