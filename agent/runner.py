@@ -26,6 +26,7 @@ from agent.api.app import create_app
 from agent.cache import ClusterCache
 from agent.kube.gateway import Gateway
 from agent.kube.watcher import MetricsPoller, MetricsSample, MetricsUnavailable, Watcher
+from agent.leader import LeaderElector
 from agent.pipeline import PassOutcome, Pipeline, PipelineConfig
 from agent.settings import ApiSettings
 from analyzers.findings import Finding
@@ -146,6 +147,17 @@ class ClusterAgent:
         gc.freeze()  # the initial objects live for long; keep the collector off them
         await self.pipeline.run(stop)
 
+    async def halt(self) -> None:
+        """Stop everything at once, the pipeline mid-pass included (its open transaction rolls
+        back): what a leader does the moment it loses the Lease."""
+        tasks = [*self.watch_tasks, *([self.pipeline_task] if self.pipeline_task is not None else [])]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.gateway.close()
+
     async def stop(self) -> None:
         """Stop watching, let the pipeline drain (it runs a final pass), close the connection."""
         for task in self.watch_tasks:
@@ -171,6 +183,11 @@ class AgentHost:
     agents: list[ClusterAgent] = field(default_factory=list)
     runner: web.AppRunner | None = None
     url: str = ""
+    # Leader election (``watch --leader-elect``): None means this process always leads.
+    elector: LeaderElector | None = None
+    # Called with True when this replica starts leading and False the moment it stops
+    # (on a lost Lease, before anything else): what sends must start and stop with it.
+    leadership_hooks: list[Callable[[bool], Awaitable[None] | None]] = field(default_factory=list)
 
     @classmethod
     async def open(cls, db_url: str, *, migrate: bool = True) -> AgentHost:
@@ -188,12 +205,39 @@ class AgentHost:
         self.histogram.observe(seconds)
 
     def synced(self) -> bool:
+        if self.elector is not None and not self.elector.is_leader():
+            return True  # a follower serves the API and pages; it watches nothing
         return bool(self.agents) and all(a.watcher.synced for a in self.agents)
+
+    def is_leader(self) -> bool:
+        """The fence: whatever sends notifications asks this right before each send."""
+        return self.elector is None or self.elector.is_leader()
+
+    def role(self) -> dict[str, str | None]:
+        """``/readyz``'s role: standalone (no election), leader or follower, and who leads."""
+        if self.elector is None:
+            return {"role": "standalone"}
+        return {
+            "role": self.elector.role,
+            "identity": self.elector.config.identity,
+            "leader": self.elector.config.identity if self.elector.is_leader() else self.elector.holder,
+        }
+
+    async def leadership_changed(self, leading: bool) -> None:
+        for hook in self.leadership_hooks:
+            with contextlib.suppress(Exception):
+                maybe = hook(leading)
+                if maybe is not None:
+                    await maybe
 
     async def serve(self, api: ApiSettings) -> str:
         if self.runner is None:  # built once; a retry on another port reuses it
             app = create_app(
-                sessions=self.sessions, settings=api, readiness=self.synced, registry=self.registry
+                sessions=self.sessions,
+                settings=api,
+                readiness=self.synced,
+                registry=self.registry,
+                role=self.role,
             )
             self.runner = web.AppRunner(app, access_log=None)
             await self.runner.setup()

@@ -26,11 +26,13 @@ from agent.api.keys import (
     METRICS,
     OPENAPI,
     READINESS,
+    ROLE,
     SESSIONS,
     SETTINGS,
     TOKENS,
     Clock,
     Readiness,
+    Role,
 )
 from agent.api.metrics import HttpMetrics, metrics_middleware
 from agent.settings import ApiSettings
@@ -108,6 +110,7 @@ def create_app(
     readiness: Readiness | None = None,
     registry: CollectorRegistry | None = None,
     clock: Clock = utcnow,
+    role: Role | None = None,
 ) -> web.Application:
     """The API, its OpenAPI document, health/metrics and the pages, over ``sessions``.
 
@@ -118,6 +121,7 @@ def create_app(
         the database is always checked.
     :param registry: Prometheus registry for the HTTP metrics (default: a new one).
     :param clock: "now" for relative times on the pages.
+    :param role: this replica's leader-election role, reported by ``/readyz``.
     """
     tokens = auth.TokenSet(t.reveal() for t in settings.tokens)
     if settings.auth and not len(tokens):
@@ -140,6 +144,7 @@ def create_app(
     app[READINESS] = [readiness] if readiness is not None else []
     app[METRICS] = metrics
     app[CLOCK] = clock
+    app[ROLE] = role or (lambda: {"role": "standalone"})
     app[OPENAPI] = openapi.document_bytes(settings)
     app.add_routes(health.routes)
     app.add_routes(incidents.routes)

@@ -14,6 +14,8 @@ from agent.api.metrics import HttpMetrics
 from agent.settings import ApiSettings
 
 Readiness = Callable[[], Awaitable[bool] | bool]
+# What /readyz says about this replica's part in leader election ({"role": "leader", ...}).
+Role = Callable[[], dict[str, str | None]]
 Clock = Callable[[], datetime]
 
 SESSIONS = web.AppKey("sessions", async_sessionmaker[AsyncSession])
@@ -24,3 +26,4 @@ READINESS: web.AppKey[list[Readiness]] = web.AppKey("readiness")
 METRICS = web.AppKey("metrics", HttpMetrics)
 CLOCK: web.AppKey[Clock] = web.AppKey("clock")
 OPENAPI = web.AppKey("openapi", bytes)
+ROLE: web.AppKey[Role] = web.AppKey("role")

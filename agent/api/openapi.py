@@ -236,6 +236,21 @@ SCHEMAS: dict[str, Any] = {
         "additionalProperties": False,
         "properties": {"status": {"type": "string"}},
     },
+    "Readiness": {
+        "type": "object",
+        "required": ["status", "role"],
+        "additionalProperties": False,
+        "properties": {
+            "status": {"type": "string"},
+            "role": {
+                "type": "string",
+                "enum": ["standalone", "leader", "follower"],
+                "description": "Leader election: only the leader watches, analyses and notifies.",
+            },
+            "identity": {"type": "string", "description": "This replica's identity (its pod name)."},
+            "leader": {"type": ["string", "null"], "description": "Who holds the Lease, as last seen."},
+        },
+    },
 }
 
 
@@ -399,9 +414,12 @@ def build_document(settings: ApiSettings) -> dict[str, Any]:
         "/readyz": {
             "get": {
                 "operationId": "readyz",
-                "summary": "Readiness: the database answers and the embedding agent is ready.",
+                "summary": "Readiness: the database answers and the embedding agent is ready; the replica's role.",
                 "security": [],
-                "responses": {"200": _json_ok("Ready.", "Status"), "503": _json_ok("Not ready.", "Status")},
+                "responses": {
+                    "200": _json_ok("Ready.", "Readiness"),
+                    "503": _json_ok("Not ready.", "Readiness"),
+                },
             }
         },
         "/metrics": {

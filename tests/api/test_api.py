@@ -408,7 +408,7 @@ async def test_readiness_follows_the_callback_and_the_database(
     app = create_app(sessions=sessions, settings=api_settings, readiness=ready)
     async with TestClient(TestServer(app)) as c:
         resp = await c.get("/readyz")
-        assert resp.status == 503 and (await resp.json()) == {"status": "not ready"}
+        assert resp.status == 503 and (await resp.json()) == {"status": "not ready", "role": "standalone"}
         state["ready"] = True
         assert (await c.get("/readyz")).status == 200
         assert (await c.get("/healthz")).status == 200
@@ -425,7 +425,7 @@ async def test_readiness_follows_the_callback_and_the_database(
             app2 = create_app(sessions=create_sessionmaker(broken), settings=api_settings)
             async with TestClient(TestServer(app2)) as c2:
                 resp = await c2.get("/readyz")
-                assert resp.status == 503 and (await resp.json()) == {"status": "database unavailable"}
+                assert resp.status == 503 and (await resp.json()) == {"status": "database unavailable", "role": "standalone"}
                 assert (await c2.get("/healthz")).status == 200
             await broken.dispose()
 
