@@ -190,6 +190,14 @@ class WatchStream:
         )
 
 
+def _service_account_namespace() -> str | None:
+    try:
+        with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace", encoding="utf-8") as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
 def _log_refresh_failure(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
         logger.error(
@@ -237,6 +245,8 @@ class Gateway:
         self._refresher: asyncio.Task[None] | None = None
         self._groups: dict[str, list[str]] | None = None
         self._groups_at = 0.0
+        self.namespace: str | None = None
+        """The kubeconfig context's namespace (in a pod: the service account's), as kubectl's default."""
 
     def __repr__(self) -> str:
         # Never the token: only where we point.
@@ -250,10 +260,12 @@ class Gateway:
         try:
             if self._in_cluster:
                 k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+                self.namespace = _service_account_namespace()
             else:
                 path = self._kubeconfig or os.path.expanduser(KUBE_CONFIG_DEFAULT_LOCATION)
                 if self._kubeconfig is None and self._in_cluster is None and not os.path.exists(path):
                     k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+                    self.namespace = _service_account_namespace()
                 else:
                     loader = await k8s_config.load_kube_config(
                         config_file=path,
@@ -261,6 +273,8 @@ class Gateway:
                         client_configuration=configuration,
                         persist_config=False,
                     )
+                    context = loader.current_context or {}
+                    self.namespace = (context.get("context") or {}).get("namespace") or None
                     # exec plugins (EKS, AKS) and gcp tokens expire; the
                     # library re-runs the plugin in this loop (it returns at
                     # once for static tokens and certificates).
