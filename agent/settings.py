@@ -15,6 +15,7 @@ flag                       environment                   meaning
 ``--api-token-file PATH``  ``UNSTICK_API_TOKEN_FILE``    bearer tokens, one per line
 \\-                         ``UNSTICK_API_TOKENS``        bearer tokens, comma-separated
 ``--no-auth``              \\-                            serve without authentication (local use)
+``--no-pages``             ``UNSTICK_PAGES=false``       only ``/healthz`` and ``/metrics`` (a sidecar)
 =========================  ============================  =========================================
 """
 
@@ -96,6 +97,8 @@ class ApiSettings:
     """Largest ``limit`` a list request may ask for; larger is a 400, not a silent cut."""
     max_request_bytes: int = 64 * 1024
     """Largest request body (the API is read-only; only the login form has a body)."""
+    pages: bool = True
+    """False with ``--no-pages``: only ``/healthz`` and ``/metrics`` (a sidecar), no API, no pages."""
 
     def __repr__(self) -> str:
         return (
@@ -152,7 +155,8 @@ class Settings:
                 f"API token(s) number {', '.join(map(str, short))} shorter than {MIN_TOKEN_LENGTH} characters"
             )
         auth = not flags.get("no_auth", False)
-        if flags.get("require_tokens") and auth and not tokens:
+        pages = not flags.get("no_pages") and _bool(env, "UNSTICK_PAGES", True, errors)
+        if flags.get("require_tokens") and auth and pages and not tokens:
             errors.append(
                 "no API tokens: give --api-token-file PATH or UNSTICK_API_TOKEN_FILE (one token per line), "
                 "or --no-auth to serve without authentication"
@@ -162,7 +166,7 @@ class Settings:
             raise SettingsError(errors)
         return cls(
             db=DbSettings(url=url, auto_migrate=auto_migrate),
-            api=ApiSettings(host=host, port=port, tokens=tuple(dict.fromkeys(tokens)), auth=auth),
+            api=ApiSettings(host=host, port=port, tokens=tuple(dict.fromkeys(tokens)), auth=auth, pages=pages),
         )
 
 
@@ -219,6 +223,11 @@ def add_api_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-migrate", action="store_true", help="do not upgrade the database schema at start-up"
+    )
+    parser.add_argument(
+        "--no-pages",
+        action="store_true",
+        help="serve only /healthz and /metrics: no API, no pages (a sidecar; env UNSTICK_PAGES=false)",
     )
 
 

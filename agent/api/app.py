@@ -123,6 +123,8 @@ def create_app(
     :param clock: "now" for relative times on the pages.
     :param role: this replica's leader-election role, reported by ``/readyz``.
     """
+    if not settings.pages:
+        return _health_only(settings, readiness, registry, role)
     tokens = auth.TokenSet(t.reveal() for t in settings.tokens)
     if settings.auth and not len(tokens):
         log.warning("API authentication is on but no token is configured: every protected request gets 401")
@@ -150,4 +152,26 @@ def create_app(
     app.add_routes(incidents.routes)
     app.add_routes(pages.routes)
     pages.add_static(app)
+    return app
+
+
+def _health_only(
+    settings: ApiSettings,
+    readiness: Readiness | None,
+    registry: CollectorRegistry | None,
+    role: Role | None,
+) -> web.Application:
+    """``--no-pages``: ``/healthz`` and ``/metrics`` only (a sidecar must not make its pod unready,
+    so no ``/readyz`` either); everything else is 404, nothing needs a token."""
+    metrics = HttpMetrics(registry or CollectorRegistry(auto_describe=True))
+    app = web.Application(
+        client_max_size=settings.max_request_bytes,
+        middlewares=[metrics_middleware(metrics), _security_headers, errors.error_middleware],
+    )
+    app[SETTINGS] = settings
+    app[METRICS] = metrics
+    app[READINESS] = [readiness] if readiness is not None else []
+    app[ROLE] = role or (lambda: {"role": "standalone"})
+    app.router.add_get("/healthz", health.healthz)
+    app.router.add_get("/metrics", health.metrics)
     return app

@@ -401,3 +401,31 @@ def test_templates_are_balanced_and_include_defined_helpers() -> None:
         opened = len(re.findall(r"\{\{-?\s*(?:if|with|range|define)\b", text))
         assert opened == len(re.findall(r"\{\{-?\s*end\s*-?\}\}", text)), template.name
         assert set(re.findall(r'include "([^"]+)"', text)) <= defined, template.name
+
+
+# -- sidecar snippet -------------------------------------------------------------------------
+
+
+def test_sidecar_snippet() -> None:
+    """deploy/sidecar/sidecar.yaml: read-only RBAC for the host pod's ServiceAccount, the container's
+    args accepted by the real parser with --no-pages, probes only on /healthz (never readiness)."""
+    objects = _load(DEPLOY / "sidecar" / "sidecar.yaml")
+    (binding,) = [o for o in objects if o["kind"] == "ClusterRoleBinding"]
+    (host,) = [o for o in objects if o["kind"] == "Deployment"]
+    pod = host["spec"]["template"]["spec"]
+    assert binding["roleRef"]["name"] == _one("ClusterRole")["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": pod["serviceAccountName"], "namespace": host["metadata"]["namespace"]}
+    ]
+    assert pod.get("automountServiceAccountToken", True) is True
+    (sidecar,) = [c for c in pod["containers"] if c["name"] == "unstick"]
+    args = build_parser("watch").parse_args(sidecar["args"])
+    env = {e["name"]: e["value"] for e in sidecar["env"]}
+    settings = Settings.from_args(args, env)
+    assert settings.api.pages is False and settings.api.port == sidecar["ports"][0]["containerPort"]
+    assert "readinessProbe" not in sidecar and sidecar["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    sc = sidecar["securityContext"]
+    assert sc["readOnlyRootFilesystem"] and sc["runAsNonRoot"] and sc["capabilities"]["drop"] == ["ALL"]
+    mounted = {m["name"] for m in sidecar["volumeMounts"]}
+    assert mounted <= {v["name"] for v in pod["volumes"]}
+    assert env["UNSTICK_DB_URL"].endswith("/data/unstick.db") and {"mountPath": "/data", "name": "unstick-data"} in sidecar["volumeMounts"]
