@@ -339,8 +339,10 @@ def test_dockerfile() -> None:
         if line and not line.startswith("#"):
             name, _, arg = line.partition(" ")
             first.setdefault(name.upper(), []).append(arg.strip())
-    assert first["FROM"][-1].startswith("python:3.11-slim")
-    assert any("pip install ." in run for run in first["RUN"])
+    assert first["ARG"] == ["PYTHON_IMAGE=python:3.11-slim"] and first["FROM"][-1] == "${PYTHON_IMAGE}"
+    assert len(first["FROM"]) == 2 and first["FROM"][0].endswith(" AS build")  # multi-stage
+    # The build stage builds the wheel (as tests/deploy/test_wheel.py does) and installs it.
+    assert any("pip wheel --no-deps -w /wheels ." in run and "pip install /wheels/" in run for run in first["RUN"])
     assert first["USER"][-1].split(":")[0] not in ("0", "root")
     assert first["ENTRYPOINT"] == ['["unstick"]'] and first["CMD"] == ['["watch"]']
     assert first["EXPOSE"] == ["8080"] and "/data" in first["VOLUME"][0]
@@ -349,7 +351,7 @@ def test_dockerfile() -> None:
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     folders = {setuptools["package-dir"].get(p, p.replace(".", "/")).split("/")[0] for p in setuptools["packages"]}
     assert "alembic" in folders
-    copied = {arg.split()[0] for arg in first["COPY"] if not arg.startswith("--from")}
+    copied = {src for arg in first["COPY"] if not arg.startswith("--from") for src in arg.split()[:-1]}
     assert folders <= copied
     ignore = (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
     assert {f"!{folder}/" for folder in folders} <= set(ignore)
