@@ -99,6 +99,10 @@ class ApiSettings:
     """Largest request body (the API is read-only; only the login form has a body)."""
     pages: bool = True
     """False with ``--no-pages``: only ``/healthz`` and ``/metrics`` (a sidecar), no API, no pages."""
+    trust_forwarded_headers: bool = False
+    """Believe ``X-Forwarded-Proto``/``-For`` from a TLS-terminating proxy (Secure cookie, client address)."""
+    public_url: str = ""
+    """Where people open the pages (``UNSTICK_PUBLIC_URL``); ``https://`` makes the cookie Secure."""
 
     def __repr__(self) -> str:
         return (
@@ -156,6 +160,10 @@ class Settings:
             )
         auth = not flags.get("no_auth", False)
         pages = not flags.get("no_pages") and _bool(env, "UNSTICK_PAGES", True, errors)
+        trust_forwarded = bool(flags.get("trust_forwarded_headers")) or _bool(
+            env, "UNSTICK_TRUST_FORWARDED_HEADERS", False, errors
+        )
+        public_url = env.get("UNSTICK_PUBLIC_URL", "").strip()
         if flags.get("require_tokens") and auth and pages and not tokens:
             errors.append(
                 "no API tokens: give --api-token-file PATH or UNSTICK_API_TOKEN_FILE (one token per line), "
@@ -166,7 +174,15 @@ class Settings:
             raise SettingsError(errors)
         return cls(
             db=DbSettings(url=url, auto_migrate=auto_migrate),
-            api=ApiSettings(host=host, port=port, tokens=tuple(dict.fromkeys(tokens)), auth=auth, pages=pages),
+            api=ApiSettings(
+                host=host,
+                port=port,
+                tokens=tuple(dict.fromkeys(tokens)),
+                auth=auth,
+                pages=pages,
+                trust_forwarded_headers=trust_forwarded,
+                public_url=public_url,
+            ),
         )
 
 
@@ -223,6 +239,11 @@ def add_api_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-migrate", action="store_true", help="do not upgrade the database schema at start-up"
+    )
+    parser.add_argument(
+        "--trust-forwarded-headers",
+        action="store_true",
+        help="behind a TLS-terminating proxy: believe X-Forwarded-Proto/-For (env UNSTICK_TRUST_FORWARDED_HEADERS)",
     )
     parser.add_argument(
         "--no-pages",

@@ -16,19 +16,22 @@ from typing import Any
 
 import jinja2
 from aiohttp import web
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Counter
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from agent.api import auth, errors, health, incidents, openapi, pages
 from agent.api.keys import (
+    AUTH_FAILURES,
     CLOCK,
     JINJA,
+    LIMITER,
     METRICS,
     OPENAPI,
     READINESS,
     ROLE,
     SESSIONS,
     SETTINGS,
+    SIGNINS,
     TOKENS,
     Clock,
     Readiness,
@@ -60,7 +63,18 @@ def _auth(settings: ApiSettings, tokens: auth.TokenSet) -> Any:
     @web.middleware
     async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
         if settings.auth and not auth.is_open(request.path):
-            ok, err = auth.authenticate(request, tokens)
+            client = auth.client_address(request, trust_forwarded=settings.trust_forwarded_headers)
+            wait = request.app[LIMITER].blocked(client)
+            if wait > 0:
+                request.app[AUTH_FAILURES]("rate_limited")
+                return errors.error_response(
+                    429, "too many failed sign-ins; try again later", headers={"Retry-After": f"{int(wait) + 1}"}
+                )
+            ok, err = auth.authenticate(request, tokens, request.app[SIGNINS])
+            if not ok and err is not None:  # a credential was given and is wrong (a missing one is no attack)
+                request.app[LIMITER].failed(client)
+                request.app[AUTH_FAILURES](err)
+                log.warning("authentication failed (%s) from %s on %s", err, client, request.path)
             if not ok:
                 headers = {"WWW-Authenticate": auth.challenge(err)}
                 if errors.wants_json(request):
@@ -128,7 +142,14 @@ def create_app(
     tokens = auth.TokenSet(t.reveal() for t in settings.tokens)
     if settings.auth and not len(tokens):
         log.warning("API authentication is on but no token is configured: every protected request gets 401")
-    metrics = HttpMetrics(registry or CollectorRegistry(auto_describe=True))
+    registry = registry or CollectorRegistry(auto_describe=True)
+    metrics = HttpMetrics(registry)
+    failures = Counter(
+        "unstick_auth_failures",
+        "Failed authentications (wrong token or session, rate-limited), by reason.",
+        ["reason"],
+        registry=registry,
+    )
     app = web.Application(
         client_max_size=settings.max_request_bytes,
         middlewares=[
@@ -142,6 +163,9 @@ def create_app(
     app[SESSIONS] = sessions
     app[SETTINGS] = settings
     app[TOKENS] = tokens
+    app[SIGNINS] = auth.Sessions()
+    app[LIMITER] = auth.FailureLimiter()
+    app[AUTH_FAILURES] = lambda reason: failures.labels(reason).inc()
     app[JINJA] = jinja or pages.build_jinja_env()
     app[READINESS] = [readiness] if readiness is not None else []
     app[METRICS] = metrics

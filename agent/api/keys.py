@@ -9,7 +9,7 @@ import jinja2
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from agent.api.auth import TokenSet
+from agent.api.auth import FailureLimiter, Sessions, TokenSet
 from agent.api.metrics import HttpMetrics
 from agent.settings import ApiSettings
 
@@ -27,3 +27,6 @@ METRICS = web.AppKey("metrics", HttpMetrics)
 CLOCK: web.AppKey[Clock] = web.AppKey("clock")
 OPENAPI = web.AppKey("openapi", bytes)
 ROLE: web.AppKey[Role] = web.AppKey("role")
+SIGNINS = web.AppKey("signins", Sessions)
+LIMITER = web.AppKey("limiter", FailureLimiter)
+AUTH_FAILURES: web.AppKey[Callable[[str], None]] = web.AppKey("auth_failures")
