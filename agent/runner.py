@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from agent.agent_metrics import AgentCollector, analysis_histogram
-from agent.api.app import create_app
+from agent.api.app import app_runner, create_app
 from agent.cache import ClusterCache
 from agent.kube.gateway import Gateway
 from agent.kube.watcher import MetricsPoller, MetricsSample, MetricsUnavailable, Watcher
@@ -239,7 +239,7 @@ class AgentHost:
                 registry=self.registry,
                 role=self.role,
             )
-            self.runner = web.AppRunner(app, access_log=None)
+            self.runner = app_runner(app, api)
             await self.runner.setup()
         site = web.TCPSite(self.runner, api.host, api.port)
         await site.start()

@@ -99,6 +99,13 @@ class ApiSettings:
     """Largest request body (the API is read-only; only the login form has a body)."""
     pages: bool = True
     """False with ``--no-pages``: only ``/healthz`` and ``/metrics`` (a sidecar), no API, no pages."""
+    header_timeout: float = 15.0
+    """Seconds a connection may take to send a complete request head (idle keep-alive too)."""
+    body_timeout: float = 10.0
+    """Seconds a request body may take to arrive."""
+    auth_failures_per_minute: float = 10.0
+    """Failed authentications a client may make (a burst of as many, refilled per minute) before
+    every request from it is answered 429 for a while (a correct guess included)."""
     trust_forwarded_headers: bool = False
     """Believe ``X-Forwarded-Proto``/``-For`` from a TLS-terminating proxy (Secure cookie, client address)."""
     public_url: str = ""

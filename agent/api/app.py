@@ -10,12 +10,14 @@ stored under typed :class:`aiohttp.web.AppKey` s::
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime
 from typing import Any
 
 import jinja2
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CollectorRegistry, Counter
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -57,6 +59,53 @@ def _size_limit(max_bytes: int) -> Any:
         return response
 
     return middleware
+
+
+def _body_within(seconds: float) -> Any:
+    """Read a request's body within ``seconds`` (408 otherwise): a client trickling bytes must not
+    hold a handler, its connection and its file descriptor for ever."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.body_exists:
+            try:
+                async with asyncio.timeout(seconds):
+                    await request.read()  # kept by aiohttp for request.post()/json()
+            except TimeoutError:
+                raise errors.ApiError(408, f"request body not received within {seconds:g} s") from None
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    return middleware
+
+
+class _NoRequestEcho(logging.Filter):
+    """aiohttp logs a request it cannot parse at ERROR with the offending bytes (an oversized
+    ``Authorization`` or ``Cookie`` header: the first bytes of a token). Keep the fact, drop the bytes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.msg = "rejected a request that could not be parsed (HTTP %s, %s); its bytes are not logged"
+            record.args = (exc.code, type(exc).__name__)
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def quiet_parse_errors() -> None:
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _NoRequestEcho) for f in server_log.filters):
+        server_log.addFilter(_NoRequestEcho())
+
+
+def app_runner(app: web.Application, settings: ApiSettings) -> web.AppRunner:
+    """The runner for ``app``: no access log, and ``settings.header_timeout`` as the keep-alive
+    timeout, which aiohttp also applies to a new connection until its first request is complete
+    (a client holding half-open connections loses them after that long)."""
+    quiet_parse_errors()
+    return web.AppRunner(app, access_log=None, keepalive_timeout=settings.header_timeout)
 
 
 def _auth(settings: ApiSettings, tokens: auth.TokenSet) -> Any:
@@ -157,6 +206,7 @@ def create_app(
             _security_headers,
             errors.error_middleware,
             _size_limit(settings.max_request_bytes),
+            _body_within(settings.body_timeout),
             _auth(settings, tokens),
         ],
     )
@@ -164,7 +214,8 @@ def create_app(
     app[SETTINGS] = settings
     app[TOKENS] = tokens
     app[SIGNINS] = auth.Sessions()
-    app[LIMITER] = auth.FailureLimiter()
+    rate = settings.auth_failures_per_minute
+    app[LIMITER] = auth.FailureLimiter(burst=max(1, int(rate)), per_minute=rate)
     app[AUTH_FAILURES] = lambda reason: failures.labels(reason).inc()
     app[JINJA] = jinja or pages.build_jinja_env()
     app[READINESS] = [readiness] if readiness is not None else []

@@ -37,6 +37,10 @@ _UNAUTHORIZED = _error(
     "Missing or invalid bearer token.",
     {"WWW-Authenticate": {"schema": {"type": "string"}, "description": 'Bearer realm="unstick"'}},
 )
+_RATE_LIMITED = _error(
+    "Too many failed authentications from this client; wait `Retry-After` seconds.",
+    {"Retry-After": {"schema": {"type": "string"}, "description": "seconds"}},
+)
 _BAD = _error("A parameter is invalid; `error.parameter` names it.")
 _NOT_FOUND = _error("No such incident (or remedy).")
 
@@ -320,7 +324,7 @@ def _id_param(name: str, description: str) -> dict[str, Any]:
 
 def build_document(settings: ApiSettings) -> dict[str, Any]:
     secured: list[dict[str, list[str]]] = [{"bearer": []}] if settings.auth else []
-    protected_errors = {"401": _UNAUTHORIZED} if settings.auth else {}
+    protected_errors = {"401": _UNAUTHORIZED, "429": _RATE_LIMITED} if settings.auth else {}
     paths: dict[str, Any] = {
         "/api/v1/incidents": {
             "get": {

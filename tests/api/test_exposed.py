@@ -3,11 +3,17 @@ CSRF on sign-in and sign-out, same-site `next=`, failed sign-ins counted and rat
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry, generate_latest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -163,3 +169,77 @@ async def test_sign_in_page_never_offers_sign_out_to_a_signed_out_user(make) -> 
     await sign_in(client)
     page = await (await client.get("/incidents", headers={"Accept": "text/html"})).text()
     assert "Sign out" in page
+
+
+@pytest.fixture
+async def served(sessions: async_sessionmaker[AsyncSession]) -> AsyncIterator:
+    """The app behind the runner the agent uses (app_runner), on a real socket."""
+    from agent.api.app import app_runner
+
+    runners = []
+
+    async def start(**settings: object) -> int:
+        api = replace(ApiSettings(tokens=(Secret(TOKEN),)), **settings)  # type: ignore[arg-type]
+        runner = app_runner(create_app(sessions=sessions, settings=api, registry=CollectorRegistry()), api)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        runners.append(runner)
+        return int(runner.addresses[0][1])
+
+    yield start
+    for r in runners:
+        await r.cleanup()
+
+
+async def test_oversized_headers_are_refused_without_echo_in_the_log(
+    served, caplog: pytest.LogCaptureFixture
+) -> None:
+    port = await served()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    secret = "SECRET-TOKEN-PREFIX-0123456789"
+    writer.write(
+        f"GET /api/v1/incidents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {secret}{'A' * 9000}\r\n\r\n".encode()
+    )
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(200), 10)
+    writer.close()
+    assert answer.startswith(b"HTTP/1.") and b" 400 " in answer.split(b"\r\n")[0]
+    assert "could not be parsed" in caplog.text and secret not in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_half_open_connections_and_slow_bodies_time_out(served) -> None:
+    port = await served(header_timeout=1.0, body_timeout=0.5)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # the head never completes
+    await writer.drain()
+    started = asyncio.get_running_loop().time()
+    assert await asyncio.wait_for(reader.read(), 10) == b""  # closed by the server
+    assert asyncio.get_running_loop().time() - started < 5
+    writer.close()
+
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        b"POST /login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+        b"Content-Length: 100\r\n\r\ntoken=abc"
+    )  # 9 of 100 bytes, then nothing
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(100), 10)
+    assert b" 408 " in answer.split(b"\r\n")[0]
+    writer.close()
+
+
+def test_the_demo_refuses_to_serve_beyond_loopback_without_tokens(tmp_path: Path) -> None:
+    unstick = str(Path(sys.executable).with_name("unstick"))
+    done = subprocess.run(
+        [unstick, "demo", "--once", "--listen", "0.0.0.0:0"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "not a loopback address" in done.stderr and "Traceback" not in done.stderr
+    done = subprocess.run(
+        [unstick, "demo", "--once", "--listen", "0.0.0.0:0", "--no-auth"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "--api-token-file" in done.stderr
