@@ -288,6 +288,8 @@ def test_postgresql_is_highly_available(helm: Path, variant: str, tmp_path: Path
         r.get("apiGroups") != ["coordination.k8s.io"] for c in kinds["ClusterRole"] for r in c["rules"]
     )
     assert "PersistentVolumeClaim" not in kinds
+    (service,) = kinds["Service"]
+    assert service["spec"]["sessionAffinity"] == "ClientIP"  # sign-in sessions live in one replica
 
 
 def test_database_url_never_on_the_command_line(helm: Path, tmp_path: Path) -> None:
