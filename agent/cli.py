@@ -16,6 +16,7 @@ from collections.abc import Sequence
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("demo", "agent.commands.demo", "no cluster needed: watch the seed incidents unfold against an in-process Kubernetes API"),
     ("watch", "agent.commands.watch", "watch a cluster live: explain stuck pods, rollouts and drains as they happen"),
+    ("worker", "agent.commands.worker", "analyse a fleet of clusters from Kafka (faust-streaming; watch --publish feeds it)"),
     ("analyze", "agent.commands.analyze", "analyse a dump of kubectl JSON/YAML: pending pods, rollouts, PDBs, root causes"),
     ("explain", "agent.commands.explain", "explain a FailedScheduling or eviction message"),
     ("serve", "agent.commands.serve", "serve the incident history API and pages"),

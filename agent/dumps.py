@@ -8,14 +8,17 @@ object; only when nothing usable remains is it an error.
 
 from __future__ import annotations
 
+import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from analyzers.ingest import InputError, parse_documents
+from analyzers.ingest import MAX_DOCUMENT_BYTES, InputError, describe, parse_documents, parse_time
+from analyzers.simulator.versions import DEFAULT_KUBE_VERSION, VersionError, parse_version
 from analyzers.snapshot import ClusterState
+from analyzers.validate import check_object
 
 DUMP_SUFFIXES = (".json", ".yaml", ".yml")
 # Files in a scenario folder that describe it rather than belong to the cluster.
@@ -32,9 +35,17 @@ class DumpSource:
     path: Path | None  # None for stdin
 
     def read(self, stdin: BinaryIO) -> bytes:
+        """The bytes, refused (InputError) past MAX_DOCUMENT_BYTES before they are all read."""
         if self.path is None:
-            return stdin.read()
-        return self.path.read_bytes()
+            data = stdin.read(MAX_DOCUMENT_BYTES + 1)
+        else:
+            with self.path.open("rb") as fh:
+                data = fh.read(MAX_DOCUMENT_BYTES + 1)
+        if len(data) > MAX_DOCUMENT_BYTES:
+            raise InputError(
+                self.name, f"larger than {MAX_DOCUMENT_BYTES >> 20} MiB (the document size limit)"
+            )
+        return data
 
 
 def expand(paths: Sequence[str]) -> list[DumpSource]:
@@ -69,31 +80,211 @@ def load_into(
     *,
     stdin: BinaryIO | None = None,
     progress: Callable[[int, int, int], None] | None = None,
+    facts: DumpFacts | None = None,
 ) -> int:
     """Read every source into ``state``. Returns the number of objects used.
-    ``progress(done_files, total_files, objects)`` is called after each file."""
+    A file that cannot be read, or an object whose fields have the wrong
+    types, is one warning naming the file (and the object and field); the
+    others are still read. ``facts`` collects what the dump says about its
+    cluster's version and time. ``progress(done_files, total_files, objects)``
+    is called after each file."""
     used = 0
     stdin = stdin if stdin is not None else sys.stdin.buffer
+    facts = facts if facts is not None else DumpFacts()
     for index, source in enumerate(sources, 1):
         try:
             data = source.read(stdin)
         except OSError as exc:
             state.warn(f"{source.name}: cannot read: {exc.strerror or exc}")
             continue
-        try:
-            used += state.load(parse_documents(data, source.name), source.name)
         except InputError as exc:
             state.warn(str(exc))
+            continue
+        try:
+            used += state.load(
+                _checked(parse_documents(data, source.name), source.name, state, facts), source.name
+            )
+        except InputError as exc:
+            state.warn(str(exc))
+        except Exception as exc:
+            state.warn(f"{source.name}: cannot be read (internal error {type(exc).__name__}: {exc})")
         if progress is not None:
             progress(index, len(sources), used)
     return used
 
 
+def _checked(
+    objects: Iterable[Mapping[str, Any]], source: str, state: ClusterState, facts: DumpFacts
+) -> Iterator[Mapping[str, Any]]:
+    """The objects whose fields have the types unstick reads (the others are
+    warnings naming the field); ``kubectl version`` output is noted, not loaded."""
+    for obj in objects:
+        if "kind" not in obj and isinstance(obj.get("serverVersion"), Mapping):
+            facts.note_server_version(obj["serverVersion"])
+            continue
+        problem = check_object(obj)
+        if problem is not None:
+            state.warn(f"{source}: {describe(obj)}: {problem}")
+            continue
+        facts.observe(obj)
+        yield obj
+
+
 def iter_clusters(
-    sources: Sequence[DumpSource], *, kube_version: str | None = None, stdin: BinaryIO | None = None
-) -> Iterator[tuple[DumpSource, ClusterState, int]]:
+    sources: Sequence[DumpSource], *, stdin: BinaryIO | None = None
+) -> Iterator[tuple[DumpSource, ClusterState, int, DumpFacts]]:
     """Each source as its own cluster (``unstick analyze --each``)."""
     for source in sources:
-        state = ClusterState(kube_version)
-        used = load_into(state, [source], stdin=stdin)
-        yield source, state, used
+        state = ClusterState()
+        facts = DumpFacts()
+        used = load_into(state, [source], stdin=stdin, facts=facts)
+        yield source, state, used, facts
+
+
+# ---------------------------------------------------------------------------
+# What a dump says about its cluster: the kube-scheduler version, and when it was taken
+
+# Kubernetes minor versions whose wording unstick knows or accepts (newer
+# than the newest change in analyzers.simulator.versions read as the newest).
+SUPPORTED_VERSIONS = ((1, 18), (1, 38))
+
+# Phrases of kube-scheduler's FailedScheduling messages that date it, with the
+# versions (inclusive, (major, minor, patch)) that print them; the upstream
+# changes are listed in analyzers/simulator/versions.py.
+_NEWEST = (1, 999, 999)
+WORDING_MARKERS: tuple[tuple[str, tuple[int, int, int], tuple[int, int, int]], ...] = (
+    ("node(s) had untolerated taint(s)", (1, 34, 2), _NEWEST),
+    ("node(s) had untolerated taint {", (1, 24, 0), (1, 34, 1)),
+    ("that the pod didn't tolerate", (1, 18, 0), (1, 23, 999)),
+    ("node(s) didn't match node selector", (1, 18, 0), (1, 19, 999)),
+    ("node(s) didn't match Pod's node affinity/selector", (1, 21, 0), _NEWEST),
+    ("node(s) didn't match PersistentVolume's node affinity", (1, 33, 0), _NEWEST),
+    ("node(s) had volume node affinity conflict", (1, 18, 0), (1, 32, 999)),
+    ("node(s) didn't satisfy plugin(s) [NodeAffinity]", (1, 31, 0), _NEWEST),
+    ("node is filtered out by the prefilter result", (1, 26, 0), (1, 30, 999)),
+    ("no new claims to deallocate", (1, 34, 0), _NEWEST),
+    ("preemption: ", (1, 24, 0), _NEWEST),
+)
+_DOUBLE_DOT = re.compile(r"\.\. ?preemption: |\.\.$")
+
+
+@dataclass
+class DumpFacts:
+    """Collected while a dump is read: versions its objects name, the
+    wording of its scheduler events, and its latest timestamp."""
+
+    server_version: str | None = None
+    kubelet_versions: dict[str, int] = field(default_factory=dict)
+    wording: dict[str, int] = field(default_factory=dict)
+    latest: float | None = None
+
+    def note_server_version(self, info: Mapping[str, Any]) -> None:
+        git = info.get("gitVersion")
+        if isinstance(git, str) and git:
+            self.server_version = git
+        elif isinstance(info.get("major"), str) and isinstance(info.get("minor"), str):
+            self.server_version = f"{info['major']}.{info['minor'].rstrip('+')}"
+
+    def _time(self, value: Any) -> None:
+        t = parse_time(value)
+        if t is not None and (self.latest is None or t > self.latest):
+            self.latest = t
+
+    def observe(self, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        self._time(meta.get("creationTimestamp"))
+        for entry in meta.get("managedFields") or ():
+            if isinstance(entry, Mapping):
+                self._time(entry.get("time"))
+        kind = obj.get("kind")
+        status = obj.get("status")
+        if isinstance(status, Mapping):
+            for c in status.get("conditions") or ():
+                if isinstance(c, Mapping):
+                    self._time(c.get("lastTransitionTime"))
+                    self._time(c.get("lastHeartbeatTime"))
+                    self._time(c.get("lastProbeTime"))
+            if kind == "Node":
+                info = status.get("nodeInfo")
+                version = info.get("kubeletVersion") if isinstance(info, Mapping) else None
+                if isinstance(version, str) and version:
+                    self.kubelet_versions[version] = self.kubelet_versions.get(version, 0) + 1
+        if kind == "Event":
+            series = obj.get("series") or {}
+            for key in ("firstTimestamp", "lastTimestamp", "eventTime", "deprecatedLastTimestamp"):
+                self._time(obj.get(key))
+            self._time(series.get("lastObservedTime"))
+            message = obj.get("message") or obj.get("note")
+            if obj.get("reason") == "FailedScheduling" and isinstance(message, str):
+                for phrase, _, _ in WORDING_MARKERS:
+                    if phrase in message:
+                        self.wording[phrase] = self.wording.get(phrase, 0) + 1
+                if _DOUBLE_DOT.search(message.rstrip()):
+                    self.wording[".."] = self.wording.get("..", 0) + 1
+
+    def kube_version(self, override: str | None = None) -> tuple[str, str]:
+        """The kube-scheduler version to word messages as, and why (for people)."""
+        if override is not None:
+            return override, "--kube-version"
+        low, high, phrases = (1, 18, 0), _NEWEST, []
+        markers = [*WORDING_MARKERS, ("..", (1, 26, 0), (1, 28, 999))]
+        for phrase, lo, hi in markers:
+            if phrase in self.wording:
+                low, high = max(low, lo), min(high, hi)
+                phrases.append(phrase)
+        wording_ok = low <= high
+        if self.server_version is not None:
+            try:
+                parse_version(self.server_version)
+                return self.server_version.lstrip(
+                    "v"
+                ), f"the API server version in the dump ({self.server_version})"
+            except VersionError:
+                pass
+        if self.kubelet_versions:
+            newest = max(self.kubelet_versions, key=_version_key)
+            v = _version_key(newest)
+            if phrases and wording_ok and not low <= v <= high:
+                chosen = low if v < low else high
+                return _label(chosen), (
+                    f"the scheduler's own wording ({_quote(phrases)}) over the nodes' kubeletVersion {newest}"
+                )
+            nodes = self.kubelet_versions[newest]
+            return _label(v), f"the newest kubeletVersion of the nodes ({newest}, {nodes} node(s))"
+        if phrases and wording_ok:
+            default = parse_version(DEFAULT_KUBE_VERSION)
+            chosen = min(max(default, low), high)
+            return _label(
+                chosen
+            ), f"the wording of the scheduler's FailedScheduling events ({_quote(phrases)})"
+        return DEFAULT_KUBE_VERSION, "the default: the dump names no API server or kubelet version"
+
+
+def _version_key(text: str) -> tuple[int, int, int]:
+    try:
+        return parse_version(text)
+    except VersionError:
+        return (0, 0, 0)
+
+
+def _label(v: tuple[int, int, int]) -> str:
+    """MAJOR.MINOR, with the patch when it matters (999: any patch of the minor)."""
+    return f"{v[0]}.{v[1]}.{v[2]}" if 0 < v[2] < 999 else f"{v[0]}.{v[1]}"
+
+
+def _quote(phrases: list[str]) -> str:
+    return ", ".join(f"'{p}'" for p in phrases[:3]) + (" …" if len(phrases) > 3 else "")
+
+
+def check_kube_version(text: str) -> str:
+    """``--kube-version``: MAJOR.MINOR (or MAJOR.MINOR.PATCH) within SUPPORTED_VERSIONS;
+    raises ValueError with the message for the user."""
+    lo, hi = SUPPORTED_VERSIONS
+    m = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?", text.strip())
+    if m is None:
+        raise ValueError(f"--kube-version: expected MAJOR.MINOR such as 1.30, got {text[:40]!r}")
+    if not lo <= (int(m.group(1)), int(m.group(2))) <= hi:
+        raise ValueError(
+            f"--kube-version: {text} is outside the supported range {lo[0]}.{lo[1]}–{hi[0]}.{hi[1]}"
+        )
+    return text.strip().lstrip("v")

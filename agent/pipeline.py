@@ -34,7 +34,10 @@ same way.
   with the pass that analyses their pod's workload, so no occurrence is lost.
 * **Tracking.** Every pass goes through ``storage.tracker.track``, which opens,
   updates and resolves incidents idempotently; a scoped pass resolves only
-  incidents of the workloads it evaluated.
+  incidents of the workloads it evaluated. An incident it resolves gets a
+  resolution from the pass's snapshot (``analyzers.resolution``: what changed
+  since its evidence was recorded). Every ``reminder_check`` seconds the loop
+  asks the tracker for the reminders owed (``storage.tracker.remind``).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,10 +58,19 @@ from analyzers.findings import Finding, ObjectRef
 from analyzers.records import Pod
 from analyzers.remedies import RemedyRenderer
 from analyzers.report import Report, build_report
+from analyzers.resolution import what_changed
 from analyzers.scope import Change, affected_workloads, carry_over, changes
 from analyzers.snapshot import ClusterSnapshot
 from storage.models import Incident, IncidentStatus
-from storage.tracker import EVERY_SUBJECT, TrackResult, Trigger, track, trigger_from_event
+from storage.tracker import (
+    EVERY_SUBJECT,
+    NotifyPolicy,
+    TrackResult,
+    Trigger,
+    track,
+    track_reminders,
+    trigger_from_event,
+)
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +101,8 @@ class PipelineConfig:
     scale_up_timeout: float = 600.0
     sinks: tuple[str, ...] = ()
     kube_version: str | None = None
+    notify_policy: NotifyPolicy = field(default_factory=NotifyPolicy)
+    reminder_check: float = 60.0  # seconds between looks for reminders owed
 
 
 @dataclass
@@ -261,8 +275,11 @@ class Pipeline:
         clock: Callable[[], float] = time.time,
         on_pass: Callable[[PassOutcome], Awaitable[None] | None] | None = None,
         observe_seconds: Callable[[float], None] | None = None,
+        check_remedies: Callable[[Sequence[Finding]], Awaitable[list[Finding]]] | None = None,
     ) -> None:
         self.cache = cache
+        # e.g. agent.dryrun.DryRunVerifier.check: the API server's dry run of each patch remedy
+        self.check_remedies = check_remedies
         self.sessions = sessions
         self.config = config
         self.renderer = renderer or RemedyRenderer()
@@ -279,6 +296,17 @@ class Pipeline:
         self._pending_subjects: frozenset[ObjectRef] = frozenset()  # held or waiting: every pass looks again
         self._deferred: tuple[ObjectRef, ...] = ()  # touched, incident open, not analysed yet (oldest first)
         self._lock = asyncio.Lock()
+        self._last_reminder_check = float("-inf")
+
+    @property
+    def caught_up(self) -> bool:
+        """No pass running and nothing waiting for one: the last pass saw the current state
+        and every trigger (held or deferred findings may still bring more passes)."""
+        return (
+            not self._lock.locked()
+            and not self._triggers
+            and self.cache.state.generation == self._last_generation
+        )
 
     def on_event(self, event: dict[str, Any]) -> None:
         """Called by the cache for each relevant Event: remember it as a trigger."""
@@ -342,6 +370,8 @@ class Pipeline:
                 for t in self._triggers:
                     (triggers if _trigger_workload(snapshot, t) in scope else later).append(t)
                 self._triggers = later
+            if self.check_remedies is not None and tracked:
+                tracked = await self.check_remedies(tracked)
             result = await track(
                 self.sessions,
                 cluster=self.config.cluster,
@@ -351,6 +381,10 @@ class Pipeline:
                 triggers=triggers,
                 waiting=waiting,
                 sinks=self.config.sinks,
+                policy=self.config.notify_policy,
+                explain_resolution=lambda subject, pods, evidence, remedies: what_changed(
+                    snapshot, subject, pods, evidence, remedies
+                ),
             )
             self._deferred = plan.deferred
             if scope is None:
@@ -402,6 +436,20 @@ class Pipeline:
                     await maybe
             return outcome
 
+    async def send_reminders(self) -> list[int]:
+        """Write the reminders owed for incidents still open after the re-notify interval."""
+        self._last_reminder_check = self.clock()
+        ids = await track_reminders(
+            self.sessions,
+            cluster=self.config.cluster,
+            now=datetime.fromtimestamp(self._last_reminder_check, UTC),
+            sinks=self.config.sinks,
+            policy=self.config.notify_policy,
+        )
+        if ids:
+            log.info("%d reminder(s) for incidents still open", len(ids))
+        return ids
+
     async def run(self, stop: asyncio.Event) -> None:
         """Forever: wait for a change (or the resync tick), debounce, run a pass.
         A failing pass is logged and counted; the loop goes on."""
@@ -426,6 +474,13 @@ class Pipeline:
             except Exception:
                 self.stats.failed_passes += 1
                 log.exception("analysis pass failed; will retry on the next change")
+            if self.clock() - self._last_reminder_check >= self.config.reminder_check:
+                try:
+                    await self.send_reminders()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("reminders failed; will retry")
         # Drain: one last pass so nothing seen before shutdown is lost.
         try:
             await self.run_pass()

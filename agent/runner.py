@@ -1,5 +1,6 @@
 """The composition root of the live agent: one ``ClusterAgent`` per watched
-cluster (gateway → watcher → cache → pipeline), one database, one web app.
+cluster (gateway → watcher → cache → pipeline), one database, one web app,
+one notifier (the outbox worker and its sinks).
 
 ``unstick watch`` runs one ClusterAgent against a real cluster; ``unstick
 demo`` runs several against in-process fake API endpoints. Everything is built
@@ -16,6 +17,7 @@ import re
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram
@@ -24,9 +26,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from agent.agent_metrics import AgentCollector, analysis_histogram
 from agent.api.app import app_runner, create_app
 from agent.cache import ClusterCache
+from agent.dryrun import DryRunVerifier
 from agent.kube.gateway import Gateway
 from agent.kube.watcher import MetricsPoller, MetricsSample, MetricsUnavailable, Watcher
 from agent.leader import LeaderElector
+from agent.notify.metrics import NotifyCollector
+from agent.notify.render import Renderer
+from agent.notify.settings import NotifySettings
+from agent.notify.worker import OutboxWorker, RetryPolicy
 from agent.pipeline import PassOutcome, Pipeline, PipelineConfig
 from agent.settings import ApiSettings
 from analyzers.findings import Finding
@@ -78,7 +85,11 @@ class ClusterAgent:
         on_pass: OnPass | None = None,
         observe_seconds: Callable[[float], None] | None = None,
         metrics_interval: float = 30.0,
+        notifier: OutboxWorker | None = None,
+        verify_with_dry_run: bool = False,
     ) -> ClusterAgent:
+        """Connect to the cluster and build its watcher, cache and pipeline. With a ``notifier``,
+        passes write outbox rows for its sinks and wake it."""
         await gateway.open()
         kube_version = config.kube_version
         if kube_version is None:
@@ -86,19 +97,31 @@ class ClusterAgent:
                 kube_version = minor_version(await gateway.version())
             except Exception as exc:  # an old or odd server: analyse with the default wording
                 log.warning("could not read the API server version (%s); assuming a recent release", exc)
-        config = PipelineConfig(**{**config.__dict__, "kube_version": kube_version, "cluster": cluster})
+        sinks = notifier.sink_names if notifier is not None else config.sinks
+        config = PipelineConfig(
+            **{**config.__dict__, "kube_version": kube_version, "cluster": cluster, "sinks": sinks}
+        )
         cache = ClusterCache(ClusterState(kube_version))
         agent: ClusterAgent
 
         async def _on_pass(outcome: PassOutcome) -> None:
             agent.last_tracked = outcome.tracked
+            if notifier is not None and outcome.result.notifications:
+                notifier.wake()
             if on_pass is not None:
                 maybe = on_pass(cluster, outcome)
                 if maybe is not None:
                     await maybe
 
+        check_remedies = DryRunVerifier(gateway).check if verify_with_dry_run else None
         pipeline = Pipeline(
-            cache, sessions, config, renderer=renderer, on_pass=_on_pass, observe_seconds=observe_seconds
+            cache,
+            sessions,
+            config,
+            renderer=renderer,
+            on_pass=_on_pass,
+            observe_seconds=observe_seconds,
+            check_remedies=check_remedies,
         )
         cache.on_event = pipeline.on_event
         watcher = Watcher(gateway, cache, namespaces=namespaces)
@@ -188,6 +211,7 @@ class AgentHost:
     # Called with True when this replica starts leading and False the moment it stops
     # (on a lost Lease, before anything else): what sends must start and stop with it.
     leadership_hooks: list[Callable[[bool], Awaitable[None] | None]] = field(default_factory=list)
+    notifier: OutboxWorker | None = None
 
     @classmethod
     async def open(cls, db_url: str, *, migrate: bool = True) -> AgentHost:
@@ -199,7 +223,29 @@ class AgentHost:
             engine, create_sessionmaker(engine), registry, analysis_histogram(registry), RemedyRenderer()
         )
         registry.register(AgentCollector(lambda: host.agents))
+        registry.register(NotifyCollector(lambda: host.notifier))
         return host
+
+    async def start_notifier(
+        self, settings: NotifySettings, *, console: TextIO | None = None
+    ) -> OutboxWorker | None:
+        """Build the configured sinks and start draining the outbox into them (None: no sink).
+        Links in messages point at ``--public-url``, else at the pages this host serves."""
+        renderer = Renderer(settings.public_url or self.url or None)
+        sinks = settings.build_sinks(renderer, console)
+        if not sinks:
+            return None
+        worker = OutboxWorker(
+            self.sessions,
+            sinks,
+            policy=RetryPolicy(max_attempts=settings.max_attempts),
+            lease=settings.lease_seconds,
+            secrets=settings.secrets(),
+        )
+        await worker.start()
+        self.notifier = worker
+        log.info("notifications go to: %s", ", ".join(worker.sink_names))
+        return worker
 
     def observe(self, seconds: float) -> None:
         self.histogram.observe(seconds)
@@ -249,9 +295,18 @@ class AgentHost:
         self.url = f"http://{host}:{port}"
         return self.url
 
-    async def close(self) -> None:
+    async def close(self, *, drain_seconds: float = 10.0) -> None:
+        """Stop the agents (their final passes may write notifications), give the notifier
+        ``drain_seconds`` to send what is due, stop it, stop serving, close the database."""
         for agent in self.agents:
             await agent.stop()
+        if self.notifier is not None:
+            left = await self.notifier.drain(drain_seconds)
+            if left:
+                log.warning(
+                    "%d notification(s) not sent yet; they stay in the outbox for the next start", left
+                )
+            await self.notifier.stop()
         if self.runner is not None:
             await self.runner.cleanup()
         await self.engine.dispose()

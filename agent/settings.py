@@ -364,6 +364,163 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    """Scale-out over Kafka: ``watch --publish`` and ``unstick worker``.
+
+    ===============================  ==================================  ==========================================
+    flag                             environment                         meaning
+    ===============================  ==================================  ==========================================
+    ``--publish/--broker URL``       ``UNSTICK_KAFKA_BROKERS``           ``kafka://HOST:PORT[,HOST:PORT…]``
+    ``--topic-prefix P``             ``UNSTICK_TOPIC_PREFIX``            topic names ``P-deltas``, ``P-dead-letters`` (unstick)
+    ``--partitions N``               ``UNSTICK_STREAM_PARTITIONS``       partitions of the delta topic (12)
+    ``--buffer N``                   ``UNSTICK_PUBLISH_BUFFER``          records a publisher holds while the broker is away (100000)
+    ``--grace SECONDS``              ``UNSTICK_GRACE_SECONDS``           as for ``watch`` (60)
+    ``--debounce SECONDS``           ``UNSTICK_DEBOUNCE_SECONDS``        wait after a change before a pass (0.5)
+    ``--sink NAME``                  ``UNSTICK_SINKS``                   outbox sinks to write notifications for
+    ``--web HOST:PORT``              ``UNSTICK_WORKER_WEB``              worker's /healthz, /readyz, /metrics (``$POD_IP:6066``)
+    ``--datadir PATH``               ``UNSTICK_WORKER_DATADIR``          faust's data folder (a temporary one)
+    \\-                               ``UNSTICK_KAFKA_SESSION_TIMEOUT``   consumer-group session timeout, seconds (45)
+    \\-                               ``UNSTICK_KAFKA_REBALANCE_TIMEOUT`` rebalance timeout, seconds (60)
+    \\-                               ``UNSTICK_KAFKA_HEARTBEAT``         heartbeat interval, seconds (3)
+    \\-                               ``UNSTICK_KAFKA_MAX_BATCH_BYTES``   producer batch size (16384)
+    ===============================  ==================================  ==========================================
+    """
+
+    brokers: tuple[str, ...] = ()
+    topic_prefix: str = "unstick"
+    partitions: int = 12
+    buffer: int = 100_000
+    grace: float = 60.0
+    debounce: float = 0.5
+    sinks: tuple[str, ...] = ()
+    web_host: str = "0.0.0.0"
+    web_port: int = 6066
+    datadir: str | None = None
+    session_timeout: float = 45.0
+    rebalance_timeout: float = 60.0
+    heartbeat_interval: float = 3.0
+    producer_max_batch_size: int = 16384
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port,host:port`` for aiokafka."""
+        return ",".join(self.brokers)
+
+    @property
+    def faust_broker(self) -> str:
+        return ";".join(f"kafka://{b}" for b in self.brokers)
+
+    @property
+    def deltas_topic(self) -> str:
+        return f"{self.topic_prefix}-deltas"
+
+    @property
+    def dead_letter_topic(self) -> str:
+        return f"{self.topic_prefix}-dead-letters"
+
+    @classmethod
+    def from_args(
+        cls, args: argparse.Namespace | None = None, environ: Mapping[str, str] | None = None
+    ) -> StreamSettings:
+        env = os.environ if environ is None else environ
+        flags: dict[str, Any] = vars(args) if args is not None else {}
+        errors: list[str] = []
+
+        def value(flag: str, name: str) -> Any:
+            raw = flags.get(flag)
+            return raw if raw is not None else env.get(name)
+
+        def number(flag: str, name: str, default: float, *, integer: bool = False, positive: bool = False) -> Any:
+            raw = value(flag, name)
+            what = f"--{flag.replace('_', '-')}" if flag else name
+            if raw is None or raw == "":
+                return default
+            try:
+                got = int(raw) if integer else float(raw)
+            except (TypeError, ValueError):
+                errors.append(f"{what}: not a {'whole number' if integer else 'number'}: {raw!r}")
+                return default
+            if got < 0 or (positive and got == 0):
+                errors.append(f"{what}: must be {'positive' if positive else 'zero or more'}: {raw!r}")
+            return got
+
+        brokers: list[str] = []
+        url = flags.get("publish") or flags.get("broker") or env.get("UNSTICK_KAFKA_BROKERS")
+        if url:
+            try:
+                brokers = parse_kafka_url(url)
+            except ValueError as exc:
+                errors.append(str(exc))
+        prefix = value("topic_prefix", "UNSTICK_TOPIC_PREFIX") or "unstick"
+        if not _TOPIC.match(prefix):
+            errors.append(f"--topic-prefix: {prefix!r} is not a valid Kafka topic name (letters, digits, . _ -)")
+        web_host, web_port = env.get("POD_IP") or "0.0.0.0", 6066
+        web = value("web", "UNSTICK_WORKER_WEB")
+        if web:
+            try:
+                web_host, web_port = parse_listen(web)
+            except ValueError as exc:
+                errors.append(f"--web: {exc}")
+            if web_port == 0:
+                errors.append(f"--web: {web!r}: the worker needs a fixed port (1-65535)")
+        sinks: list[str] = []
+        for item in flags.get("sink") or env.get("UNSTICK_SINKS", "").split(","):
+            sinks += [s.strip() for s in str(item).split(",") if s.strip()]
+        settings = cls(
+            brokers=tuple(brokers),
+            topic_prefix=prefix,
+            partitions=number("partitions", "UNSTICK_STREAM_PARTITIONS", 12, integer=True, positive=True),
+            buffer=number("buffer", "UNSTICK_PUBLISH_BUFFER", 100_000, integer=True, positive=True),
+            grace=number("grace", "UNSTICK_GRACE_SECONDS", 60.0),
+            debounce=number("debounce", "UNSTICK_DEBOUNCE_SECONDS", 0.5),
+            sinks=tuple(dict.fromkeys(sinks)),
+            web_host=web_host,
+            web_port=web_port,
+            datadir=value("datadir", "UNSTICK_WORKER_DATADIR") or None,
+            session_timeout=number("", "UNSTICK_KAFKA_SESSION_TIMEOUT", 45.0, positive=True),
+            rebalance_timeout=number("", "UNSTICK_KAFKA_REBALANCE_TIMEOUT", 60.0, positive=True),
+            heartbeat_interval=number("", "UNSTICK_KAFKA_HEARTBEAT", 3.0, positive=True),
+            producer_max_batch_size=number("", "UNSTICK_KAFKA_MAX_BATCH_BYTES", 16384, integer=True, positive=True),
+        )
+        if errors:
+            raise SettingsError(errors)
+        return settings
+
+
+_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+
+
+def parse_kafka_url(url: str) -> list[str]:
+    """``kafka://HOST:PORT[,HOST:PORT…]`` (the scheme is optional) → ``["HOST:PORT", …]``."""
+    rest = url[len("kafka://") :] if url.startswith("kafka://") else url
+    if "://" in rest:
+        raise ValueError(f"broker URL {url!r}: expected kafka://HOST:PORT[,HOST:PORT…]")
+    brokers = []
+    for part in (p.strip() for p in rest.replace(";", ",").split(",")):
+        part = part[len("kafka://") :] if part.startswith("kafka://") else part
+        host, sep, port = part.rpartition(":")
+        if not part or not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"broker URL {url!r}: {part!r} is not HOST:PORT")
+        brokers.append(part)
+    return brokers
+
+
+def add_stream_arguments(parser: argparse.ArgumentParser, *, url_flag: str) -> None:
+    """``url_flag``: ``--publish`` (watch) or ``--broker`` (worker)."""
+    parser.add_argument(
+        url_flag,
+        metavar="kafka://HOST:PORT[,…]",
+        help="Kafka bootstrap brokers (env UNSTICK_KAFKA_BROKERS)",
+    )
+    parser.add_argument(
+        "--topic-prefix", metavar="PREFIX", help="prefix of the topic names (env UNSTICK_TOPIC_PREFIX; unstick)"
+    )
+    parser.add_argument(
+        "--partitions", metavar="N", help="partitions of the delta topic when created (env UNSTICK_STREAM_PARTITIONS; 12)"
+    )
+
+
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
 
 

@@ -41,6 +41,7 @@ class BudgetStatus:
     disruptions_allowed: int
     unhealthy: tuple[Pod, ...]  # selected, not terminating, not Ready
     error: str | None = None  # why the controller could not compute it (it then allows 0)
+    unmanaged: tuple[str, ...] = ()  # selected pods without a controller (UnmanagedPods event)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -55,6 +56,7 @@ class BudgetStatus:
             "unhealthy_pod_eviction_policy": self.pdb.unhealthy_pod_eviction_policy,
             "matched_pods": len(self.pods),
             "error": self.error,
+            "unmanaged_pods": list(self.unmanaged),
         }
 
 
@@ -65,16 +67,21 @@ def selected_pods(snapshot: ClusterSnapshot, pdb: PodDisruptionBudget) -> tuple[
     return tuple(p for p in snapshot.pods_in_namespace(pdb.namespace) if pdb.selector.matches(p.labels))
 
 
-def _expected_scale(snapshot: ClusterSnapshot, pods: tuple[Pod, ...]) -> tuple[int, str | None]:
-    """getExpectedScale: the sum of spec.replicas of the pods' distinct controllers
-    (Deployment via ReplicaSet, ReplicaSet, StatefulSet; ReplicationController and
-    scale-subresource kinds are not in the snapshot). A pod without a controller
-    makes the whole computation fail."""
+def _expected_scale(
+    snapshot: ClusterSnapshot, pods: tuple[Pod, ...], unmanaged: list[str]
+) -> tuple[int, str | None]:
+    """getExpectedScale (pkg/controller/disruption/disruption.go, v1.34.2): the sum of
+    spec.replicas of the pods' distinct controllers (Deployment via ReplicaSet,
+    ReplicaSet, StatefulSet; ReplicationController and scale-subresource kinds are
+    not in the snapshot). A pod without a controller is left out of the count and
+    its name added to ``unmanaged`` (the controller's ``UnmanagedPods`` event); a
+    controller that cannot be found fails the whole computation."""
     scales: dict[tuple[str, str], int] = {}
     for pod in pods:
         owner = pod.owner
         if owner is None:
-            return 0, f'found no controller ref for pod "{pod.name}"'
+            unmanaged.append(pod.name)
+            continue
         key = (owner.kind, owner.name)
         if key in scales:
             continue
@@ -107,10 +114,12 @@ def _expected_scale(snapshot: ClusterSnapshot, pods: tuple[Pod, ...]) -> tuple[i
 
 
 def budget_status(snapshot: ClusterSnapshot, pdb: PodDisruptionBudget) -> BudgetStatus:
+    """What the disruption controller's trySync writes into ``pdb``'s status."""
     pods = selected_pods(snapshot, pdb)
     expected, desired, error = 0, 0, None
+    unmanaged: list[str] = []
     if pdb.max_unavailable is not None:
-        expected, error = _expected_scale(snapshot, pods)
+        expected, error = _expected_scale(snapshot, pods, unmanaged)
         if error is None:
             desired = max(0, expected - scaled_value(pdb.max_unavailable, expected, True))
     elif pdb.min_available is not None:
@@ -118,19 +127,33 @@ def budget_status(snapshot: ClusterSnapshot, pdb: PodDisruptionBudget) -> Budget
             desired = pdb.min_available
             expected = len(pods)
         else:
-            expected, error = _expected_scale(snapshot, pods)
+            expected, error = _expected_scale(snapshot, pods, unmanaged)
             if error is None:
                 desired = scaled_value(pdb.min_available, expected, True)
+    # countHealthyPods: a pod being deleted is never healthy, whatever its Ready condition.
     live = [p for p in pods if p.deleted is None]
     healthy = sum(1 for p in live if p.ready)
     unhealthy = tuple(p for p in live if not p.ready and not p.finished)
     if error is not None:
-        # failSafe: the controller sets disruptionsAllowed to 0 when it cannot compute.
-        return BudgetStatus(pdb, pods, 0, 0, healthy, 0, unhealthy, error)
+        # failSafe: only disruptionsAllowed is set (to 0); the other figures stay
+        # what the controller last wrote.
+        return BudgetStatus(
+            pdb,
+            pods,
+            pdb.status_expected_pods or 0,
+            pdb.status_desired_healthy or 0,
+            pdb.status_current_healthy or 0,
+            0,
+            unhealthy,
+            error,
+            tuple(unmanaged),
+        )
+    # updatePdbStatus: "We require expectedCount to be > 0 so that PDBs which
+    # currently match no pods are in a safe state".
     allowed = healthy - desired
     if expected <= 0 or allowed <= 0:
         allowed = 0
-    return BudgetStatus(pdb, pods, expected, desired, healthy, allowed, unhealthy)
+    return BudgetStatus(pdb, pods, expected, desired, healthy, allowed, unhealthy, None, tuple(unmanaged))
 
 
 def pdbs_for_pod(snapshot: ClusterSnapshot, pod: Pod) -> tuple[PodDisruptionBudget, ...]:

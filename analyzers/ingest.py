@@ -61,6 +61,7 @@ from analyzers.records import (
     make_event,
     make_involved,
 )
+from analyzers.validate import check_object, json_type
 
 T = TypeVar("T")
 Obj = Mapping[str, Any]
@@ -82,9 +83,29 @@ class InputError(ValueError):
 # Text → dicts
 
 
+# Limits on what one input file may cost (``unstick analyze`` reads files a
+# user was handed; kubectl never writes YAML aliases or deep nesting).
+MAX_DOCUMENT_BYTES = 1 << 30
+"""Largest input file or stdin (1 GiB)."""
+MAX_DEPTH = 200
+"""Deepest nesting of maps and lists in YAML (JSON: the decoder's own 1024)."""
+MAX_YAML_ALIASES = 10_000
+"""Most ``*alias`` references in one YAML file."""
+MAX_ALIAS_EXPANSION = 16 << 20
+"""Most characters (scalars, plus one per node) aliases may add to a YAML document."""
+JSON_MAX_DEPTH = 1024  # orjson's limit, which we keep
+
+
+class LimitError(InputError):
+    """An input over one of the limits above; the message names the limit."""
+
+
 def parse_documents(text: str | bytes, source: str = "<input>") -> Iterator[dict[str, Any]]:
     """Yield every Kubernetes object in ``text`` (JSON, JSON stream or YAML),
-    flattening ``List`` kinds. Raises InputError on undecodable text."""
+    flattening ``List`` kinds. Raises InputError on undecodable text and
+    LimitError on text over the limits (size, nesting, YAML aliases)."""
+    if len(text) > MAX_DOCUMENT_BYTES:
+        raise LimitError(source, f"larger than {MAX_DOCUMENT_BYTES >> 20} MiB (the document size limit)")
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8-sig")
@@ -97,17 +118,15 @@ def parse_documents(text: str | bytes, source: str = "<input>") -> Iterator[dict
     if stripped[0] in "{[":
         try:
             docs = [orjson.loads(stripped)]
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError as exc:
+            if "depth limit" in str(exc):
+                raise LimitError(
+                    source, f"nested deeper than {JSON_MAX_DEPTH} levels (the JSON nesting limit)"
+                ) from None
             # Several JSON documents one after another (kubectl get … -o json per object).
             docs = list(_json_documents(stripped, source))
     else:
-        try:
-            docs = [d for d in yaml.safe_load_all(text) if d is not None]
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise InputError(source, f"invalid YAML{where}: {problem}") from exc
+        docs = _yaml_documents(text, source)
     for doc in docs:
         yield from _flatten(doc, source)
 
@@ -126,23 +145,145 @@ def _json_documents(text: str, source: str) -> Iterator[Any]:
             raise InputError(
                 source, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
             ) from exc
+        except RecursionError:
+            raise LimitError(
+                source, f"nested deeper than {JSON_MAX_DEPTH} levels (the JSON nesting limit)"
+            ) from None
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise InputError(source, f"invalid JSON: {str(exc).split(';')[0]}") from None
         yield doc
 
 
-def _flatten(doc: Any, source: str, list_kind: str = "") -> Iterator[dict[str, Any]]:
+class _BoundedYAMLLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with limits on nesting depth and alias references."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.depth = 0
+        self.aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_YAML_ALIASES:
+                raise _Limit(f"more than {MAX_YAML_ALIASES:,} YAML aliases (the alias limit)")
+            return super().compose_node(parent, index)
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Limit(f"nested deeper than {MAX_DEPTH} levels (the nesting limit)")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+class _Limit(Exception):
+    pass
+
+
+def _yaml_documents(text: str, source: str) -> list[Any]:
+    """Every YAML document of ``text``, each node graph checked before it is
+    built: no alias that contains itself, and aliases may not expand the
+    document by more than MAX_ALIAS_EXPANSION characters ("billion laughs")."""
+    loader = _BoundedYAMLLoader(text)
+    docs: list[Any] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            _check_expansion(node)
+            doc = loader.construct_document(node)
+            if doc is not None:
+                docs.append(doc)
+    except _Limit as exc:
+        raise LimitError(source, str(exc)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(source, f"invalid YAML{where}: {problem}") from exc
+    except RecursionError:
+        raise LimitError(source, f"nested deeper than {MAX_DEPTH} levels (the nesting limit)") from None
+    except (ValueError, OverflowError) as exc:  # e.g. an integer of more digits than Python converts
+        raise InputError(source, f"invalid YAML value: {str(exc).split(';')[0]}") from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Raise _Limit when ``root`` contains itself through an alias, or when
+    its aliases add more than MAX_ALIAS_EXPANSION characters. Iterative, each
+    distinct node visited once (sizes are memoised by node)."""
+    expanded: dict[int, int] = {}
+    written = 0
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            total = 1
+            for child in _children(node):
+                total += expanded[id(child)]
+            expanded[key] = total
+            continue
+        if key in expanded:
+            continue
+        if key in on_path:
+            raise _Limit("a YAML alias refers to a node that contains it (the alias would never end)")
+        if isinstance(node, yaml.ScalarNode):
+            size = 1 + len(node.value)
+            expanded[key] = size
+            written += size
+            continue
+        written += 1
+        on_path.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in on_path:
+                raise _Limit("a YAML alias refers to a node that contains it (the alias would never end)")
+            if id(child) not in expanded:
+                stack.append((child, False))
+    if expanded[id(root)] - written > MAX_ALIAS_EXPANSION:
+        raise _Limit(
+            f"YAML aliases expand it by more than {MAX_ALIAS_EXPANSION >> 20} MiB (the alias expansion limit)"
+        )
+
+
+def _children(node: yaml.Node) -> Iterator[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        yield from node.value
+    elif isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            yield k
+            yield v
+
+
+def _flatten(doc: Any, source: str, list_kind: str = "", where: str = "") -> Iterator[dict[str, Any]]:
     if isinstance(doc, list):
-        for item in doc:
-            yield from _flatten(item, source, list_kind)
+        for index, item in enumerate(doc):
+            yield from _flatten(item, source, list_kind, f"{where}[{index}]")
         return
     if not isinstance(doc, dict):
-        raise InputError(source, f"expected a Kubernetes object, found {type(doc).__name__}")
+        raise InputError(source, f"expected a Kubernetes object, found {json_type(doc)}", where.lstrip("."))
     kind = doc.get("kind") or ""
+    if not isinstance(kind, str):
+        yield doc  # the reader reports the kind (validate.check_object)
+        return
     if "items" in doc and (not kind or kind.endswith("List")):
         item_kind = kind[: -len("List")] if kind.endswith("List") and kind != "List" else ""
-        for item in doc.get("items") or ():
+        items = doc.get("items") or ()
+        if not isinstance(items, list | tuple):
+            raise InputError(
+                source, f"items: expected an array, found {json_type(items)}", f"{kind or 'List'}{where}"
+            )
+        for index, item in enumerate(items):
             if isinstance(item, dict) and not item.get("kind") and item_kind:
                 item = {**item, "kind": item_kind, "apiVersion": doc.get("apiVersion", "")}
-            yield from _flatten(item, source, item_kind)
+            yield from _flatten(item, source, item_kind, f"{where}.items[{index}]")
         return
     if not kind and list_kind:
         doc = {**doc, "kind": list_kind}
@@ -202,12 +343,15 @@ def _meta(obj: Obj) -> Mapping[str, Any]:
 
 
 def describe(obj: Obj) -> str:
-    """kind/namespace/name of a raw object, for messages."""
+    """kind/namespace/name of a raw object, for messages (what is not a string shows as ``?``)."""
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
     assert isinstance(meta, Mapping)
-    ns, name = meta.get("namespace"), meta.get("name") or "?"
-    kind = obj.get("kind") or "?"
-    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+    def text(value: Any) -> str:
+        return value[:253] if isinstance(value, str) and value else "?"
+
+    ns, name, kind = meta.get("namespace"), text(meta.get("name")), text(obj.get("kind"))
+    return f"{kind} {text(ns)}/{name}" if ns else f"{kind} {name}"
 
 
 # ---------------------------------------------------------------------------
@@ -370,8 +514,19 @@ class Decoder:
             self._affinity_term(w.get("podAffinityTerm") or {})
             for w in anti.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
         )
+        # pkg/scheduler/util/utils.go GetHostPorts (v1.34): host ports of init containers
+        # count only for restartable sidecars (restartPolicy Always), which run as long
+        # as the pod; NodeInfo.UsedPorts is built with the same function.
+        preferred_aff = tuple(
+            self._affinity_term(w.get("podAffinityTerm") or {})
+            for w in (affinity.get("podAffinity") or {}).get(
+                "preferredDuringSchedulingIgnoredDuringExecution"
+            )
+            or ()
+        )
         host_ports = []
-        for c in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        sidecars = [c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"]
+        for c in [*sidecars, *(spec.get("containers") or ())]:
             for p in c.get("ports") or ():
                 hp = p.get("hostPort")
                 if hp:
@@ -405,6 +560,7 @@ class Decoder:
                 for t in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
             ),
             preferred_pod_anti_affinity=preferred_anti,
+            preferred_pod_affinity=preferred_aff,
             topology_spread=tuple(
                 self.value(
                     TopologySpreadConstraint(
@@ -522,8 +678,10 @@ class Decoder:
         try:
             record: Record = fn(self, obj) if known is None or kind not in _REUSING else fn(self, obj, known)
             return record
-        except (ValueError, TypeError, AttributeError, KeyError, QuantityError) as exc:
-            raise InputError(source, str(exc) or type(exc).__name__, describe(obj)) from exc
+        except (ValueError, TypeError, AttributeError, KeyError, QuantityError, RecursionError) as exc:
+            # The slow path only: name the field that is wrong when the schema can tell.
+            problem = check_object(obj) or str(exc) or type(exc).__name__
+            raise InputError(source, problem, describe(obj)) from exc
 
     def pod(self, obj: Obj, known: Mapping[Any, Any] | None = None) -> Pod:
         meta = _meta(obj)

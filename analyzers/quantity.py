@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 from functools import lru_cache
 
 _SUFFIXES: dict[str, Decimal] = {
@@ -34,6 +34,10 @@ _SUFFIXES: dict[str, Decimal] = {
 
 _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
 
+# The largest integer the scheduler compares (Go's int64, which Value() and
+# MilliValue() return); a quantity beyond it is refused, not wrapped or capped.
+MAX_UNITS = 2**63 - 1
+
 # Resources the scheduler measures in milli-units.
 MILLI_RESOURCES = frozenset({"cpu"})
 
@@ -45,28 +49,42 @@ class QuantityError(ValueError):
 @lru_cache(maxsize=4096)
 def parse_quantity(text: str | int | float) -> Decimal:
     """The exact decimal value of a quantity string such as ``500m`` or ``1Gi``."""
-    if isinstance(text, bool):
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
         raise QuantityError(f"invalid quantity {text!r}")
     if isinstance(text, int | float):
+        if isinstance(text, float) and not math.isfinite(text):
+            raise QuantityError(f"invalid quantity {text!r}")
         return Decimal(str(text))
     match = _QUANTITY.match(text.strip())
     if not match:
-        raise QuantityError(f"invalid quantity {text!r}")
+        raise QuantityError(f"invalid quantity {text[:40]!r}")
     number, exponent, suffix = match.groups()
     try:
         value = Decimal(number)
-    except InvalidOperation as exc:  # pragma: no cover - the regex admits only numbers
-        raise QuantityError(f"invalid quantity {text!r}") from exc
-    if exponent:
-        return value * (Decimal(10) ** int(exponent[1:]))
+        if exponent:
+            power = int(exponent[1:])
+            if abs(power) > 100:  # far past int64 either way: 0 or overflow, decided without the power
+                return value.scaleb(100 if power > 0 else -100)
+            return value * (Decimal(10) ** power)
+    except (DecimalException, ValueError) as exc:
+        raise QuantityError(f"invalid quantity {text[:40]!r}") from exc
     return value * _SUFFIXES[suffix or ""]
 
 
 def to_units(resource: str, text: str | int | float) -> int:
-    """The integer the scheduler compares: millicores for cpu, rounded-up units otherwise."""
+    """The integer the scheduler compares: millicores for cpu, rounded-up units otherwise.
+    A negative quantity, or one larger than int64 in those units, is a QuantityError
+    (the API server refuses negative requests and capacities)."""
+    if text.__class__ not in (str, int, float):  # before the memo: a list or map is not hashable
+        raise QuantityError(f"{resource}: invalid quantity of type {type(text).__name__}")
     value = parse_quantity(text)
+    if value < 0:
+        raise QuantityError(f"{resource}: negative quantity {text!r}")
     if resource in MILLI_RESOURCES:
         value = value * 1000
+    if value > MAX_UNITS:
+        shown = text if not isinstance(text, str) or len(text) <= 40 else text[:40] + "…"
+        raise QuantityError(f"{resource}: quantity {shown!r} is larger than 2^63-1 units")
     return math.ceil(value)
 
 

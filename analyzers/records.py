@@ -218,6 +218,7 @@ class PodSpec:
     pod_affinity: tuple[PodAffinityTerm, ...] = ()  # required
     pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # required
     preferred_pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[PodAffinityTerm, ...] = ()
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     pvc_names: tuple[str, ...] = ()

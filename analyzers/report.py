@@ -71,6 +71,8 @@ def messages_agree(simulated: str, real: str) -> bool | None:
     ours, theirs = parse_message(simulated), parse_message(real)
     if theirs.kind != SCHEDULING or ours.kind != SCHEDULING:
         return None
+    if theirs.head_missing or theirs.truncated or theirs.format == "preemption-only":
+        return None  # a piece of a message (cut at 1024 bytes, or pasted from the middle) cannot be compared
     if theirs.preemption is None or ours.preemption is None:
         # Old schedulers and some paths print no preemption clause: compare the filters only.
         return message_signature(ours)[:2] == message_signature(theirs)[:2]
@@ -171,8 +173,11 @@ def build_report(
             continue
         verdict = ctx.verdict(pod)
         real = scheduler_verdict(snapshot, pod)
+        # Without Node objects nothing was simulated: unknown, not a disagreement.
         agrees = (
-            messages_agree(verdict.message, real.message) if real is not None and verdict.message else None
+            messages_agree(verdict.message, real.message)
+            if real is not None and verdict.message and snapshot.nodes
+            else None
         )
         pods.append(PodReport(pod, verdict, real, agrees))
     deployments = []

@@ -1,5 +1,5 @@
 """The incident store's tables: incidents, their timeline, the notification
-outbox and the idempotency keys of the Kubernetes events already applied.
+outbox, silences and the idempotency keys of the Kubernetes events already applied.
 
 One model module, one ``MetaData`` with a naming convention (so constraint
 names are the same on SQLite and PostgreSQL and migrations can refer to them),
@@ -89,11 +89,15 @@ class TimelineKind(enum.StrEnum):
 
 
 class NotificationEvent(enum.StrEnum):
-    """Why a notification is owed: users hear about these three, never about every event."""
+    """Why a notification is owed (see ``storage.tracker``): never once per Kubernetes event."""
 
-    OPENED = "opened"
+    OPENED = "opened"  # a new incident somebody should act on (after the grace period, not waiting)
+    UPDATED = "updated"  # something a human acts on changed: severity, a new first remedy, pod count
     ROOT_CAUSE_CHANGED = "root_cause_changed"
+    ESCALATED = "escalated"  # it waited for a scale-up that failed or took too long
     RESOLVED = "resolved"
+    REMINDER = "reminder"  # still open after the re-notify interval
+    DIGEST = "digest"  # a storm of new incidents in one cluster: one message listing them
 
 
 class NotificationStatus(enum.StrEnum):
@@ -101,6 +105,7 @@ class NotificationStatus(enum.StrEnum):
     SENDING = "sending"  # claimed by a notifier until next_attempt_at (the lease)
     SENT = "sent"
     FAILED = "failed"  # given up: attempts exhausted or a permanent error
+    SILENCED = "silenced"  # matched an active silence: stored, never sent (last_error says which)
 
 
 class Base(AsyncAttrs, DeclarativeBase):
@@ -145,6 +150,13 @@ class Incident(Base):
     previous_id: Mapped[int | None] = mapped_column(BigId, ForeignKey("incidents.id"))
     waiting_for: Mapped[str | None] = mapped_column(String(32))
     waiting_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # What fixed it, set when it resolves: {"summary": str, "changes": [str, ...]}.
+    resolution: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    # When somebody was last told about it (opened, escalated, updated, reminder, digest):
+    # the re-notify interval counts from here. None while nobody was (waiting).
+    notified_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The most pods it has affected: the ``updated`` pod-count thresholds compare against it.
+    peak_pods: Mapped[int | None] = mapped_column(Integer)
 
     __table_args__ = (
         # The tracker's lookup, and the guarantee of one open incident per root cause.
@@ -224,6 +236,29 @@ class Notification(Base):
         Index("ix_notification_outbox_due", "status", "next_attempt_at", "id"),
         Index("ix_notification_outbox_incident", "incident_id", "sink"),
     )
+
+
+class Silence(Base):
+    """Notifications of matching incidents are stored ``silenced`` instead of sent, until ``expires_at``.
+
+    A silence matches an incident when every matcher it sets matches: ``cluster``,
+    ``namespace`` and ``rule_id`` exactly, ``subject`` as a shell glob over the
+    subject's name (``storefront-*``). At least one matcher is set (see
+    :mod:`storage.silences`)."""
+
+    __tablename__ = "silences"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    cluster: Mapped[str | None] = mapped_column(String(253))
+    namespace: Mapped[str | None] = mapped_column(String(253))
+    rule_id: Mapped[str | None] = mapped_column(String(100))
+    subject: Mapped[str | None] = mapped_column(String(253))
+    reason: Mapped[str] = mapped_column(Text)
+    created_by: Mapped[str] = mapped_column(String(253))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (Index("ix_silences_expires_at", "expires_at", "id"),)
 
 
 class AppliedEvent(Base):

@@ -91,9 +91,9 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 import orjson
@@ -105,6 +105,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from analyzers.findings import Finding, ObjectRef, Severity
+from analyzers.resolution import Resolution
 from storage.models import (
     AppliedEvent,
     Incident,
@@ -112,9 +113,11 @@ from storage.models import (
     Notification,
     NotificationEvent,
     NotificationStatus,
+    Silence,
     TimelineEntry,
     TimelineKind,
 )
+from storage.silences import active_silences, silenced_note, silencing
 from storage.views import incident_dict, rfc3339
 
 log = logging.getLogger(__name__)
@@ -177,9 +180,12 @@ class TrackResult:
     root_cause_changed: list[int] = field(default_factory=list)  # the new incidents
     waiting: list[int] = field(default_factory=list)  # opened or updated, and waiting after the pass
     escalated: list[int] = field(default_factory=list)  # stopped waiting: paged now
+    announced_updates: list[int] = field(default_factory=list)  # an ``updated`` notification is owed
+    digested: list[int] = field(default_factory=list)  # announced in a storm digest, not one by one
     new_triggers: int = 0
     replayed_triggers: int = 0
-    notifications: int = 0
+    notifications: int = 0  # outbox rows written (silenced ones included)
+    silenced: int = 0  # of those, rows stored ``silenced``
 
 
 def _jsonable(value: Any) -> Any:
@@ -327,6 +333,34 @@ def _entry(inc: Incident, kind: TimelineKind, at: datetime, message: str, **deta
     return {"incident_id": inc.id, "at": at, "kind": str(kind), "message": message, "detail": detail}
 
 
+POD_THRESHOLDS: Final = (2, 5, 10, 25, 50, 100, 250, 500, 1000)
+"""Affected-pod counts whose first crossing (upwards, past the most pods the incident ever
+had) is worth an ``updated`` notification: 1 → 2 is no longer one pod, 4 → 5 a handful, …"""
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyPolicy:
+    """When the tracker writes notifications besides open, root cause, escalation and resolve."""
+
+    storm_threshold: int = 10  # more new incidents than this in ``storm_window``: one digest per pass
+    storm_window: timedelta = timedelta(minutes=5)
+    reminder_interval: timedelta = timedelta(hours=24)  # re-notify incidents still open after this
+    pod_thresholds: tuple[int, ...] = POD_THRESHOLDS
+
+    def __post_init__(self) -> None:
+        if self.storm_threshold < 1:
+            raise ValueError("storm_threshold must be at least 1")
+        if self.storm_window <= timedelta(0) or self.reminder_interval <= timedelta(0):
+            raise ValueError("storm_window and reminder_interval must be positive")
+
+
+ExplainResolution = Callable[
+    [ObjectRef, Sequence[str], Mapping[str, Any], Sequence[Mapping[str, Any]]], Resolution
+]
+"""(subject, pods, stored evidence, stored remedies) → what changed: the pipeline's view of the
+healed cluster, compared with what the incident recorded while it was open."""
+
+
 @dataclass(frozen=True, slots=True)
 class Pass:
     """One analysis pass: what :func:`apply_pass` takes, as a value (see :func:`apply_passes`)."""
@@ -336,6 +370,7 @@ class Pass:
     evaluated: Collection[ObjectRef] | _EverySubject = ()
     triggers: Sequence[Trigger] = ()
     waiting: Mapping[str, str] = field(default_factory=dict)  # fingerprint → why it waits ("scale-up")
+    explain_resolution: ExplainResolution | None = None
 
 
 @dataclass(slots=True)
@@ -349,6 +384,9 @@ class _Batch:
     open_by_fp: dict[str, Incident]
     latest_resolved: dict[str, int]
     fresh_keys: set[str]
+    policy: NotifyPolicy = field(default_factory=NotifyPolicy)
+    silences: list[Silence] = field(default_factory=list)
+    recent_opens: list[datetime] = field(default_factory=list)  # first_seen of new incidents (storm window)
     entries: list[dict[str, Any]] = field(default_factory=list)
     outbox: list[dict[str, Any]] = field(default_factory=list)
     fps_by_subject: dict[ObjectRef, set[str]] = field(default_factory=lambda: defaultdict(set))
@@ -364,6 +402,45 @@ class _Batch:
     def forget(self, inc: Incident) -> None:
         del self.open_by_fp[inc.fingerprint]
         self.fps_by_subject[_ref(inc)].discard(inc.fingerprint)
+
+    def notify(
+        self,
+        result: TrackResult,
+        incident_id: int,
+        event: NotificationEvent,
+        payload: dict[str, Any],
+        now: datetime,
+        silenced_by: Silence | None,
+    ) -> None:
+        """One outbox row per sink: ``pending``, or ``silenced`` with the silence as the reason."""
+        for sink in self.sinks:
+            self.outbox.append(
+                {
+                    "incident_id": incident_id,
+                    "sink": sink,
+                    "event": str(event),
+                    "payload": payload,
+                    "status": str(NotificationStatus.SILENCED if silenced_by else NotificationStatus.PENDING),
+                    "attempts": 0,
+                    "created_at": now,
+                    "next_attempt_at": now,
+                    "last_error": silenced_note(silenced_by) if silenced_by else None,
+                    "sent_at": None,
+                    "thread_ref": None,
+                }
+            )
+            result.notifications += 1
+            result.silenced += silenced_by is not None
+
+
+def _remedy_key(raw: Mapping[str, Any]) -> tuple[str, str, str]:
+    return (str(raw.get("title", "")), str(raw.get("yaml", "")), str(raw.get("command", "")))
+
+
+def _new_first_remedy(stored: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> bool:
+    """A first remedy that was not offered before (a remedy that merely moved up because the one
+    above it was applied, or stopped applying, is nothing new to act on)."""
+    return bool(new) and _remedy_key(new[0]) not in {_remedy_key(r) for r in stored}
 
 
 def _validate(cluster: str, p: Pass) -> None:
@@ -437,6 +514,8 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
             previous_id=batch.latest_resolved.get(fp),
             waiting_for=p.waiting.get(fp),
             waiting_since=now if fp in p.waiting else None,
+            notified_at=None if fp in p.waiting else now,
+            peak_pods=len(f.pods),
         )
         session.add(inc)
         opened.append(inc)
@@ -454,9 +533,12 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
 
     # Update what continues; a waiting incident either waits on or escalates (never the other way).
     escalated: list[tuple[Incident, dict[str, Any]]] = []
+    updates: list[tuple[Incident, list[str], dict[str, Any]]] = []  # (incident, what changed, from what)
     for fp, inc in continuing.items():
         ob = observed[fp]
         f = ob.finding
+        told = inc.notified_at is not None  # somebody has seen its diagnosis
+        escalating = False
         if inc.waiting_for is not None:
             reason = p.waiting.get(fp)
             if reason is None:
@@ -465,8 +547,10 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
                     _entry(inc, TimelineKind.ESCALATED, now, ob.message or pass_message, **waited)
                 )
                 inc.waiting_for, inc.waiting_since = None, None
+                inc.notified_at = now
                 escalated.append((inc, waited))
                 result.escalated.append(inc.id)
+                escalating = True
             else:
                 if reason != inc.waiting_for:
                     batch.entries.append(
@@ -481,7 +565,11 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
                     inc.waiting_for = reason
                 result.waiting.append(inc.id)
         severity = str(f.severity)
+        actionable: list[str] = []
+        previous: dict[str, Any] = {}
         if severity != inc.severity:
+            actionable.append("severity")
+            previous["severity"] = inc.severity
             batch.entries.append(
                 _entry(
                     inc,
@@ -492,6 +580,14 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
                 )
             )
             inc.severity = severity
+        if _new_first_remedy(inc.remedies or (), ob.remedies):
+            actionable.append("remedy")
+            previous["remedy"] = (inc.remedies or [{}])[0].get("title")
+        peak = max(inc.peak_pods or 0, len(inc.pods or ()))
+        if any(peak < t <= len(f.pods) for t in batch.policy.pod_thresholds):
+            actionable.append("pods")
+            previous["pods"] = peak
+        inc.peak_pods = max(peak, len(f.pods))
         changed = [
             name
             for name, old, new in (
@@ -503,15 +599,27 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
             )
             if old != new
         ]
+        # The stored diagnosis is what people were told: it is replaced only by a change they act
+        # on (or while nobody was told yet). A re-analysis of a cluster that is healing (the
+        # applied remedy gone from the list, "now fits") never overwrites it.
+        replace = bool(actionable) or not told
         if changed:
-            batch.entries.append(_entry(inc, TimelineKind.UPDATED, now, ob.message, changed=changed))
-            inc.title, inc.explanation = f.title, f.explanation
-            if "evidence" in changed:
-                inc.evidence = ob.evidence
-            if "remedies" in changed:
-                inc.remedies = ob.remedies
+            what: dict[str, Any] = {"changed": changed}
+            if not replace:
+                what["kept"] = [c for c in changed if c != "message"]
+            batch.entries.append(_entry(inc, TimelineKind.UPDATED, now, ob.message, **what))
+            if replace:
+                inc.title, inc.explanation = f.title, f.explanation
+                if "evidence" in changed:
+                    inc.evidence = ob.evidence
+                if "remedies" in changed:
+                    inc.remedies = ob.remedies
             if ob.message:
                 inc.last_message = ob.message
+        if actionable and told and not escalating and inc.waiting_for is None:
+            inc.notified_at = now
+            updates.append((inc, actionable, previous))
+            result.announced_updates.append(inc.id)
         if list(f.pods) != list(inc.pods or ()):
             inc.pods = list(f.pods)
         if now > inc.last_seen:
@@ -551,10 +659,27 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
             replaced_by[inc.id] = [s.id for s in successors]
             for s in successors:
                 replaces.setdefault(s.id, []).append(inc)
+    new_by_id = {i.id: i for i in opened}
     for inc in resolved:
         detail: dict[str, Any] = {}
         if inc.id in replaced_by:
             detail = {"reason": "root_cause_changed", "replaced_by": replaced_by[inc.id]}
+            successors = [new_by_id[i] for i in replaced_by[inc.id]]
+            inc.resolution = {
+                "summary": "The root cause changed: " + "; ".join(s.title for s in successors),
+                "changes": [f"replaced by incident {s.id} ({s.rule_id})" for s in successors],
+            }
+        elif p.explain_resolution is not None:
+            r = p.explain_resolution(
+                _ref(inc), tuple(inc.pods or ()), dict(inc.evidence or {}), list(inc.remedies or ())
+            )
+            inc.resolution = {"summary": r.summary, "changes": list(r.changes)}
+        else:
+            inc.resolution = {
+                "summary": "The analysis no longer finds this problem"
+                + (f" (last event: {pass_message})" if pass_message else "."),
+                "changes": [],
+            }
         if inc.waiting_for is not None:
             detail["waiting_for"] = inc.waiting_for
         batch.entries.append(_entry(inc, TimelineKind.RESOLVED, now, pass_message, **detail))
@@ -575,11 +700,13 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
             )
             result.root_cause_changed.append(inc.id)
 
-    # The outbox: open, escalation, root cause changed, resolve; one row per sink, and only
-    # about what somebody was or is now paged for (a waiting incident is not paged).
+    # The outbox (module docstring, *Notifications*): one row per sink, only about what somebody
+    # was or is now paged for (a waiting incident is not paged), silenced rows kept visible.
     if batch.sinks:
+        policy = batch.policy
         events: list[tuple[Incident, NotificationEvent, dict[str, Any]]] = []
         announced_replacement: set[int] = set()  # resolved incidents a root-cause notification covers
+        fresh_opened: list[Incident] = []
         for inc in opened:
             if inc.waiting_for is not None:
                 continue
@@ -589,36 +716,47 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
                 events.append((inc, NotificationEvent.ROOT_CAUSE_CHANGED, extra))
                 announced_replacement.update(o.id for o in olds)
             else:
+                fresh_opened.append(inc)
+        # Storm protection: more than storm_threshold new incidents in the window → one digest.
+        new_count = sum(1 for inc in opened if inc.waiting_for is None)
+        window_start = now - policy.storm_window
+        batch.recent_opens = [t for t in batch.recent_opens if t > window_start]
+        storm = len(batch.recent_opens) + new_count > policy.storm_threshold
+        batch.recent_opens.extend([now] * new_count)
+        digest: list[Incident] = []
+        for inc in fresh_opened:
+            if storm and silencing(batch.silences, inc, now) is None:
+                digest.append(inc)
+            else:
                 events.append((inc, NotificationEvent.OPENED, {}))
         for inc, waited in escalated:
-            events.append((inc, NotificationEvent.OPENED, {"waited": waited}))
+            events.append((inc, NotificationEvent.ESCALATED, {"waited": waited}))
+        for inc, changes, previous in updates:
+            events.append((inc, NotificationEvent.UPDATED, {"changes": changes, "previous": previous}))
         for inc in resolved:
             if inc.waiting_for is None and inc.id not in announced_replacement:
                 events.append((inc, NotificationEvent.RESOLVED, {}))
         for inc, ev, extra in events:
             payload = {"event": str(ev), "cluster": cluster, "incident": incident_dict(inc), **extra}
-            for sink in batch.sinks:
-                batch.outbox.append(
-                    {
-                        "incident_id": inc.id,
-                        "sink": sink,
-                        "event": str(ev),
-                        "payload": payload,
-                        "status": str(NotificationStatus.PENDING),
-                        "attempts": 0,
-                        "created_at": now,
-                        "next_attempt_at": now,
-                        "last_error": None,
-                        "sent_at": None,
-                        "thread_ref": None,
-                    }
-                )
-                result.notifications += 1
+            batch.notify(result, inc.id, ev, payload, now, silencing(batch.silences, inc, now))
+        if digest:
+            payload = {
+                "event": str(NotificationEvent.DIGEST),
+                "cluster": cluster,
+                "incidents": [incident_dict(i) for i in digest],
+            }
+            batch.notify(result, digest[0].id, NotificationEvent.DIGEST, payload, now, None)
+            result.digested.extend(i.id for i in digest)
     return result
 
 
 async def apply_passes(
-    session: AsyncSession, *, cluster: str, passes: Sequence[Pass], sinks: Sequence[str] = ()
+    session: AsyncSession,
+    *,
+    cluster: str,
+    passes: Sequence[Pass],
+    sinks: Sequence[str] = (),
+    policy: NotifyPolicy | None = None,
 ) -> list[TrackResult]:
     """Several passes of one cluster, in order, in the caller's transaction: the same outcome
     as applying them one by one, with a handful of statements for the whole batch.
@@ -647,7 +785,19 @@ async def apply_passes(
     open_by_fp = await _load_open(session, cluster, names)
     candidates = sorted({f.fingerprint for p in passes for f in p.findings} - open_by_fp.keys())
     latest = await _latest_resolved(session, cluster, candidates) if candidates else {}
-    batch = _Batch(session, cluster, tuple(dict.fromkeys(sinks)), open_by_fp, latest, fresh_keys)
+    batch = _Batch(
+        session,
+        cluster,
+        tuple(dict.fromkeys(sinks)),
+        open_by_fp,
+        latest,
+        fresh_keys,
+        policy or NotifyPolicy(),
+    )
+    if batch.sinks:
+        first = min(p.now for p in passes)
+        batch.silences = await active_silences(session, now=first, cluster=cluster)
+        batch.recent_opens = await _recent_opens(session, cluster, first - batch.policy.storm_window)
     results = [await _apply_one(batch, p) for p in passes]
     await session.flush()  # incident updates
     if batch.entries:
@@ -667,6 +817,8 @@ async def apply_pass(
     triggers: Sequence[Trigger] = (),
     waiting: Mapping[str, str] | None = None,
     sinks: Sequence[str] = (),
+    policy: NotifyPolicy | None = None,
+    explain_resolution: ExplainResolution | None = None,
 ) -> TrackResult:
     """Open, update and resolve ``cluster``'s incidents from one analysis pass.
 
@@ -684,7 +836,9 @@ async def apply_pass(
     :param waiting: fingerprint → why the finding waits instead of paging
         (``"scale-up"``); see *Waiting* in the module's documentation.
     :param sinks: notification sink names; one outbox row per sink for each
-        open, escalation, root-cause change and resolve somebody is paged about.
+        notification owed (module documentation, *Notifications*).
+    :param policy: storm, reminder and pod-count thresholds (default :class:`NotifyPolicy`).
+    :param explain_resolution: what changed, for each incident the pass resolves.
     """
     p = Pass(
         findings=list(findings),
@@ -692,8 +846,9 @@ async def apply_pass(
         evaluated=evaluated if isinstance(evaluated, _EverySubject) else tuple(evaluated),
         triggers=tuple(triggers),
         waiting=dict(waiting or {}),
+        explain_resolution=explain_resolution,
     )
-    [result] = await apply_passes(session, cluster=cluster, passes=[p], sinks=sinks)
+    [result] = await apply_passes(session, cluster=cluster, passes=[p], sinks=sinks, policy=policy)
     return result
 
 
@@ -704,6 +859,7 @@ async def track_passes(
     passes: Sequence[Pass],
     sinks: Sequence[str] = (),
     attempts: int = 3,
+    policy: NotifyPolicy | None = None,
 ) -> list[TrackResult]:
     """:func:`apply_passes` in a transaction of its own, committed.
 
@@ -714,7 +870,7 @@ async def track_passes(
     for attempt in range(1, attempts + 1):
         try:
             async with sessions.begin() as session:
-                return await apply_passes(session, cluster=cluster, passes=passes, sinks=sinks)
+                return await apply_passes(session, cluster=cluster, passes=passes, sinks=sinks, policy=policy)
         except IntegrityError:
             if attempt == attempts:
                 raise
@@ -733,6 +889,8 @@ async def track(
     waiting: Mapping[str, str] | None = None,
     sinks: Sequence[str] = (),
     attempts: int = 3,
+    policy: NotifyPolicy | None = None,
+    explain_resolution: ExplainResolution | None = None,
 ) -> TrackResult:
     """:func:`apply_pass` in a transaction of its own, committed (retried on a race, see
     :func:`track_passes`)."""
@@ -742,9 +900,89 @@ async def track(
         evaluated=evaluated if isinstance(evaluated, _EverySubject) else tuple(evaluated),
         triggers=tuple(triggers),
         waiting=dict(waiting or {}),
+        explain_resolution=explain_resolution,
     )
-    [result] = await track_passes(sessions, cluster=cluster, passes=[p], sinks=sinks, attempts=attempts)
+    [result] = await track_passes(
+        sessions, cluster=cluster, passes=[p], sinks=sinks, attempts=attempts, policy=policy
+    )
     return result
+
+
+async def _recent_opens(session: AsyncSession, cluster: str, since: datetime) -> list[datetime]:
+    """When the cluster's incidents opened after ``since`` (not waiting ones): the storm window's count."""
+    rows = await session.execute(
+        select(Incident.first_seen).where(
+            Incident.cluster == cluster, Incident.first_seen > since, Incident.waiting_for.is_(None)
+        )
+    )
+    return sorted(rows.scalars())
+
+
+async def remind(
+    session: AsyncSession,
+    *,
+    cluster: str,
+    now: datetime,
+    sinks: Sequence[str] = (),
+    policy: NotifyPolicy | None = None,
+    limit: int = 500,
+) -> list[int]:
+    """A ``reminder`` for each open incident of ``cluster`` nobody was told about for
+    ``policy.reminder_interval`` (the clock restarts at each notification); returns their ids.
+
+    Waiting incidents (never paged) get none. In the caller's transaction; call it
+    periodically (the pipeline does, every minute)."""
+    policy = policy or NotifyPolicy()
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("now must be timezone-aware")
+    await _lock_cluster(session, cluster)
+    rows = await session.execute(
+        select(Incident)
+        .where(
+            Incident.cluster == cluster,
+            _IS_OPEN,
+            Incident.waiting_for.is_(None),
+            Incident.notified_at <= now - policy.reminder_interval,
+        )
+        .order_by(Incident.notified_at, Incident.id)
+        .limit(limit)
+    )
+    due = list(rows.scalars())
+    if not due:
+        return []
+    batch = _Batch(session, cluster, tuple(dict.fromkeys(sinks)), {}, {}, set(), policy)
+    if batch.sinks:
+        batch.silences = await active_silences(session, now=now, cluster=cluster)
+    result = TrackResult()
+    for inc in due:
+        since = inc.notified_at
+        inc.notified_at = now
+        payload = {
+            "event": str(NotificationEvent.REMINDER),
+            "cluster": cluster,
+            "incident": incident_dict(inc),
+            "last_notified": rfc3339(since),
+        }
+        batch.notify(
+            result, inc.id, NotificationEvent.REMINDER, payload, now, silencing(batch.silences, inc, now)
+        )
+    await session.flush()
+    if batch.outbox:
+        await session.execute(insert(Notification), batch.outbox)
+    return [inc.id for inc in due]
+
+
+async def track_reminders(
+    sessions: async_sessionmaker[AsyncSession],
+    *,
+    cluster: str,
+    now: datetime,
+    sinks: Sequence[str] = (),
+    policy: NotifyPolicy | None = None,
+) -> list[int]:
+    """:func:`remind` in a transaction of its own, committed."""
+    async with sessions.begin() as session:
+        return await remind(session, cluster=cluster, now=now, sinks=sinks, policy=policy)
 
 
 async def prune_applied_events(session: AsyncSession, *, before: datetime) -> int:

@@ -7,12 +7,15 @@ The contract (other parts and checks rely on it)::
      "subject": {"kind", "namespace", "name"}, "title", "explanation",
      "evidence": {}, "remedies": [{"title", "kind", "yaml", "command",
      "verified", "verification"}], "first_seen", "last_seen", "resolved_at",
-     "occurrences", "waiting": null | {"for": "scale-up", "since"}}
+     "occurrences", "waiting": null | {"for": "scale-up", "since"},
+     "resolution": null | {"summary": str, "changes": [str, ...]}}
 
 ``waiting`` is set while an autoscaler is adding the capacity the incident
 needs and nobody has been paged; a resolved incident keeps it when it resolved
 while waiting (it never paged anyone). Timestamps are RFC 3339 in UTC with a
-``Z`` suffix. The detail view adds ``cluster``, ``cause``, ``pods``,
+``Z`` suffix. ``resolution`` is set on a resolved incident: what changed in
+the cluster that fixed it (title, explanation, evidence and remedies stay as
+they were while it was open). The detail view adds ``cluster``, ``cause``, ``pods``,
 ``last_message``, ``previous_id`` and ``timeline``.
 """
 
@@ -69,7 +72,14 @@ def incident_dict(incident: Incident) -> dict[str, Any]:
         "resolved_at": rfc3339(incident.resolved_at),
         "occurrences": incident.occurrences,
         "waiting": waiting_dict(incident),
+        "resolution": resolution_dict(incident.resolution),
     }
+
+
+def resolution_dict(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    return {"summary": str(raw.get("summary", "")), "changes": [str(c) for c in raw.get("changes") or ()]}
 
 
 def waiting_dict(incident: Incident) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ from aiohttp import web
 from agent.api.errors import ApiError, bad_parameter, json_response
 from agent.api.keys import OPENAPI, SESSIONS, SETTINGS
 from agent.api.params import MAX_REMEDY, parse_id, parse_list, parse_stats, single_values
+from storage.outbox import notification_dict, notifications_of
 from storage.queries import InvalidCursor, get_incident, incident_stats, list_incidents
 from storage.views import incident_detail_dict, incident_dict, remedy_dict
 
@@ -39,9 +40,12 @@ async def show(request: web.Request) -> web.Response:
     incident_id = parse_id("id", request.match_info["id"])
     async with request.app[SESSIONS]() as session:
         found = await get_incident(session, incident_id)
+        notes = await notifications_of(session, incident_id) if found is not None else []
     if found is None:
         raise ApiError(404, f"no incident {incident_id}")
-    return json_response(incident_detail_dict(*found))
+    doc = incident_detail_dict(*found)
+    doc["notifications"] = [notification_dict(n) for n in notes]
+    return json_response(doc)
 
 
 @routes.get("/api/v1/incidents/{id}/remedies/{n}.yaml")

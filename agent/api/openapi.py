@@ -85,6 +85,11 @@ _DETAIL_PROPS: dict[str, Any] = {
         "description": "The earlier incident of the same root cause, when this one is a recurrence.",
     },
     "timeline": {"type": "array", "items": _ref("TimelineEntry")},
+    "notifications": {
+        "type": "array",
+        "items": _ref("Notification"),
+        "description": "What was sent about it, to which sink, and how it went (failed = dead-lettered).",
+    },
 }
 
 
@@ -160,6 +165,24 @@ SCHEMAS: dict[str, Any] = {
                 "description": "The triggering message (e.g. the scheduler's event).",
             },
             "detail": {"type": "object"},
+        },
+    },
+    "Notification": {
+        "type": "object",
+        "required": [
+            "sink", "event", "status", "attempts", "created_at", "sent_at", "next_attempt_at", "last_error", "delivery",
+        ],
+        "additionalProperties": False,
+        "properties": {
+            "sink": {"type": "string", "description": "console, slack, slack-webhook, webhook, webhook-2, …"},
+            "event": {"type": "string"},
+            "status": {"type": "string", "enum": ["pending", "sending", "sent", "failed"]},
+            "attempts": {"type": "integer", "minimum": 0},
+            "created_at": _TIME,
+            "sent_at": _TIME_OR_NULL,
+            "next_attempt_at": {**_TIME_OR_NULL, "description": "When a pending message is tried again."},
+            "last_error": {"type": ["string", "null"], "description": "Why the last attempt failed."},
+            "delivery": {"type": "string", "description": "The idempotency key (X-Unstick-Delivery)."},
         },
     },
     "IncidentDetail": {

@@ -23,6 +23,7 @@ from agent.api import auth
 from agent.api.errors import ApiError
 from agent.api.keys import AUTH_FAILURES, CLOCK, JINJA, LIMITER, SESSIONS, SETTINGS, SIGNINS, TOKENS
 from agent.api.params import SEVERITIES, parse_id, parse_list
+from storage.outbox import notification_dict, notifications_of
 from storage.queries import (
     STATUSES,
     InvalidCursor,
@@ -296,6 +297,7 @@ async def incident_page(request: web.Request) -> web.Response:
         return render(request, "error.html.j2", status=400, title="Bad incident id", message=exc.message)
     async with request.app[SESSIONS]() as session:
         found = await get_incident(session, incident_id)
+        notes = await notifications_of(session, incident_id) if found is not None else []
     if found is None:
         return render(
             request,
@@ -311,6 +313,7 @@ async def incident_page(request: web.Request) -> web.Response:
         inc=incident,
         timeline=timeline,
         remedies=[remedy_dict(r) for r in incident.remedies or ()],
+        notifications=[notification_dict(n) for n in notes],
     )
 
 

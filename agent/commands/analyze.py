@@ -9,15 +9,17 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 import yaml
 
 from agent.cli import EXIT_OK, UserError
-from agent.dumps import DumpError, expand, iter_clusters, load_into
+from agent.dumps import DumpError, DumpFacts, check_kube_version, expand, iter_clusters, load_into
+from agent.terminal import printable
 from analyzers.ingest import parse_time
-from analyzers.snapshot import ClusterState
+from analyzers.snapshot import ClusterSnapshot, ClusterState
 
 if TYPE_CHECKING:
     from analyzers.report import PodReport, Report
@@ -47,9 +49,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--kube-version",
         metavar="X.Y",
-        help="the cluster's Kubernetes version (message wording); default 1.33",
+        help="kube-scheduler version to word messages as (1.18-1.38); default: inferred from the dump "
+        "(API server version, nodes' kubeletVersion, the scheduler's wording), else 1.33",
     )
-    p.add_argument("--now", metavar="RFC3339", help="time of the analysis (default: the current time)")
+    p.add_argument(
+        "--now",
+        metavar="RFC3339",
+        help="time of the analysis, for ages (default: the dump's latest timestamp, else the current time)",
+    )
     p.add_argument(
         "--eviction-log",
         metavar="FILE",
@@ -61,13 +68,53 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _now(args: argparse.Namespace) -> float:
-    if args.now is None:
-        return time.time()
-    value = parse_time(args.now)
-    if value is None:
-        raise UserError(f"--now: not an RFC 3339 time: {args.now!r}")
-    return value
+def _now(args: argparse.Namespace, facts: DumpFacts) -> tuple[float, str]:
+    """The time ages are counted to, and where it comes from."""
+    if args.now is not None:
+        value = parse_time(args.now)
+        if value is None:
+            raise UserError(f"--now: not an RFC 3339 time: {args.now!r}")
+        return value, "--now"
+    if facts.latest is not None:
+        return facts.latest, "the dump's latest timestamp"
+    return time.time(), "the current time (the dump has no timestamps)"
+
+
+def _kube_version(args: argparse.Namespace) -> str | None:
+    if args.kube_version is None:
+        return None
+    try:
+        return check_kube_version(args.kube_version)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def input_warnings(snapshot: ClusterSnapshot) -> list[str]:
+    """What is odd about a dump as a whole: pods bound to nodes it does not
+    hold, pending pods with no Node objects to simulate them against."""
+    warnings = []
+    missing: dict[str, list[str]] = {}
+    for pod in snapshot.pods.values():
+        if pod.node_name and pod.node_name not in snapshot.nodes and pod.phase not in ("Succeeded", "Failed"):
+            missing.setdefault(pod.node_name, []).append(f"{pod.namespace}/{pod.name}")
+    if snapshot.nodes:
+        for node, pods in sorted(missing.items()):
+            more = f" and {len(pods) - 3} more" if len(pods) > 3 else ""
+            warnings.append(
+                f"pod {', '.join(sorted(pods)[:3])}{more} bound to node {node}, which is not in the dump: "
+                "its requests are not counted on any node"
+            )
+    pending = sum(1 for p in snapshot.pods.values() if not p.node_name and p.phase == "Pending")
+    if not snapshot.nodes and pending:
+        warnings.append(
+            f"the dump holds {pending} pending pod(s) but no Node objects: nothing to simulate them against; "
+            "add `kubectl get nodes -o json` (the scheduler's own message is shown as it is)"
+        )
+    return warnings
 
 
 def _pod_filter(args: argparse.Namespace) -> Callable[[Any], bool] | None:
@@ -120,10 +167,16 @@ def _progress_printer(enabled: bool) -> Callable[[int, int, int], None] | None:
     return show
 
 
+def _warn(message: str) -> None:
+    print(f"unstick: warning: {printable(message, keep_newlines=False)}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from analyzers.report import build_report  # the simulator and rules: loaded only when used
 
-    now = _now(args)
+    override = _kube_version(args)
+    if args.now is not None and parse_time(args.now) is None:
+        raise UserError(f"--now: not an RFC 3339 time: {args.now!r}")
     pod_filter = _pod_filter(args)
     if args.eviction_log == "-" and "-" in args.paths:
         raise UserError("stdin cannot be both a dump and the --eviction-log")
@@ -133,37 +186,47 @@ def run(args: argparse.Namespace) -> int:
     except DumpError as exc:
         raise UserError(str(exc)) from exc
     if args.each:
-        for source, state, used in iter_clusters(sources, kube_version=args.kube_version):
+        for source, state, used, facts in iter_clusters(sources):
             doc: dict[str, Any] = {"source": source.name}
             if used == 0:
                 doc["error"] = f"{source.name}: no usable Kubernetes objects"
                 doc["warnings"] = state.warnings
             else:
+                now, now_source = _now(args, facts)
+                version, why = facts.kube_version(override)
+                snapshot = state.snapshot()
                 doc.update(
-                    build_report(
-                        state.snapshot(), now=now, kube_version=args.kube_version, pod_filter=pod_filter
-                    ).as_dict()
+                    build_report(snapshot, now=now, kube_version=version, pod_filter=pod_filter).as_dict()
                 )
+                doc["kube_version"] = {"version": version, "source": why}
+                doc["now"] = {"time": _iso(now), "source": now_source}
+                doc["input_warnings"] = [*state.warnings, *input_warnings(snapshot)]
             sys.stdout.buffer.write(orjson.dumps(doc) + b"\n")
         return EXIT_OK
 
-    state = ClusterState(args.kube_version)
+    state = ClusterState()
+    facts = DumpFacts()
     show = (
         args.progress
         if args.progress is not None
         else (len(sources) >= PROGRESS_MIN_FILES and sys.stderr.isatty())
     )
-    used = load_into(state, sources, progress=_progress_printer(show))
+    used = load_into(state, sources, progress=_progress_printer(show), facts=facts)
     for warning in state.warnings:
-        print(f"unstick: warning: {warning}", file=sys.stderr)
+        _warn(warning)
     if used == 0:
         raise UserError(f"no usable Kubernetes objects in {', '.join(args.paths)}")
+    version, why = facts.kube_version(override)
+    now, now_source = _now(args, facts)
+    state.kube_version = version
     snapshot = state.snapshot()
+    for warning in input_warnings(snapshot):
+        _warn(warning)
     # The loaded objects live until exit: keep the cyclic collector from walking
     # them again and again while the analysis allocates (seconds on big dumps).
     gc.freeze()
     report = build_report(
-        snapshot, now=now, kube_version=args.kube_version, pod_filter=pod_filter, eviction_messages=evictions
+        snapshot, now=now, kube_version=version, pod_filter=pod_filter, eviction_messages=evictions
     )
     if (
         args.pod
@@ -171,12 +234,17 @@ def run(args: argparse.Namespace) -> int:
         and not any(p.name == args.pod.split("/")[1] for p in snapshot.pods.values())
     ):
         raise UserError(f"--pod {args.pod}: no such pod in the dump")
-    if args.json:
-        sys.stdout.buffer.write(orjson.dumps(report.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
-    elif args.yaml:
-        yaml.safe_dump(report.as_dict(), sys.stdout, sort_keys=False, allow_unicode=True)
+    if args.json or args.yaml:
+        doc = report.as_dict()
+        doc["kube_version"] = {"version": version, "source": why}
+        doc["now"] = {"time": _iso(now), "source": now_source}
+        if args.json:
+            sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        else:
+            yaml.safe_dump(doc, sys.stdout, sort_keys=False, allow_unicode=True)
     else:
-        print_human(report, len(snapshot.nodes), sys.stdout)
+        context = f"kube-scheduler wording {version} ({why}); ages as of {_iso(now)} ({now_source}).\n"
+        print_human(report, len(snapshot.nodes), sys.stdout, context=context)
     return EXIT_OK
 
 
@@ -200,16 +268,25 @@ def _wrap(text: str, indent: str) -> str:
     )
 
 
-def print_human(report: Report, node_count: int, out: TextIO) -> None:
-    w = out.write
+def print_human(report: Report, node_count: int, out: TextIO, *, context: str = "") -> None:
+    """The report for people. Text from the cluster (names, messages) has its
+    control characters shown escaped (agent.terminal.printable)."""
+
+    def w(text: str) -> None:
+        out.write(printable(text))
+
     w(
         f"Analysed {node_count} nodes: {len(report.pods)} unscheduled pod(s), {len(report.deployments)} Deployment(s), "
         f"{len(report.pdbs)} PodDisruptionBudget(s); {len(report.findings)} finding(s).\n"
     )
+    if context:
+        w(context)
     if report.findings:
         w("\nFINDINGS\n")
     for n, f in enumerate(report.findings, 1):
-        w(f"\n{n}. [{str(f.severity).upper()}] {f.rule_id} — {f.subject}\n")
+        w(
+            f"\n{n}. [{str(f.severity).upper()}] {f.rule_id} — {printable(str(f.subject), keep_newlines=False)}\n"
+        )
         w(_wrap(f.title, "   ") + "\n\n")
         w(_wrap(f.explanation, "   ") + "\n")
         for i, r in enumerate(f.remedies, 1):
@@ -255,10 +332,12 @@ def print_human(report: Report, node_count: int, out: TextIO) -> None:
 
 def _print_pod(p: PodReport, w: Callable[[str], Any]) -> None:
     v = p.verdict
-    w(f"\n  {p.pod.namespace}/{p.pod.name}\n")
+    w(f"\n  {printable(p.pod.namespace, keep_newlines=False)}/{printable(p.pod.name, keep_newlines=False)}\n")
     if p.scheduler:
         w(_wrap(f"scheduler ({p.scheduler.source}): {p.scheduler.message}", "    ") + "\n")
-    if v.message:
+    if not v.nodes:
+        w("    not simulated: the dump holds no Node objects\n")
+    elif v.message:
         w(_wrap(f"simulated: {v.message}", "    ") + "\n")
     if p.agrees is True:
         w("    ✓ the simulation agrees with the scheduler\n")

@@ -7,6 +7,10 @@ unless ``--db`` is given), serves the API and pages on localhost and prints
 incidents as they open and resolve. ``--once`` plays every timeline to the
 end, step by step, and prints the incidents (``--json``: a JSON array in the
 storage contract's shape).
+
+Notifications take the same options as ``watch`` (Slack, webhooks); with none
+given, ``--notify-console`` is the default and each message is printed as it
+would go to Slack. ``--once`` exits only after the outbox has drained.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from agent.notify.settings import NotifySettings, add_notify_arguments
 from agent.settings import AgentSettings, Settings, add_agent_arguments, add_api_arguments, add_db_arguments
 
 QUIET_SECONDS = 0.25  # no cache change for this long: the agent has seen the step
@@ -46,6 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_agent_arguments(p)
     add_db_arguments(p)
     add_api_arguments(p)
+    add_notify_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -65,7 +71,23 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="unstick-demo-") as tmp:
         if args.db is None:
             args.db = f"sqlite+aiosqlite:///{tmp}/unstick-demo.db"
-        settings = Settings.from_args(args)
+        from agent.settings import SettingsError
+
+        problems: list[str] = []
+        try:
+            settings = Settings.from_args(args)
+        except SettingsError as exc:
+            problems += exc.errors
+        try:
+            agent = AgentSettings.from_args(args)
+        except SettingsError as exc:
+            problems += exc.errors
+        try:
+            notify = NotifySettings.from_args(args, console_default=True)
+        except SettingsError as exc:
+            problems += exc.errors
+        if problems:
+            raise SettingsError(problems)
         if not settings.api.tokens or not settings.api.auth:
             if not _loopback(settings.api.host):
                 from agent.cli import UserError
@@ -76,8 +98,7 @@ def run(args: argparse.Namespace) -> int:
                 )
             # A loopback-only demo opens its pages without sign-in (--api-token-file requires tokens).
             settings = dataclasses.replace(settings, api=dataclasses.replace(settings.api, auth=False))
-        agent = AgentSettings.from_args(args)
-        return asyncio.run(demo(settings, agent, Path(tmp), args))
+        return asyncio.run(demo(settings, agent, Path(tmp), args, notify))
 
 
 async def _print_changes(host: Any, cluster: str, outcome: Any, out: Any) -> None:
@@ -104,7 +125,13 @@ async def _print_changes(host: Any, cluster: str, outcome: Any, out: Any) -> Non
     out.flush()
 
 
-async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, args: argparse.Namespace) -> int:
+async def demo(
+    settings: Settings,
+    agent_settings: AgentSettings,
+    tmp: Path,
+    args: argparse.Namespace,
+    notify: NotifySettings | None = None,
+) -> int:
     from agent.demo import scenario_paths
     from agent.fakecluster.scenario import Scenario, ScenarioPlayer, play_step
     from agent.kube.gateway import Gateway
@@ -129,7 +156,15 @@ async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, arg
     out = sys.stderr if args.json else sys.stdout
     host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
     clusters = []
+    notify = notify or NotifySettings(console=True)
+
+    def on_pass(name: str, outcome: Any) -> Any:
+        # The console sink prints every message; without it, a line per change.
+        return None if notify.console else _print_changes(host, name, outcome, out)
+
     try:
+        url = await _serve(host, settings, out)
+        notifier = await host.start_notifier(notify, console=out)
         for scenario in scenarios:
             cluster = scenario.cluster()
             await cluster.start()
@@ -141,18 +176,12 @@ async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, arg
                 sessions=host.sessions,
                 config=agent_settings.pipeline_config(),
                 renderer=host.renderer,
-                on_pass=lambda name, outcome: _print_changes(host, name, outcome, out),
+                on_pass=on_pass,
                 observe_seconds=host.observe,
                 metrics_interval=1.0,
+                notifier=notifier,
             )
             host.agents.append(agent)
-        try:
-            url = await host.serve(settings.api)
-        except OSError as exc:  # e.g. 8080 taken: the demo still runs, on a free port
-            out.write(
-                f"unstick demo: cannot listen on {settings.api.host}:{settings.api.port} ({exc.strerror}); using a free port\n"
-            )
-            url = await host.serve(dataclasses.replace(settings.api, port=0))
         where = (
             url if settings.api.host not in ("", "0.0.0.0", "::") else f"{url} (listening on all interfaces)"
         )
@@ -167,6 +196,10 @@ async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, arg
         out.flush()
         if args.once:
             await _play_once(host, clusters, play_step)
+            if notifier is not None:
+                left = await notifier.drain(timeout=120)
+                if left:
+                    out.write(f"unstick demo: {left} notification(s) could not be delivered yet\n")
             async with host.sessions() as session:
                 page = await list_incidents(session, IncidentFilter(), limit=1000)
             incidents = [incident_dict(i) for i in sorted(page.items, key=lambda i: i.id)]
@@ -191,6 +224,17 @@ async def demo(settings: Settings, agent_settings: AgentSettings, tmp: Path, arg
         for _, cluster in clusters:
             with contextlib.suppress(Exception):
                 await cluster.stop()
+
+
+async def _serve(host: Any, settings: Settings, out: Any) -> str:
+    try:
+        url: str = await host.serve(settings.api)
+    except OSError as exc:  # e.g. 8080 taken: the demo still runs, on a free port
+        out.write(
+            f"unstick demo: cannot listen on {settings.api.host}:{settings.api.port} ({exc.strerror}); using a free port\n"
+        )
+        url = await host.serve(dataclasses.replace(settings.api, port=0))
+    return url
 
 
 async def _settle(agent: Any) -> None:

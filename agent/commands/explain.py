@@ -11,6 +11,11 @@ an events.k8s.io ``note``). Output: one JSON object per input line, in order,
 each with ``line`` (1-based); a line that cannot be read yields
 ``{"error": "...", "line": n}`` and the batch goes on. Blank lines count as bad
 lines. Repeated messages are served from the parser's cache.
+
+Exit status for one message: 0 when it was recognised, 1 when nothing in it
+was (``kind: unknown``), 2 for a usage error. Terminal control characters of
+the input (escape sequences, bidi overrides) are shown escaped in the text
+output, as the JSON output escapes them.
 """
 
 from __future__ import annotations
@@ -24,10 +29,16 @@ import orjson
 
 from agent.cli import EXIT_OK, UserError
 from analyzers.messages import (
+    AUTOSCALER,
+    DO_NOT_DISRUPT,
     EVICTION,
+    KUBELET_ADMISSION,
     MULTIPLE_PDBS,
+    NODE_CONDITION,
+    NODE_PRESSURE,
     PDB_VIOLATION,
     SCHEDULING,
+    UNKNOWN,
     ParsedMessage,
     Preemption,
     Reason,
@@ -35,6 +46,7 @@ from analyzers.messages import (
 )
 
 _FLUSH_EVERY = 1024
+EXIT_UNRECOGNISED = 1
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -74,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(parsed))
         sys.stdout.flush()
-    return EXIT_OK
+    return EXIT_UNRECOGNISED if parsed.kind == UNKNOWN else EXIT_OK
 
 
 # --- batches ------------------------------------------------------------------------------
@@ -140,17 +152,33 @@ def run_jsonl(path: str, out: IO[bytes]) -> int:
 
 # --- text -----------------------------------------------------------------------------------
 
+# C0 and C1 control characters (ESC starts every terminal escape sequence) and the
+# bidi overrides that reorder what a terminal shows.
+_UNSAFE = dict.fromkeys(
+    [*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+)
+_ESCAPES = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE}
 
-def _nodes(count: int | None, uncounted: str) -> str:
+
+def neutralise(line: str) -> str:
+    """``line`` with terminal control characters shown escaped (``\x1b`` -> ``\\x1b``)."""
+    if line.isascii() and line.isprintable():
+        return line
+    return line.translate(_ESCAPES)
+
+
+def _nodes(count: int | None, uncounted: str, unit: str = "node") -> str:
     if count is None:
         return uncounted
-    return f"{count} node" if count == 1 else f"{count} nodes"
+    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
 
 
-def _reason_lines(reasons: Iterable[Reason], *, detailed: bool, uncounted: str = "-") -> list[str]:
+def _reason_lines(
+    reasons: Iterable[Reason], *, detailed: bool, uncounted: str = "-", unit: str = "node"
+) -> list[str]:
     lines: list[str] = []
     for reason in reasons:
-        lines.append(f"  {_nodes(reason.count, uncounted):<10} {reason.text}")
+        lines.append(f"  {_nodes(reason.count, uncounted, unit):<10} {reason.text}")
         plugin = f" ({reason.plugin})" if reason.plugin else ""
         if detailed:
             lines.append(f"  {'':<10} {reason.code}{plugin}: {reason.info.meaning}.")
@@ -167,8 +195,10 @@ _VERDICTS = {
 }
 
 
-def _preemption_lines(preemption: Preemption | None) -> list[str]:
+def _preemption_lines(preemption: Preemption | None, *, truncated: bool) -> list[str]:
     if preemption is None:
+        if truncated:
+            return ["Preemption: no verdict in the text (the message was cut before it)."]
         return [
             "Preemption: no verdict in the message (kube-scheduler before 1.19, or a node was nominated)."
         ]
@@ -181,58 +211,127 @@ def _preemption_lines(preemption: Preemption | None) -> list[str]:
     return lines
 
 
-def render_text(parsed: ParsedMessage) -> str:
+def _scheduling_lines(parsed: ParsedMessage) -> list[str]:
     lines: list[str] = []
-    if parsed.kind == SCHEDULING:
-        if parsed.total_nodes is not None:
-            head = f"Scheduling failure: 0 of {parsed.total_nodes} nodes can run the pod"
-        else:
-            head = "Scheduling failure"
-        if parsed.pod:
-            head += f" {parsed.pod}"
-        lines.append(head + ".")
-        prefilter = parsed.format == "fit-error-prefilter"
-        if prefilter:
-            lines.append("Rejected at PreFilter, before any node was tried:")
-        lines.extend(
-            _reason_lines(parsed.reasons, detailed=True, uncounted="PreFilter" if prefilter else "-")
-        )
-        for note in parsed.notes:
-            lines.append(f"Note: {note}.")
-        if parsed.format != "reasons":
-            lines.extend(_preemption_lines(parsed.preemption))
-        if parsed.truncated:
-            lines.append("The message is cut short: the last reason may be incomplete.")
-    elif parsed.kind == EVICTION and parsed.eviction is not None:
-        ev = parsed.eviction
-        if ev.kind == PDB_VIOLATION:
-            lines.append("Eviction refused: a PodDisruptionBudget allows no disruption right now.")
-        elif ev.kind == MULTIPLE_PDBS:
-            lines.append(
-                "Eviction refused: more than one PodDisruptionBudget selects the pod; the eviction API "
-                "refuses such pods (HTTP 500) until the budgets no longer overlap."
-            )
-        else:
-            lines.append("Eviction failure.")
-        if ev.pod:
-            lines.append(f"  pod: {ev.namespace + '/' if ev.namespace else ''}{ev.pod}")
-        if ev.pdb:
-            lines.append(f"  PodDisruptionBudget: {ev.namespace + '/' if ev.namespace else ''}{ev.pdb}")
-        if ev.desired_healthy is not None and ev.current_healthy is not None:
-            lines.append(
-                f"  it needs {ev.desired_healthy} healthy pods and has {ev.current_healthy}: "
-                f"evicting one would leave {ev.current_healthy - 1}, so disruptionsAllowed is "
-                f"{max(ev.current_healthy - ev.desired_healthy, 0)}."
-            )
-        if ev.kind == PDB_VIOLATION:
-            lines.append(
-                "  The eviction API answers 429 until a replacement pod is Ready elsewhere; "
-                "kubectl drain retries every 5s" + (" (it is retrying)." if ev.will_retry else ".")
-            )
-        if ev.detail and ev.kind != PDB_VIOLATION:
-            lines.append(f"  {ev.detail}")
+    if parsed.total_nodes is not None:
+        head = f"Scheduling failure: 0 of {parsed.total_nodes} nodes can run the pod"
     else:
-        lines.append("unstick does not recognise this as a scheduling or eviction failure.")
+        head = "Scheduling failure"
+    if parsed.pod:
+        head += f" {parsed.pod}"
+    lines.append(head + ".")
+    if parsed.format == "preemption-only":
+        lines.append(
+            "Only the preemption part of the message is here: the filter reasons (why no node fits) are "
+            "missing; read them from the pod's PodScheduled condition (kubectl get pod -o yaml)."
+        )
+    elif parsed.head_missing:
+        lines.append(
+            "The text starts in the middle of the message: the node total is missing and only the reasons "
+            "that are whole are listed."
+        )
+    elif parsed.total_nodes is None and parsed.format in ("fit-error", "fit-error-prefilter"):
+        lines.append("The node total is not in the text (redacted or cut).")
+    if parsed.format == "legacy-per-node":
+        lines.append("kube-scheduler 1.2-1.4 listed each node; the counts below are nodes per reason.")
+    prefilter = parsed.format == "fit-error-prefilter"
+    if prefilter:
+        lines.append("Rejected at PreFilter, before any node was tried:")
+    lines.extend(_reason_lines(parsed.reasons, detailed=True, uncounted="PreFilter" if prefilter else "-"))
+    for note in parsed.notes:
+        lines.append(f"Note: {note}.")
+    if parsed.format not in ("reasons", "legacy-summary", "legacy-per-node", "legacy-predicates"):
+        lines.extend(_preemption_lines(parsed.preemption, truncated=parsed.truncated))
+    if parsed.truncated:
+        lines.append(
+            "The message is cut short (kube-scheduler cuts event messages at 1024 bytes): the last reason may "
+            "be incomplete; the pod's PodScheduled condition holds the whole text."
+        )
+    return lines
+
+
+_AUTOSCALER_HEADS = {
+    "ca-no-scale-up": "cluster-autoscaler did not scale up for the pod; per node group:",
+    "ca-scale-up": "cluster-autoscaler is adding nodes for the pod:",
+    "karpenter-failed": "Karpenter cannot launch a node for the pod; per NodePool:",
+    "karpenter-nominated": "Karpenter is launching capacity for the pod; it should schedule on:",
+}
+
+
+def _autoscaler_lines(parsed: ParsedMessage) -> list[str]:
+    lines = [_AUTOSCALER_HEADS.get(parsed.format, "Autoscaler message:")]
+    unit = "NodePool" if parsed.format.startswith("karpenter") else "group"
+    for reason in parsed.reasons:
+        where = (
+            f" [NodePool {reason.info.object_name}]" if unit == "NodePool" and reason.info.object_name else ""
+        )
+        lines.append(f"  {_nodes(reason.count, '-', unit):<10} {reason.text}{where}")
+        plugin = f" ({reason.plugin})" if reason.plugin else ""
+        lines.append(f"  {'':<10} {reason.code}{plugin}: {reason.info.meaning}.")
+    lines.extend(f"  {note}" for note in parsed.notes)
+    if parsed.format in ("ca-scale-up", "karpenter-nominated"):
+        lines.append("  Capacity is on its way: the pod should schedule once the new node is Ready.")
+    return lines
+
+
+_EVICTION_HEADS = {
+    PDB_VIOLATION: "Eviction refused: a PodDisruptionBudget allows no disruption right now.",
+    MULTIPLE_PDBS: (
+        "Eviction refused: more than one PodDisruptionBudget selects the pod; the eviction API "
+        "refuses such pods (HTTP 500) until the budgets no longer overlap."
+    ),
+    DO_NOT_DISRUPT: (
+        "Disruption blocked: the pod (or node) carries Karpenter's do-not-disrupt annotation, so Karpenter "
+        "will not evict it voluntarily."
+    ),
+    NODE_PRESSURE: "The kubelet evicted the pod: its node ran low on a resource (node-pressure eviction).",
+    NODE_CONDITION: "The kubelet refused the pod: its node reports a pressure condition (admission).",
+    KUBELET_ADMISSION: "The kubelet refused to admit the pod on its node (admission check failed).",
+}
+
+
+def _eviction_lines(parsed: ParsedMessage) -> list[str]:
+    ev = parsed.eviction
+    assert ev is not None
+    lines = [_EVICTION_HEADS.get(ev.kind, "Eviction failure.")]
+    if ev.pod:
+        lines.append(f"  pod: {ev.namespace + '/' if ev.namespace else ''}{ev.pod}")
+    if ev.pdb:
+        lines.append(f"  PodDisruptionBudget: {ev.namespace + '/' if ev.namespace else ''}{ev.pdb}")
+    elif ev.budgets:
+        lines.append(f"  PodDisruptionBudgets: {', '.join(ev.budgets)}")
+    if ev.resource:
+        lines.append(f"  resource: {ev.resource}")
+    if ev.desired_healthy is not None and ev.current_healthy is not None:
+        lines.append(
+            f"  it needs {ev.desired_healthy} healthy pods and has {ev.current_healthy}: "
+            f"evicting one would leave {ev.current_healthy - 1}, so disruptionsAllowed is "
+            f"{max(ev.current_healthy - ev.desired_healthy, 0)}."
+        )
+    if ev.sync_failed:
+        lines.append(
+            "  The budget's controller failed to sync it (fail-safe): the API refuses every eviction until the "
+            "controller can compute the budget again, whatever the pods' health."
+        )
+    if ev.kind == PDB_VIOLATION:
+        lines.append(
+            "  The eviction API answers 429 until a replacement pod is Ready elsewhere; "
+            "kubectl drain retries every 5s" + (" (it is retrying)." if ev.will_retry else ".")
+        )
+    if ev.detail and (ev.kind != PDB_VIOLATION or ev.sync_failed):
+        lines.append(f"  {ev.detail}")
+    return lines
+
+
+def render_text(parsed: ParsedMessage) -> str:
+    if parsed.kind == SCHEDULING:
+        lines = _scheduling_lines(parsed)
+    elif parsed.kind == AUTOSCALER:
+        lines = _autoscaler_lines(parsed)
+    elif parsed.kind == EVICTION and parsed.eviction is not None:
+        lines = _eviction_lines(parsed)
+    else:
+        lines = ["unstick does not recognise this as a scheduling, autoscaler or eviction message."]
         if parsed.message:
             lines.append(f"  {parsed.message[:200]}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(neutralise(line) for line in lines) + "\n"

@@ -11,14 +11,17 @@ import asyncio
 import logging
 import sys
 
+from agent.notify.settings import NotifySettings, add_notify_arguments
 from agent.settings import (
     AgentSettings,
     LeaderSettings,
     Settings,
+    StreamSettings,
     add_agent_arguments,
     add_api_arguments,
     add_db_arguments,
     add_leader_arguments,
+    add_stream_arguments,
 )
 
 log = logging.getLogger(__name__)
@@ -40,24 +43,79 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="kubeconfig file (env KUBECONFIG; default ~/.kube/config, else in-cluster)",
     )
     p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
+    p.add_argument(
+        "--verify-with-dry-run",
+        action="store_true",
+        help=(
+            "check each verified patch remedy with a server-side dry run (PATCH ?dryRun=All) and record the "
+            "outcome in its verification; needs RBAC verb patch on the patched kinds (see README)"
+        ),
+    )
     add_agent_arguments(p)
     add_db_arguments(p)
     add_api_arguments(p)
+    add_notify_arguments(p)
+    add_stream_arguments(p, url_flag="--publish")
+    p.add_argument(
+        "--buffer", metavar="N", help="with --publish: records held while the broker is away (100000)"
+    )
     add_leader_arguments(p)
     p.set_defaults(func=run, require_tokens=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = Settings.from_args(args)
-    agent = AgentSettings.from_args(args)
-    leader = LeaderSettings.from_args(args)
+    from agent.settings import SettingsError
+
+    if getattr(args, "publish", None):
+        args.require_tokens = False  # publishing serves only /healthz, /readyz and /metrics
+        settings = Settings.from_args(args)
+        agent = AgentSettings.from_args(args)
+        return asyncio.run(publish(settings, agent, StreamSettings.from_args(args), args))
+
+    problems: list[str] = []
+    built: list[object] = []
+    for build in (Settings.from_args, AgentSettings.from_args, NotifySettings.from_args, LeaderSettings.from_args):
+        try:
+            built.append(build(args))
+        except SettingsError as exc:  # every problem of every group at once
+            problems += exc.errors
+    if problems:
+        raise SettingsError(problems)
+    settings, agent, notify, leader = built
+    assert isinstance(settings, Settings) and isinstance(agent, AgentSettings)
+    assert isinstance(notify, NotifySettings) and isinstance(leader, LeaderSettings)
     if leader.enabled:
-        return asyncio.run(watch_elected(settings, agent, leader, kubeconfig=args.kubeconfig, context=args.context))
-    return asyncio.run(watch(settings, agent, kubeconfig=args.kubeconfig, context=args.context))
+        return asyncio.run(
+            watch_elected(
+                settings,
+                agent,
+                leader,
+                kubeconfig=args.kubeconfig,
+                context=args.context,
+                notify=notify,
+                verify_with_dry_run=args.verify_with_dry_run,
+            )
+        )
+    return asyncio.run(
+        watch(
+            settings,
+            agent,
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            notify=notify,
+            verify_with_dry_run=args.verify_with_dry_run,
+        )
+    )
 
 
 async def watch(
-    settings: Settings, agent: AgentSettings, *, kubeconfig: str | None, context: str | None
+    settings: Settings,
+    agent: AgentSettings,
+    *,
+    kubeconfig: str | None,
+    context: str | None,
+    notify: NotifySettings | None = None,
+    verify_with_dry_run: bool = False,
 ) -> int:
     from agent.kube.errors import KubeError
     from agent.kube.gateway import Gateway
@@ -68,6 +126,7 @@ async def watch(
     host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
     try:
         gateway = Gateway(kubeconfig, context)
+        notifier = await host.start_notifier(notify) if notify is not None else None
         try:
             cluster_agent = await ClusterAgent.connect(
                 cluster=agent.cluster or context or "default",
@@ -77,6 +136,8 @@ async def watch(
                 renderer=host.renderer,
                 namespaces=agent.namespaces or None,
                 observe_seconds=host.observe,
+                notifier=notifier,
+                verify_with_dry_run=verify_with_dry_run,
             )
         except KubeError as exc:
             print(f"unstick: error: cannot reach the cluster: {exc}", file=sys.stderr)
@@ -109,6 +170,8 @@ async def watch_elected(
     *,
     kubeconfig: str | None,
     context: str | None,
+    notify: NotifySettings | None = None,
+    verify_with_dry_run: bool = False,
 ) -> int:
     """Several replicas: every one serves the API and pages; only the Lease holder watches,
     analyses and notifies. Losing the Lease halts the pipeline at once (mid-pass included);
@@ -146,6 +209,8 @@ async def watch_elected(
         )
 
         async def started() -> None:
+            # Only the leader sends: the outbox worker runs while this replica leads.
+            notifier = await host.start_notifier(notify) if notify is not None else None
             cluster_agent = await ClusterAgent.connect(
                 cluster=agent.cluster or context or "default",
                 gateway=Gateway(kubeconfig, context),
@@ -154,6 +219,8 @@ async def watch_elected(
                 renderer=host.renderer,
                 namespaces=agent.namespaces or None,
                 observe_seconds=host.observe,
+                notifier=notifier,
+                verify_with_dry_run=verify_with_dry_run,
             )
             host.agents.append(cluster_agent)
             cluster_agent.start(stop)
@@ -165,6 +232,12 @@ async def watch_elected(
             agents, host.agents = list(host.agents), []
             for cluster_agent in agents:
                 await (cluster_agent.halt() if lost else cluster_agent.stop())
+            notifier, host.notifier = host.notifier, None
+            if notifier is not None:
+                if not lost:  # a clean stop: send what the last pass wrote, still the leader
+                    await notifier.drain(10.0)
+                # Lost: in-flight sends are cancelled now and handed back (same idempotency key).
+                await notifier.stop(grace=0.0 if lost else 20.0)
             if lost:
                 print(f"unstick: {cfg.identity} lost the Lease: stopped watching", file=sys.stderr)
 
@@ -174,3 +247,27 @@ async def watch_elected(
     finally:
         await host.close()
         await elector.gateway.close()
+
+
+async def publish(settings: Settings, agent: AgentSettings, stream: StreamSettings, args: argparse.Namespace) -> int:
+    """``watch --publish``: the same gateway and watcher, deltas to Kafka (agent.stream.publisher)."""
+    from agent.kube.gateway import Gateway
+    from agent.runner import install_signal_handlers
+    from agent.stream.publisher import publish_cluster
+
+    stop = asyncio.Event()
+    install_signal_handlers(stop)
+    try:
+        await publish_cluster(
+            cluster=agent.cluster or args.context or "default",
+            gateway=Gateway(args.kubeconfig, args.context),
+            stream=stream,
+            listen=(settings.api.host, settings.api.port),
+            namespaces=agent.namespaces or None,
+            stop=stop,
+            kube_version=agent.kube_version,
+        )
+    except OSError as exc:
+        print(f"unstick: error: cannot listen on {settings.api.host}:{settings.api.port}: {exc.strerror}", file=sys.stderr)
+        return 2
+    return 0

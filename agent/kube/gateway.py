@@ -404,6 +404,60 @@ class Gateway:
         except orjson.JSONDecodeError as exc:
             raise ProtocolError(f"GET {path}: body is not JSON ({payload[:80]!r})") from exc
 
+    # -- server-side dry run ------------------------------------------------------
+    async def dry_run_patch(
+        self,
+        kind: Kind | str,
+        name: str,
+        namespace: str | None,
+        patch: Any,
+        patch_type: Literal["strategic", "merge", "json"] = "strategic",
+    ) -> RawObject:
+        """PATCH an object with ``dryRun=All``: the API server validates, admits and
+        defaults the change and returns the object it would store, persisting nothing
+        (the only write-shaped request unstick sends; it needs ``patch`` RBAC)."""
+        api = self._api
+        if api is None:
+            raise RuntimeError("Gateway.open() was not awaited")
+        k = kind if isinstance(kind, Kind) else kind_for(kind)
+        path = k.path(namespace, name)
+        content_type = {
+            "strategic": "application/strategic-merge-patch+json",
+            "merge": "application/merge-patch+json",
+            "json": "application/json-patch+json",
+        }[patch_type]
+        try:
+            resp: aiohttp.ClientResponse = await api.call_api(
+                path,
+                "PATCH",
+                query_params=[("dryRun", "All"), ("fieldManager", "unstick-dry-run")],
+                header_params={**_ACCEPT, "Content-Type": content_type},
+                body=patch,
+                auth_settings=_AUTH,
+                _preload_content=False,
+                _request_timeout=self._request_timeout,
+            )
+        except ApiException as exc:
+            headers: Mapping[str, str] = exc.headers or {}
+            body = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
+            raise error_from_response(exc.status or 0, body, headers) from exc
+        except ApiValueError as exc:
+            raise ProtocolError(f"PATCH {path}: {exc}") from exc
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            raise Timeout(f"PATCH {path}: timed out") from exc
+        except aiohttp.ClientError as exc:
+            raise Unavailable(f"PATCH {path}: {exc}") from exc
+        try:
+            payload = await resp.read()
+        finally:
+            resp.release()
+        if not 200 <= resp.status < 300:
+            raise error_from_response(resp.status, payload, resp.headers)
+        obj = orjson.loads(payload)
+        if not isinstance(obj, dict):
+            raise ProtocolError(f"PATCH {path}: the answer is not an object")
+        return obj
+
     # -- reads -----------------------------------------------------------------
     async def version(self) -> dict[str, Any]:
         """``/version``: ``{"major": "1", "minor": "30", "gitVersion": ...}``."""

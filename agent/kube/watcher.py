@@ -389,6 +389,11 @@ class KindWatcher:
                 await self._on_synced(self)
             else:
                 await self.sink.synced(self.kind.kind)
+        else:
+            # A relist after 410 Gone: sinks that care (the Kafka publisher) get a marker.
+            relisted = getattr(self.sink, "relisted", None)
+            if relisted is not None:
+                await relisted(self.kind.kind)
 
     def _stub(self, key: tuple[str, str], uid: str, rv: str) -> RawObject:
         """The last known identity of an object whose final state we missed."""

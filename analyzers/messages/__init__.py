@@ -1,14 +1,34 @@
 """Parsers for the messages Kubernetes prints when a pod cannot be placed or evicted.
 
 ``parse_message(text)`` takes anything a user pastes (a FailedScheduling event
-of any kube-scheduler version, a PodScheduled condition message, a ``kubectl
-drain`` error) and returns a ``ParsedMessage``; ``classify_reason(text)`` maps
+of any kube-scheduler version, whole or in pieces, a PodScheduled condition
+message, cluster-autoscaler's and Karpenter's words about a pod, an eviction
+refusal from kubectl drain, an autoscaler, the descheduler or the VPA, a kubelet
+rejection) and returns a ``ParsedMessage``; ``classify_reason(text)`` maps
 one per-node reason to the code and plugin the filter simulator uses too.
 Pure and synchronous: no I/O, no clock.
 """
 
-from analyzers.messages.eviction import MULTIPLE_PDBS, PDB_VIOLATION, Eviction, parse_eviction
-from analyzers.messages.model import EVICTION, SCHEDULING, UNKNOWN, ParsedMessage, Preemption, Reason
+from analyzers.messages.autoscaler import parse_autoscaler
+from analyzers.messages.eviction import (
+    DO_NOT_DISRUPT,
+    KUBELET_ADMISSION,
+    MULTIPLE_PDBS,
+    NODE_CONDITION,
+    NODE_PRESSURE,
+    PDB_VIOLATION,
+    Eviction,
+    parse_eviction,
+)
+from analyzers.messages.model import (
+    AUTOSCALER,
+    EVICTION,
+    SCHEDULING,
+    UNKNOWN,
+    ParsedMessage,
+    Preemption,
+    Reason,
+)
 from analyzers.messages.parse import clear_all_caches, parse_message, parse_message_uncached
 from analyzers.messages.reasons import ALL_CODES, ReasonInfo, Taint, classify_reason, describe
 from analyzers.messages.scheduling import (
@@ -20,8 +40,13 @@ from analyzers.messages.scheduling import (
 
 __all__ = [
     "ALL_CODES",
+    "AUTOSCALER",
+    "DO_NOT_DISRUPT",
     "EVICTION",
+    "KUBELET_ADMISSION",
     "MULTIPLE_PDBS",
+    "NODE_CONDITION",
+    "NODE_PRESSURE",
     "PDB_VIOLATION",
     "SCHEDULING",
     "UNKNOWN",
@@ -36,6 +61,7 @@ __all__ = [
     "describe",
     "format_fit_error",
     "format_preemption",
+    "parse_autoscaler",
     "parse_eviction",
     "parse_message",
     "parse_message_uncached",

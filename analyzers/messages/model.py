@@ -17,6 +17,9 @@ from analyzers.messages.reasons import (
 
 SCHEDULING: Final = "scheduling"
 EVICTION: Final = "eviction"
+# cluster-autoscaler's NotTriggerScaleUp/TriggeredScaleUp and Karpenter's
+# FailedScheduling/Nominated: about node groups and NodePools, not nodes.
+AUTOSCALER: Final = "autoscaler"
 UNKNOWN: Final = "unknown"
 
 # Preemption verdicts.
@@ -31,7 +34,9 @@ class Reason:
     """One reason as printed: how many nodes it counts, its text and what it means.
 
     ``count`` is None only for a PreFilter rejection, which kube-scheduler 1.26+
-    prints without a count because no node was tried.
+    prints without a count because no node was tried. In autoscaler messages it
+    counts node groups (cluster-autoscaler) or NodePools (Karpenter; None when the
+    clause names no NodePool).
     """
 
     count: int | None
@@ -102,15 +107,24 @@ class Preemption:
 class ParsedMessage:
     """What a message says, in the scheduler's terms.
 
-    - ``kind``: ``scheduling``, ``eviction`` or ``unknown``.
+    - ``kind``: ``scheduling``, ``eviction``, ``autoscaler`` or ``unknown``.
     - ``format``: ``fit-error`` (``0/N nodes are available: <count> <reason>, ...``),
       ``fit-error-prefilter`` (1.26+, a PreFilter rejection without count),
-      ``legacy-predicates`` (1.5-1.7), ``reasons`` (a bare reason list or a
-      PodScheduled condition message), ``eviction`` or ``unknown``.
-    - ``total_nodes``: N of ``0/N nodes are available`` (None when not printed).
+      ``preemption-only`` (only the ``preemption: ...`` tail was pasted: ``reasons``
+      is empty and says nothing about the filter phase), ``legacy-predicates``
+      (1.6-1.7), ``legacy-summary`` (1.5), ``legacy-per-node`` (1.2-1.4),
+      ``reasons`` (a bare reason list or a PodScheduled condition message),
+      ``ca-no-scale-up``, ``ca-scale-up``, ``karpenter-failed``,
+      ``karpenter-nominated``, ``eviction`` or ``unknown``.
+    - ``total_nodes``: N of ``0/N nodes are available`` (None when not printed,
+      redacted as ``0/x`` or cut off).
+    - ``head_missing``: the text starts after the message's beginning (no
+      ``0/N nodes are available:`` header): the total is unknown and the
+      reasons listed may be only the complete ones that were left.
     - ``notes``: PostFilter messages other than preemption (DRA:
       ``no new claims to deallocate``).
-    - ``truncated``: the message ends before its final full stop.
+    - ``truncated``: the message ends before its final full stop, or carries
+      kube-scheduler's `` ...`` cut mark (event messages longer than 1024 bytes).
     - ``message``: the message itself, cleaned (one line, without event columns).
     """
 
@@ -124,6 +138,7 @@ class ParsedMessage:
     notes: tuple[str, ...] = ()
     pod: str | None = None
     truncated: bool = False
+    head_missing: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -136,6 +151,7 @@ class ParsedMessage:
             "notes": list(self.notes),
             "pod": self.pod,
             "truncated": self.truncated,
+            "head_missing": self.head_missing,
             "message": self.message,
         }
 
@@ -162,6 +178,7 @@ _PARSED_SLOTS = tuple(
         "notes",
         "pod",
         "truncated",
+        "head_missing",
     )
 )
 
@@ -185,12 +202,23 @@ def make_scheduling(
     notes: tuple[str, ...],
     pod: str | None,
     truncated: bool,
+    head_missing: bool = False,
 ) -> ParsedMessage:
     """``ParsedMessage(SCHEDULING, format, message, ...)`` (no eviction), built faster."""
     parsed: ParsedMessage = _new(ParsedMessage)
-    s_kind, s_format, s_message, s_total, s_reasons, s_preemption, s_eviction, s_notes, s_pod, s_trunc = (
-        _PARSED_SLOTS
-    )
+    (
+        s_kind,
+        s_format,
+        s_message,
+        s_total,
+        s_reasons,
+        s_preemption,
+        s_eviction,
+        s_notes,
+        s_pod,
+        s_trunc,
+        s_head,
+    ) = _PARSED_SLOTS
     s_kind(parsed, SCHEDULING)
     s_format(parsed, format)
     s_message(parsed, message)
@@ -201,4 +229,5 @@ def make_scheduling(
     s_notes(parsed, notes)
     s_pod(parsed, pod)
     s_trunc(parsed, truncated)
+    s_head(parsed, head_missing)
     return parsed

@@ -38,6 +38,10 @@ The texts are kube-scheduler's own, copied from upstream (kubernetes/kubernetes)
   ``No preemption victims found for incoming pod``, ``Preemption is not helpful for scheduling``,
   ``not eligible due to preemptionPolicy=Never.``, ``not eligible due to a terminating pod on the
   nominated node.``
+- cluster-autoscaler ``core/scaleup/orchestrator/skippedreasons.go``: ``max node group size reached``,
+  ``not ready for scale-up``, ``in backoff after failed scale-up``, ``max cluster <resources> limit
+  reached``, ``exceeded quota: "<id>", resources: <resources>``; ``processors/status/
+  eventing_scale_up_processor.go``: ``max total nodes in cluster reached``
 - ``pkg/scheduler/algorithm/predicates/error.go`` (1.7-1.17): the predicate names printed instead
   of reasons by 1.7-1.9 (``MatchNodeSelector``, ``PodToleratesNodeTaints``, ...) and the
   descriptions of 1.10-1.17 (``node(s) had memory pressure``, ``node(s) were not ready``, ...).
@@ -86,6 +90,11 @@ NO_NODES: Final = "no-nodes"
 PREEMPTION_NO_VICTIMS: Final = "preemption-no-victims"
 PREEMPTION_NOT_HELPFUL: Final = "preemption-not-helpful"
 PREEMPTION_NOT_ELIGIBLE: Final = "preemption-not-eligible"
+# Autoscalers (cluster-autoscaler node groups, Karpenter NodePools).
+AUTOSCALER_LIMIT: Final = "autoscaler-limit"
+AUTOSCALER_NOT_READY: Final = "autoscaler-not-ready"
+AUTOSCALER_BACKOFF: Final = "autoscaler-backoff"
+AUTOSCALER_NO_INSTANCE_TYPE: Final = "autoscaler-no-instance-type"
 OTHER: Final = "other"
 
 ALL_CODES: Final[tuple[str, ...]] = (
@@ -121,6 +130,10 @@ ALL_CODES: Final[tuple[str, ...]] = (
     PREEMPTION_NO_VICTIMS,
     PREEMPTION_NOT_HELPFUL,
     PREEMPTION_NOT_ELIGIBLE,
+    AUTOSCALER_LIMIT,
+    AUTOSCALER_NOT_READY,
+    AUTOSCALER_BACKOFF,
+    AUTOSCALER_NO_INSTANCE_TYPE,
     OTHER,
 )
 
@@ -305,8 +318,21 @@ LEGACY_PREDICATES: Final[tuple[tuple[str, str, str | None], ...]] = (
     ("EvenPodsSpreadNotMatch", TOPOLOGY_SPREAD_MISMATCH, POD_TOPOLOGY_SPREAD),
 )
 
+# cluster-autoscaler's reasons for skipping a node group (counted per node group).
+AUTOSCALER_CATALOGUE: Final[tuple[tuple[str, str, str | None], ...]] = (
+    ("max node group size reached", AUTOSCALER_LIMIT, None),
+    ("max total nodes in cluster reached", AUTOSCALER_LIMIT, None),
+    ("not ready for scale-up", AUTOSCALER_NOT_READY, None),
+    ("in backoff after failed scale-up", AUTOSCALER_BACKOFF, None),
+    ("at least one node can be vertically scaled", AUTOSCALER_NOT_READY, None),
+    # Karpenter (pkg/controllers/provisioning/scheduling/scheduler.go), per NodePool.
+    ("node limits have been exhausted for nodepool", AUTOSCALER_LIMIT, None),
+    ("all available instance types exceed limits for nodepool", AUTOSCALER_LIMIT, None),
+)
+
 _EXACT: Final[dict[str, ReasonInfo]] = {
-    text: ReasonInfo(code, plugin) for text, code, plugin in (*CATALOGUE, *LEGACY_PREDICATES)
+    text: ReasonInfo(code, plugin)
+    for text, code, plugin in (*CATALOGUE, *LEGACY_PREDICATES, *AUTOSCALER_CATALOGUE)
 }
 _EXACT_LOWER: Final[dict[str, ReasonInfo]] = {text.lower(): info for text, info in _EXACT.items()}
 # Longest first, for recognising a reason cut short by a truncated message.
@@ -407,6 +433,10 @@ def classify_reason(text: str) -> ReasonInfo:
             return ReasonInfo(DRA_CLAIM_MISSING, DYNAMIC_RESOURCES, object_name=match.group(2))
     if text.startswith("node(s) had condition"):
         return ReasonInfo(NODE_NOT_READY, NODE_CONDITION)
+    if text.startswith(("max cluster ", "exceeded quota: ")) and (
+        text.endswith(" limit reached") or ", resources: " in text
+    ):
+        return ReasonInfo(AUTOSCALER_LIMIT, None)
     if text.startswith("node(s) didn't satisfy plugin(s) ["):
         # pkg/scheduler/schedule_one.go: nodes a PreFilter result excluded, naming the plugins.
         plugins = text[len("node(s) didn't satisfy plugin(s) [") :].rstrip("]").split()
@@ -426,8 +456,11 @@ def classify_truncated(text: str, *, min_length: int = 8) -> ReasonInfo | None:
     text = text.strip()
     if len(text) < min_length:
         return None
-    if "Insufficient ".startswith(text) or text.startswith("Insufficient "):
-        return None  # the resource name may be cut; do not guess it
+    if "Insufficient ".startswith(text):
+        return None
+    if text.startswith("Insufficient "):
+        # The resource name may be cut: the code is sure, the resource is not.
+        return ReasonInfo(INSUFFICIENT_RESOURCE, NODE_RESOURCES_FIT)
     if text.startswith(("node(s) had untolerated taint", "node(s) had taint")):
         return ReasonInfo(UNTOLERATED_TAINT, TAINT_TOLERATION)
     for candidate in _PREFIX_CANDIDATES:
@@ -499,6 +532,15 @@ _MEANINGS: Final[dict[str, str]] = {
     PREEMPTION_NOT_ELIGIBLE: (
         "the pod may not preempt others (preemptionPolicy: Never, or a victim of an earlier "
         "preemption is still terminating)"
+    ),
+    AUTOSCALER_LIMIT: (
+        "the node group or NodePool is at a limit (its maximum size, the cluster's node or "
+        "resource limits, or a quota), so the autoscaler may not add a node there"
+    ),
+    AUTOSCALER_NOT_READY: "the node group is not ready for a scale-up now (its last change is still in progress)",
+    AUTOSCALER_BACKOFF: "the node group is in backoff after a failed scale-up; the autoscaler retries it later",
+    AUTOSCALER_NO_INSTANCE_TYPE: (
+        "no instance type the NodePool may launch satisfies the pod's requirements, resources and offerings together"
     ),
     OTHER: "a reason unstick does not know; read it as printed",
 }

@@ -284,6 +284,8 @@ def _finding(ctx: RuleContext, subject: ObjectRef, entries: list[_Blocked]) -> F
         cause = "multiple-pdbs"
     elif st.error is not None:
         cause = "budget-uncomputable"
+    elif st.unmanaged and st.expected_pods <= 0:
+        cause = "unmanaged-pods"
     elif unselected and st.desired_healthy >= len(live):
         cause = "selector-too-narrow"
     elif st.expected_pods > 0 and st.desired_healthy >= st.expected_pods:
@@ -365,6 +367,7 @@ def _finding(ctx: RuleContext, subject: ObjectRef, entries: list[_Blocked]) -> F
 _TITLES = {
     "multiple-pdbs": "more than one PDB selects the pods",
     "budget-uncomputable": "the budget cannot be computed, so it allows 0",
+    "unmanaged-pods": "its pods have no controller, so it expects none and allows 0",
     "selector-too-narrow": "its selector matches too few pods to ever allow a disruption",
     "min-available-equals-replicas": "it requires every replica to stay up, so it never allows a disruption",
     "replacement-unschedulable": "the replacement pod cannot be scheduled, so 0 disruptions are allowed",
@@ -412,6 +415,12 @@ def _budget_words(st: BudgetStatus, multiple: bool, statuses: Sequence[BudgetSta
     ref = f"PodDisruptionBudget {pdb.namespace}/{pdb.name}"
     if st.error is not None:
         return f"{ref} selects {plural(len(st.pods), 'pod')} but its budget cannot be computed: {st.error}."
+    if st.unmanaged and st.expected_pods <= 0:
+        return (
+            f"{ref} selects {plural(len(st.pods), 'pod')}, {len(st.unmanaged)} without a controller "
+            f"({names(st.unmanaged)}), so it expects {st.expected_pods} and allows "
+            f"{st.disruptions_allowed} disruptions."
+        )
     if pdb.max_unavailable is not None:
         rule = (
             f"maxUnavailable: {pdb.max_unavailable} of {st.expected_pods} expected pods (the replicas of their "
@@ -471,6 +480,14 @@ def _why(
             "A percentage or maxUnavailable needs the controller of every selected pod (Deployment, ReplicaSet, "
             "StatefulSet or a scale subresource) to know how many pods to expect; when it cannot find one the "
             "disruption controller fails safe and sets disruptionsAllowed to 0 for good."
+        )
+    if cause == "unmanaged-pods":
+        return (
+            "A percentage or maxUnavailable counts the replicas of the selected pods' controllers; the "
+            "disruption controller leaves pods without a controller out of that count (its UnmanagedPods "
+            "event: \u201cTo account for these pods please set .spec.minAvailable field of the PDB to an integer "
+            "value\u201d), and a budget that expects no pods allows no disruption "
+            "(pkg/controller/disruption/disruption.go getExpectedScale, updatePdbStatus)."
         )
     if cause == "selector-too-narrow":
         return (
@@ -557,7 +574,7 @@ def _remedies(
     relaxed = _relaxed_budget(ctx, pdb, statuses[0], blocked, first_answer=not out)
     if relaxed is not None:
         out.append(relaxed)
-    if cause == "budget-uncomputable":
+    if cause in ("budget-uncomputable", "unmanaged-pods"):
         fixed = _countable_budget(ctx, pdb, statuses[0], blocked)
         if fixed is not None:
             out.append(fixed)

@@ -198,6 +198,10 @@ def _held_resources(pending: Pod, blockers: list[Pod], snap: ClusterSnapshot) ->
     )
 
 
+# The strategy of the first remedy: (maxSurge, maxUnavailable).
+OLD_POD_FIRST: tuple[int, int] = (0, 1)
+
+
 def _with_strategy(
     dep: Deployment, strategy_type: str, surge: int | str | None, unavailable: int | str | None
 ) -> Deployment:
@@ -235,19 +239,21 @@ def _remedies(
 ) -> list[Remedy]:
     r = ctx.renderer
     out: list[Remedy] = []
-    # 1. maxSurge 0 / maxUnavailable 1: the old pod goes first.
+    # 1. maxSurge 0 / maxUnavailable 1: the old pod goes first. The patch is built from
+    # the very strategy that was simulated.
+    surge, unavailable = OLD_POD_FIRST
     ok, how = _fits_after_controller_scales_down(
-        ctx, _with_strategy(dep, "RollingUpdate", 0, 1), pending, blockers
+        ctx, _with_strategy(dep, "RollingUpdate", surge, unavailable), pending, blockers
     )
     out.append(
         r.patch(
-            "Let the old pod go first: strategy.rollingUpdate maxSurge 0, maxUnavailable 1",
+            f"Let the old pod go first: strategy.rollingUpdate maxSurge {surge}, maxUnavailable {unavailable}",
             ref,
             {
                 "spec": {
                     "strategy": {
                         "type": "RollingUpdate",
-                        "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+                        "rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable},
                     }
                 }
             },

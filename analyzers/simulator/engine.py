@@ -40,7 +40,9 @@ FILTERS: tuple[Plugin, ...] = (
     InterPodAffinity(),
 )
 # PreFilter order among the plugins that can reject a pod outright.
-PREFILTERS: tuple[Plugin, ...] = tuple(p for p in FILTERS if p.name in (C.NODE_AFFINITY, C.VOLUME_BINDING))
+PREFILTERS: tuple[Plugin, ...] = tuple(
+    p for p in FILTERS if p.name in (C.NODE_AFFINITY, C.VOLUME_BINDING, C.INTER_POD_AFFINITY)
+)
 
 GATED_MESSAGE = (
     "Scheduling is blocked due to non-empty scheduling gates"  # PodScheduled=False, SchedulingGated

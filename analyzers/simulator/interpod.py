@@ -11,6 +11,9 @@ A term's namespaces default to the owner pod's namespace when both
 selects every namespace; ``matchLabelKeys``/``mismatchLabelKeys`` add
 ``key In/NotIn (pod's value)`` to the incoming pod's selectors.
 
+PreFilter rejects the pod (UnschedulableAndUnresolvable, ``parsing pod: ...``)
+when one of its (anti-)affinity selectors does not parse (``selectors``).
+
 Filter, in this order (1.22+):
 1. ``node(s) didn't match pod affinity rules`` (UnschedulableAndUnresolvable)
    when the node lacks a term's topology key or no matching pod is in its
@@ -31,6 +34,7 @@ from analyzers.records import LabelSelector, Pod, PodAffinityTerm, Requirement
 from analyzers.simulator import codes as C
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
 from analyzers.simulator.results import FilterFailure
+from analyzers.simulator.selectors import pod_affinity_parse_error
 
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
@@ -108,6 +112,14 @@ def _add(counts: dict[Pair, int], key: str, value: str | None, n: int) -> None:
 
 class InterPodAffinity(Plugin):
     name = C.INTER_POD_AFFINITY
+
+    def prefilter(self, cycle: Cycle) -> FilterFailure | None:
+        """framework.NewPodInfo fails on a selector labels.NewRequirement refuses:
+        ``parsing pod: ...``, UnschedulableAndUnresolvable (filtering.go PreFilter)."""
+        message = pod_affinity_parse_error(cycle.pod.spec)
+        if message is None:
+            return None
+        return failure(self.name, C.UNRESOLVABLE, (message,), (C.OTHER,), detail(parse_error=message))
 
     def _prepare(self, cycle: Cycle) -> _State | None:
         pod = cycle.pod

@@ -24,6 +24,7 @@ from analyzers.records import (
     Requirement,
     Taint,
 )
+from analyzers.simulator.selectors import node_term_valid
 from analyzers.snapshot import ClusterSnapshot, Origin, bound_node
 
 DERIVED_KEY = "simulator.nodetable"
@@ -348,19 +349,25 @@ class NodeTable:
         return 0
 
     def field_requirement_mask(self, req: Requirement) -> int:
-        """matchFields: only metadata.name with In/NotIn is meaningful
-        (component-helpers/scheduling/corev1/nodeaffinity)."""
-        if req.key != "metadata.name" or req.operator not in ("In", "NotIn"):
+        """matchFields (component-helpers/scheduling/corev1/nodeaffinity
+        nodeSelectorRequirementsAsFieldSelector): In/NotIn of one value against the
+        node's only field, ``metadata.name``; any other key reads as empty."""
+        if req.operator not in ("In", "NotIn") or len(req.values) != 1:
             return 0
-        m = 0
-        for v in req.values:
-            i = self.index.get(v)
-            if i is not None:
-                m |= 1 << i
+        value = req.values[0]
+        if req.key == "metadata.name":
+            i = self.index.get(value)
+            m = 1 << i if i is not None else 0
+        else:
+            m = self.all_mask if value == "" else 0
         return m if req.operator == "In" else self.all_mask & ~m
 
     def term_mask(self, term: NodeSelectorTerm) -> int:
+        """Nodes a required node-affinity term matches: none when the term is empty
+        or does not parse (``selectors.node_term_valid``)."""
         if not term.match_expressions and not term.match_fields:
+            return 0
+        if not node_term_valid(term):
             return 0
         m = self.all_mask
         for req in term.match_expressions:
@@ -421,13 +428,15 @@ def _count(counts: dict[int, int], i: int, sign: int) -> None:
 
 
 def _parse_int(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64): an optional sign, ASCII digits, int64 range."""
     s = text.strip() if text else text
     if not s or s != text:
         return None
     body = s[1:] if s[0] in "+-" else s
     if not body.isdigit() or not body.isascii():
         return None
-    return int(s)
+    value = int(s)
+    return value if -(2**63) <= value < 2**63 else None
 
 
 def pods_on(table: NodeTable, i: int, removed: Sequence[Pod] = ()) -> tuple[Pod, ...]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import yaml
+
 from agent.fakecluster.scenario import Scenario, play_step
 from agent.kube.gateway import Gateway
 from agent.pipeline import PipelineConfig
@@ -49,6 +51,15 @@ async def test_incident_opens_on_the_deadlock_and_resolves_with_the_fix(host, gp
         )
         assert opened.cluster == "seed-1"
         assert "rounds up to a surge of 1 and down to 0 unavailable" in opened.explanation
+        # The stored remedy patches exactly the strategy the analysis simulated.
+        first = opened.remedies[0]
+        strategy = yaml.safe_load(first["yaml"])["spec"]["strategy"]
+        assert strategy["rollingUpdate"]["maxSurge"] == 0
+        assert strategy["rollingUpdate"]["maxUnavailable"] == 1
+        assert (
+            first["verified"]
+            and "scaled down first: the new pod fits on tracker-node" in first["verification"]
+        )
 
         for step in gpu_scenario.timeline[1:]:  # maxSurge 0 / maxUnavailable 1, old pod gone, new pod runs
             play_step(cluster, step)
@@ -136,7 +147,12 @@ async def test_demo_once_json_shows_every_seed_incident_opened_and_resolved(tmp_
     assert proc.returncode == 0, err.decode()
     items = json.loads(out)
     by_rule = {i["rule_id"]: i for i in items}
-    assert {"rollout-surge-deadlock", "pdb-blocks-eviction", "requests-missing-load-skew", "node-selector-mismatch"} <= set(by_rule)
+    assert {
+        "rollout-surge-deadlock",
+        "pdb-blocks-eviction",
+        "requests-missing-load-skew",
+        "node-selector-mismatch",
+    } <= set(by_rule)
     for inc in items:
         assert set(inc) >= {
             "id",

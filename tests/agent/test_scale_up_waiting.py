@@ -128,7 +128,7 @@ async def test_scale_up_waits_then_failed_scale_up_pages_exactly_once(
     async def escalated() -> list[tuple[int, str, str]]:
         return await notifications(host)
 
-    assert await eventually(escalated) == [(opened.id, "slack", "opened")]
+    assert await eventually(escalated) == [(opened.id, "slack", "escalated")]
     (inc,) = await incidents(host)
     assert inc.id == opened.id and inc.status == "open" and inc.waiting_for is None
     entries = await timeline(host, inc.id)
@@ -140,7 +140,7 @@ async def test_scale_up_waits_then_failed_scale_up_pages_exactly_once(
     # More passes and the autoscaler repeating itself add no page.
     autoscaler_event(cluster, "FailedScaleUp", FAILED)
     await asyncio.sleep(0.6)
-    assert await notifications(host) == [(opened.id, "slack", "opened")]
+    assert await notifications(host) == [(opened.id, "slack", "escalated")]
 
     # Paged, so the fix is news: one resolve notification.
     for step in gpu_scenario.timeline[1:]:
@@ -150,7 +150,7 @@ async def test_scale_up_waits_then_failed_scale_up_pages_exactly_once(
         rows = await notifications(host)
         return rows if len(rows) == 2 else None
 
-    assert await eventually(resolved) == [(opened.id, "slack", "opened"), (opened.id, "slack", "resolved")]
+    assert await eventually(resolved) == [(opened.id, "slack", "escalated"), (opened.id, "slack", "resolved")]
 
 
 @pytest.mark.parametrize("scale_up_timeout", [1.5])
@@ -161,7 +161,7 @@ async def test_a_scale_up_that_takes_too_long_pages_without_any_new_event(
     opened = await start_waiting(host, cluster, agent, gpu_scenario)
     assert opened.waiting_for == "scale-up" and await notifications(host) == []
     # Nothing changes in the cluster; the resync passes notice the timeout.
-    assert await eventually(lambda: notifications(host), timeout=10) == [(opened.id, "slack", "opened")]
+    assert await eventually(lambda: notifications(host), timeout=10) == [(opened.id, "slack", "escalated")]
     (inc,) = await incidents(host)
     assert inc.waiting_for is None
     assert [k for k, _, _ in await timeline(host, inc.id)][:3] == ["opened", "waiting", "escalated"]

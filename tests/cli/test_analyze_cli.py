@@ -44,7 +44,11 @@ def test_analyze_json_follows_the_output_contract() -> None:
     assert (dep["replicas"], dep["max_surge"], dep["max_unavailable"]) == (1, 1, 0)
     (finding,) = doc["findings"]
     assert finding["rule_id"] == "rollout-surge-deadlock"
-    assert finding["subject"] == {"kind": "Deployment", "namespace": "vision", "name": "vision-object-tracker"}
+    assert finding["subject"] == {
+        "kind": "Deployment",
+        "namespace": "vision",
+        "name": "vision-object-tracker",
+    }
     assert any(r["verified"] for r in finding["remedies"])
     assert doc["pdbs"] == []
 
@@ -97,7 +101,10 @@ def test_bad_input_gives_one_line_errors_never_a_traceback(tmp_path: Path) -> No
     )
     proc = unstick("analyze", str(mixed), "--json")
     assert proc.returncode == 0
-    assert "mixed.yaml: Pod x/bad: invalid quantity 'lots'" in proc.stderr
+    assert (
+        "mixed.yaml: Pod x/bad: spec.containers[0].resources.requests.cpu: invalid quantity 'lots'"
+        in proc.stderr
+    )
     assert json.loads(proc.stdout)["pods"] == []
     proc = unstick("analyze", str(SEED), "--now", "yesterday")
     assert proc.returncode == 2 and "--now" in proc.stderr

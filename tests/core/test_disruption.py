@@ -61,16 +61,95 @@ def test_disruption_go_unready_pods_are_not_healthy():
     assert [p.name for p in s.unhealthy] == ["db-5f7-2"]
 
 
-def test_disruption_go_pod_without_controller_fails_safe_to_zero():
+def test_disruption_go_pods_without_controller_are_left_out_of_the_scale_but_count_as_healthy():
+    """getExpectedScale skips pods without a controllerRef (UnmanagedPods event);
+    countHealthyPods still counts them."""
+    lonely = pod("lonely", node_name="n1", labels={"app": "db"}, ready=True)
+    s = status_of(cluster(lonely, pdb("p", selector=SEL, max_unavailable=1)), "p")
+    assert s.error is None and s.unmanaged == ("lonely",)
+    # 3 replicas expected (the lonely pod is not), 2 desired, 4 Ready pods healthy.
+    assert (s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (3, 2, 4, 2)
+    assert s.as_dict()["unmanaged_pods"] == ["lonely"]
+
+
+def test_disruption_go_only_unmanaged_pods_expect_nothing_and_allow_nothing():
     snap = ClusterSnapshot.from_objects(
         [
             node("n1"),
-            pod("lonely", node_name="n1", labels={"app": "db"}),
-            pdb("p", selector=SEL, max_unavailable=1),
+            pod("lonely", node_name="n1", labels={"app": "db"}, ready=True),
+            pdb("p", selector=SEL, min_available="50%"),
         ]
     )
     s = status_of(snap, "p")
-    assert s.disruptions_allowed == 0 and "found no controller ref" in (s.error or "")
+    assert s.error is None and s.unmanaged == ("lonely",)
+    assert (s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (0, 0, 1, 0)
+
+
+def test_disruption_go_int_min_available_ignores_controllers():
+    lonely = pod("lonely", node_name="n1", labels={"app": "db"}, ready=True)
+    s = status_of(cluster(lonely, pdb("p", selector=SEL, min_available=2)), "p")
+    assert s.unmanaged == () and (s.expected_pods, s.disruptions_allowed) == (4, 2)
+
+
+def with_status(obj, **status):
+    obj["status"] = status
+    return obj
+
+
+def test_disruption_go_fail_safe_sets_only_disruptions_allowed():
+    """failSafe copies the PDB and sets DisruptionsAllowed to 0; the other figures
+    stay what the controller last wrote."""
+    orphan = pod("db-x", node_name="n1", labels={"app": "db"}, owner=("ReplicaSet", "gone"), ready=True)
+    budget = with_status(
+        pdb("p", selector=SEL, max_unavailable=1),
+        expectedPods=3,
+        desiredHealthy=2,
+        currentHealthy=3,
+        disruptionsAllowed=1,
+    )
+    s = status_of(cluster(orphan, budget), "p")
+    assert s.error == 'found no controllers for pod "db-x"'
+    assert (s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (3, 2, 3, 0)
+
+
+def test_disruption_go_a_ready_pod_being_deleted_is_not_healthy():
+    deleting = pod(
+        "db-5f7-3",
+        node_name="n1",
+        labels={"app": "db"},
+        owner=("ReplicaSet", "db-5f7"),
+        ready=True,
+        deleting=True,
+    )
+    s = status_of(cluster(deleting, pdb("p", selector=SEL, min_available=3)), "p")
+    assert (s.current_healthy, s.disruptions_allowed) == (3, 0)
+    s = status_of(cluster(deleting, pdb("p", selector=SEL, min_available=2)), "p")
+    assert (s.current_healthy, s.disruptions_allowed) == (3, 1)
+
+
+def test_disruption_go_disruptions_allowed_is_never_negative():
+    s = status_of(cluster(pdb("p", selector=SEL, min_available=3), ready=(True, False, False)), "p")
+    assert (s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (3, 1, 0)
+
+
+def test_eviction_go_if_healthy_budget_evicts_an_unready_pod_when_the_budget_is_exactly_met():
+    """eviction.go: ``CurrentHealthy >= DesiredHealthy && DesiredHealthy > 0``."""
+    snap = cluster(pdb("p", selector=SEL, min_available=2), ready=(True, True, False))
+    v = eviction_verdict(snap, snap.pods[("default", "db-5f7-2")])
+    assert v.status is not None and (v.status.current_healthy, v.status.desired_healthy) == (2, 2)
+    assert v.allowed and v.kind == "unhealthy-allowed"
+    # One more Ready pod needed than there is: refused, and a Ready pod is refused too.
+    snap = cluster(pdb("p", selector=SEL, min_available=3), ready=(True, True, False))
+    assert not eviction_verdict(snap, snap.pods[("default", "db-5f7-2")]).allowed
+    snap = cluster(pdb("p", selector=SEL, min_available=2), ready=(True, True, False))
+    assert eviction_verdict(snap, snap.pods[("default", "db-5f7-0")]).kind == "pdb-violation"
+
+
+def test_eviction_go_if_healthy_budget_needs_a_positive_desired_count():
+    snap = cluster(pdb("p", selector=SEL, min_available=0), ready=(False, False, False))
+    v = eviction_verdict(snap, snap.pods[("default", "db-5f7-0")])
+    assert v.status is not None and v.status.desired_healthy == 0
+    assert not v.allowed and v.kind == "pdb-violation"
 
 
 def test_disruption_go_no_matching_pods_allows_nothing():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from analyzers.messages import EVICTION, MULTIPLE_PDBS, PDB_VIOLATION, parse_eviction, parse_message_uncached
-from analyzers.messages.eviction import OTHER, Eviction
+from analyzers.messages.eviction import NODE_PRESSURE, OTHER, Eviction
 
 VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget."
 
@@ -127,9 +127,9 @@ def test_cluster_autoscaler_and_karpenter() -> None:
     assert (karpenter.kind, karpenter.namespace, karpenter.pdb) == (PDB_VIOLATION, "shop", "web-pdb")
 
 
-def test_kubelet_node_pressure_eviction_is_other() -> None:
+def test_kubelet_node_pressure_eviction_is_recognised() -> None:
     ev = evict("The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi.")
-    assert ev.kind == OTHER
+    assert (ev.kind, ev.resource, ev.pdb) == (NODE_PRESSURE, "memory", None)
     assert ev.detail == "The node was low on resource: memory"
 
 

@@ -215,6 +215,13 @@ def test_a_cut_short_reason_is_recognised_by_its_beginning(text: str, code: str)
     assert guess is not None and guess.code == code
 
 
-@pytest.mark.parametrize("text", ["P", "node(s)", "Insufficient nvid", "something else entirely"])
+@pytest.mark.parametrize("text", ["P", "node(s)", "Insufficient", "something else entirely"])
 def test_cut_short_guess_refuses_ambiguous_text(text: str) -> None:
     assert classify_truncated(text) is None
+
+
+def test_cut_short_insufficient_keeps_the_code_but_not_the_resource() -> None:
+    # "Insufficient nvid" may be nvidia.com/gpu or anything else: the code is certain, the resource is not.
+    guess = classify_truncated("Insufficient nvid")
+    assert guess is not None
+    assert (guess.code, guess.resource) == (r.INSUFFICIENT_RESOURCE, None)

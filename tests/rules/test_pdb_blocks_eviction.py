@@ -114,7 +114,8 @@ def test_budget_the_controller_cannot_compute_for_bare_pods() -> None:
     objs += [pod(f"job-{i}", node_name=f"n{i + 1}", labels={"app": "batch"}, ready=True) for i in range(2)]
     objs.append(pdb("batch", selector={"matchLabels": {"app": "batch"}}, max_unavailable=1))
     [finding] = run(objs)
-    assert finding.evidence["cause"] == "budget-uncomputable"
+    assert finding.evidence["cause"] == "unmanaged-pods"
+    assert "UnmanagedPods" in finding.explanation
     # No controller: the subject is the PDB, not the pod.
     assert (finding.subject.kind, finding.subject.name) == ("PodDisruptionBudget", "batch")
     fixed = remedy(finding, "integer minAvailable")

@@ -167,3 +167,59 @@ def test_no_clause_before_1_24() -> None:
     v = run(objs, version="1.23")
     assert v.message == "0/1 nodes are available: 1 Insufficient cpu."
     assert not v.preemption.attempted
+
+
+# --- boundaries: only pods of *lower* priority are ever victims ---------------------------
+
+
+def test_a_node_whose_pods_all_have_the_incoming_priority_has_no_victims() -> None:
+    objs = [
+        node("a", cpu="2"),
+        pod("peer-1", node_name="a", requests={"cpu": "1"}, priority=100),
+        pod("peer-2", node_name="a", requests={"cpu": "1"}, priority=100),
+        pod("p", requests={"cpu": "1"}, priority=100),
+    ]
+    v = run(objs, version="1.33")
+    assert v.preemption.candidates == ()
+    assert v.preemption.message == (
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
+    # One priority point more and both peers are lower: one of them is the victim.
+    objs[-1] = pod("p", requests={"cpu": "1"}, priority=101)
+    assert run(objs, version="1.33").preemption.candidates == ("a",)
+
+
+def test_an_equal_priority_pod_holding_the_port_is_never_a_victim() -> None:
+    """Evicting the lower pod frees cpu but not the port the equal-priority pod holds;
+    the node is reported with the port filter, and no candidate is offered (were the
+    equal-priority pod a victim, the node would be a candidate)."""
+    port80 = {"containerPort": 80, "hostPort": 80, "protocol": "TCP"}
+    objs = [
+        node("a", cpu="2"),
+        pod("holder", node_name="a", requests={"cpu": "500m"}, priority=100, host_ports=[port80]),
+        pod("low", node_name="a", requests={"cpu": "1500m"}, priority=1),
+        pod("p", requests={"cpu": "1"}, priority=100, host_ports=[port80]),
+    ]
+    v = run(objs, version="1.33")
+    assert v.preemption.candidates == () and dict(v.preemption.victims) == {}
+    assert v.preemption.message == (
+        "preemption: 0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
+    )
+
+
+def test_an_equal_priority_pod_holding_the_resource_is_never_a_victim() -> None:
+    objs = [
+        node("a", cpu="2"),
+        pod("holder", node_name="a", requests={"cpu": "1500m"}, priority=100),
+        pod("low", node_name="a", requests={"cpu": "500m"}, priority=1),
+        pod("p", requests={"cpu": "1"}, priority=100),
+    ]
+    v = run(objs, version="1.33")
+    assert v.preemption.candidates == () and dict(v.preemption.victims) == {}
+    assert v.preemption.message == "preemption: 0/1 nodes are available: 1 Insufficient cpu."
+    # With a host port the per-node path (not the bit-set triage) decides; same answer.
+    port81 = {"containerPort": 81, "hostPort": 81, "protocol": "TCP"}
+    objs[-1] = pod("p", requests={"cpu": "1"}, priority=100, host_ports=[port81])
+    v = run(objs, version="1.33")
+    assert v.preemption.candidates == ()
+    assert v.preemption.message == "preemption: 0/1 nodes are available: 1 Insufficient cpu."

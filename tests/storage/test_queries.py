@@ -156,8 +156,12 @@ async def test_get_incident_with_timeline_and_json_contract(sessions: Sessions) 
         "resolved_at",
         "occurrences",
         "waiting",
+        "resolution",
     ]
     assert doc["waiting"] is None
+    # Resolved without a view of the cluster: the resolution says the analysis no longer finds it.
+    assert doc["resolution"]["summary"].startswith("The analysis no longer finds this problem")
+    assert doc["resolution"]["changes"] == []
     assert doc["subject"] == {"kind": "Deployment", "namespace": "ml", "name": "app-3"}
     assert doc["first_seen"] == "2024-05-01T12:03:00Z" and doc["resolved_at"] == "2024-05-01T12:23:00Z"
     assert list(doc["remedies"][0]) == ["title", "kind", "yaml", "command", "verified", "verification"]

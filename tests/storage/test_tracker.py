@@ -154,8 +154,8 @@ async def test_changed_message_and_content_write_updated_and_severity_changed(se
         )
     assert details[1] == {"from": "critical", "to": "warning"}
     assert set(details[2]["changed"]) == {"evidence", "message"}
-    # Severity and content changes are not worth a notification.
-    assert await outbox(sessions) == [(inc.id, "slack", "opened")]
+    # A severity change is something a human acts on: one ``updated`` row saying so.
+    assert await outbox(sessions) == [(inc.id, "slack", "opened"), (inc.id, "slack", "updated")]
 
 
 async def test_resolves_when_an_evaluated_subject_no_longer_shows_the_finding(sessions: Sessions) -> None:

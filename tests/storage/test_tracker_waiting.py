@@ -125,9 +125,10 @@ async def test_waiting_that_ends_while_the_finding_is_present_escalates_and_page
     assert [k for k, _, _ in entries] == ["opened", "waiting", "escalated", "updated"]  # + the new message
     assert entries[2] == ("escalated", FAILED, {"for": SCALE_UP, "since": "2024-05-01T12:00:00Z"})
     # The page the user would have had at the start, now that waiting did not help.
-    assert await outbox(sessions) == [(inc.id, "slack", "opened"), (inc.id, "hook", "opened")]
+    assert await outbox(sessions) == [(inc.id, "slack", "escalated"), (inc.id, "hook", "escalated")]
     payload = (await payloads(sessions))[0]
-    assert payload["event"] == "opened" and payload["incident"]["id"] == inc.id
+    assert payload["event"] == "escalated" and payload["incident"]["id"] == inc.id
+    assert payload["waited"] == {"for": SCALE_UP, "since": "2024-05-01T12:00:00Z"}
     assert payload["incident"]["waiting"] is None
     assert payload["waited"] == {"for": SCALE_UP, "since": "2024-05-01T12:00:00Z"}
 
@@ -144,7 +145,7 @@ async def test_waiting_that_ends_while_the_finding_is_present_escalates_and_page
         sinks=["slack", "hook"],
     )
     assert resolved.resolved == [inc.id]
-    assert [e for _, _, e in await outbox(sessions)] == ["opened", "opened", "resolved", "resolved"]
+    assert [e for _, _, e in await outbox(sessions)] == ["escalated", "escalated", "resolved", "resolved"]
     assert (await timeline(sessions, inc.id))[-1] == ("resolved", SCHEDULED, {})
 
 
@@ -157,7 +158,7 @@ async def test_a_scale_up_that_times_out_escalates_on_a_pass_without_triggers(se
         "",
         {"for": SCALE_UP, "since": "2024-05-01T12:00:00Z"},
     )
-    assert await outbox(sessions) == [(inc.id, "slack", "opened")]
+    assert await outbox(sessions) == [(inc.id, "slack", "escalated")]
 
 
 async def test_resolved_while_waiting_is_resolved_without_a_notification(sessions: Sessions) -> None:
@@ -393,13 +394,13 @@ async def test_batches_and_replays_equal_passes_one_by_one(
         ("open", None),  # b again: escalated at 9
     ]
     assert [(i, e) for i, _, e, _ in ob] == [
-        (1, "opened"),  # a escalates
+        (1, "escalated"),  # a escalates
         (4, "opened"),  # c: the taint replaces a waiting incident: an open, not a change
         (4, "resolved"),  # c: the paged taint replaced by a waiting cause
-        (5, "opened"),  # c escalates
+        (5, "escalated"),  # c escalates
         (1, "resolved"),
         (5, "resolved"),
-        (6, "opened"),  # b's recurrence escalates
+        (6, "escalated"),  # b's recurrence escalates
     ]
     assert by_name[6][3] == 1  # the replayed trigger counted once
 

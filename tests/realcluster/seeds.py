@@ -1,0 +1,345 @@
+"""The seed incidents as objects to create in the real control plane.
+
+Each :class:`Seed` names its Nodes, the objects to create in the test's namespace,
+an optional step that makes it stick (e.g. a new image for the rollout), how to
+recognise the stuck pod, the message kube-scheduler 1.35 prints for it, the rule
+unstick must open and the remedy that unsticks it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.realcluster.harness import node
+
+GPU = "nvidia.com/gpu"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def deployment(
+    name: str,
+    replicas: int,
+    pod_spec: dict[str, Any],
+    *,
+    strategy: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    labels = labels or {"app": name}
+    spec: dict[str, Any] = {
+        "replicas": replicas,
+        "selector": {"matchLabels": labels},
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": {"terminationGracePeriodSeconds": 0, **pod_spec},
+        },
+    }
+    if strategy:
+        spec["strategy"] = strategy
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": spec}
+
+
+def container(image: str = "registry.example/app:1", **requests: str) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": "app", "image": image}
+    if requests:
+        req = {k.replace("_", "/").replace("nvidia/com", "nvidia.com"): v for k, v in requests.items()}
+        c["resources"] = {"requests": req}
+        if GPU in req:
+            c["resources"]["limits"] = {GPU: req[GPU]}
+    return c
+
+
+@dataclass
+class Seed:
+    id: str
+    nodes: list[dict[str, Any]]
+    objects: list[dict[str, Any]]
+    stuck_label: dict[str, str]  # labels of the pod that ends up Pending
+    message: str  # kube-scheduler 1.35's PodScheduled=False message, as Kubernetes' format strings give it
+    rule_id: str | None = None
+    subject: str | None = None  # the Deployment (or other workload) the finding names
+    remedy_contains: str = ""  # picks the remedy to apply among the finding's verified ones
+    stick: list[str] = field(default_factory=list)  # kubectl args (namespace added) that make it stick
+    cluster_scoped: list[dict[str, Any]] = field(default_factory=list)
+    ready_first: bool = False  # wait for the Deployment's first rollout before ``stick``
+
+
+def seeds() -> list[Seed]:
+    plain = [node(f"node-{i}", cpu="4", memory="16Gi") for i in range(9)]
+    return [
+        Seed(
+            id="gpu-rollout-deadlock",
+            nodes=[
+                *plain,
+                node("gpu-node", cpu="8", memory="32Gi", extra={GPU: "1"}, labels={"gpu": "a10g"}),
+            ],
+            objects=[
+                deployment(
+                    "tracker",
+                    1,
+                    {
+                        "nodeSelector": {"kubernetes.io/hostname": "gpu-node"},
+                        "containers": [
+                            container("registry.example/tracker:1", cpu="500m", nvidia_com_gpu="1")
+                        ],
+                    },
+                )
+            ],
+            stuck_label={"app": "tracker"},
+            ready_first=True,
+            stick=["set", "image", "deployment/tracker", "app=registry.example/tracker:2"],
+            message=(
+                "0/10 nodes are available: 1 Insufficient nvidia.com/gpu, 9 node(s) didn't match Pod's node "
+                "affinity/selector. no new claims to deallocate, preemption: 0/10 nodes are available: "
+                "1 No preemption victims found for incoming pod, 9 Preemption is not helpful for scheduling."
+            ),
+            rule_id="rollout-surge-deadlock",
+            subject="tracker",
+            remedy_contains="maxSurge: 0",
+        ),
+        Seed(
+            id="node-selector-matches-nothing",
+            nodes=[node(f"gpu-{i}", labels={"gpu-type": "a10g"}) for i in range(3)],
+            objects=[
+                deployment(
+                    "embedder",
+                    2,
+                    {
+                        "nodeSelector": {"gpu-typ": "a10g"},
+                        "containers": [container(cpu="100m")],
+                    },
+                )
+            ],
+            stuck_label={"app": "embedder"},
+            message=(
+                "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. no new claims to "
+                "deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+            ),
+            rule_id="node-selector-mismatch",
+            subject="embedder",
+            remedy_contains="gpu-type: a10g",
+        ),
+        Seed(
+            id="untolerated-taint",
+            nodes=[
+                node(f"pool-{i}", taints=[{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}])
+                for i in range(3)
+            ],
+            objects=[deployment("api", 1, {"containers": [container(cpu="100m")]})],
+            stuck_label={"app": "api"},
+            message=(
+                "0/3 nodes are available: 3 node(s) had untolerated taint(s). no new claims to deallocate, "
+                "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+            ),
+            rule_id="untolerated-taint",
+            subject="api",
+            remedy_contains="tolerations",
+        ),
+        Seed(
+            id="larger-than-any-node",
+            nodes=[node(f"m5-{i}", cpu="8", memory="32Gi") for i in range(3)],
+            objects=[deployment("trino", 1, {"containers": [container(cpu="12", memory="48Gi")]})],
+            stuck_label={"app": "trino"},
+            message=(
+                "0/3 nodes are available: 3 Insufficient cpu, 3 Insufficient memory. no new claims to deallocate, "
+                "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+            ),
+            rule_id="insufficient-resources",
+            subject="trino",
+        ),
+        Seed(
+            id="anti-affinity-more-replicas-than-nodes",
+            nodes=[node(f"node-{i}") for i in range(3)],
+            objects=[
+                deployment(
+                    "cart",
+                    4,
+                    {
+                        "affinity": {
+                            "podAntiAffinity": {
+                                "requiredDuringSchedulingIgnoredDuringExecution": [
+                                    {
+                                        "labelSelector": {"matchLabels": {"app": "cart"}},
+                                        "topologyKey": "kubernetes.io/hostname",
+                                    }
+                                ]
+                            }
+                        },
+                        "containers": [container(cpu="100m")],
+                    },
+                )
+            ],
+            stuck_label={"app": "cart"},
+            message=(
+                "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. no new claims to "
+                "deallocate, preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+            ),
+            rule_id="anti-affinity-infeasible",
+            subject="cart",
+            remedy_contains="--replicas=3",
+        ),
+        Seed(
+            id="spread-over-a-full-zone",
+            nodes=[
+                node("a-1", cpu="2", labels={ZONE: "a"}),
+                node("b-1", cpu="2", labels={ZONE: "b"}),
+                node("c-1", cpu="2", labels={ZONE: "c"}, unschedulable=True),
+            ],
+            objects=[
+                deployment(
+                    "web",
+                    4,
+                    {
+                        "topologySpreadConstraints": [
+                            {
+                                "maxSkew": 1,
+                                "topologyKey": ZONE,
+                                "whenUnsatisfiable": "DoNotSchedule",
+                                "labelSelector": {"matchLabels": {"app": "web"}},
+                            }
+                        ],
+                        "containers": [container(cpu="100m")],
+                    },
+                )
+            ],
+            stuck_label={"app": "web"},
+            message=(
+                "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match pod topology spread "
+                "constraints. no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is "
+                "not helpful for scheduling, 2 No preemption victims found for incoming pod."
+            ),
+            rule_id="topology-spread-infeasible",
+            subject="web",
+        ),
+        Seed(
+            id="scheduling-gates",
+            nodes=[node("node-0")],
+            objects=[
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": "gated", "labels": {"app": "gated"}},
+                    "spec": {
+                        "schedulingGates": [{"name": "example.com/quota"}],
+                        "containers": [container(cpu="100m")],
+                    },
+                }
+            ],
+            stuck_label={"app": "gated"},
+            message="Scheduling is blocked due to non-empty scheduling gates",
+            rule_id="scheduling-gated",
+        ),
+        Seed(
+            id="pv-in-another-zone",
+            nodes=[node("b-1", labels={ZONE: "b"}), node("b-2", labels={ZONE: "b"})],
+            cluster_scoped=[
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": "{ns}-data-a"},
+                    "spec": {
+                        "capacity": {"storage": "10Gi"},
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": "",
+                        "persistentVolumeReclaimPolicy": "Retain",
+                        "claimRef": {"namespace": "{ns}", "name": "data"},
+                        "local": {"path": "/mnt/data"},
+                        "nodeAffinity": {
+                            "required": {
+                                "nodeSelectorTerms": [
+                                    {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["a"]}]}
+                                ]
+                            }
+                        },
+                    },
+                }
+            ],
+            objects=[
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": "data"},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": "",
+                        "volumeName": "{ns}-data-a",
+                        "resources": {"requests": {"storage": "10Gi"}},
+                    },
+                },
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": "db", "labels": {"app": "db"}},
+                    "spec": {
+                        "containers": [container(cpu="100m")],
+                        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+                    },
+                },
+            ],
+            stuck_label={"app": "db"},
+            message=(
+                "0/2 nodes are available: 2 node(s) didn't match PersistentVolume's node affinity. no new claims "
+                "to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+            ),
+            rule_id="volume-binding",
+        ),
+        Seed(
+            id="wait-for-first-consumer-no-usable-node",
+            nodes=[node("b-1", labels={ZONE: "b"})],
+            cluster_scoped=[
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "StorageClass",
+                    "metadata": {"name": "{ns}-local"},
+                    "provisioner": "kubernetes.io/no-provisioner",
+                    "volumeBindingMode": "WaitForFirstConsumer",
+                },
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": "{ns}-local-a"},
+                    "spec": {
+                        "capacity": {"storage": "10Gi"},
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": "{ns}-local",
+                        "local": {"path": "/mnt/a"},
+                        "nodeAffinity": {
+                            "required": {
+                                "nodeSelectorTerms": [
+                                    {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["a"]}]}
+                                ]
+                            }
+                        },
+                    },
+                },
+            ],
+            objects=[
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": "scratch"},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": "{ns}-local",
+                        "resources": {"requests": {"storage": "5Gi"}},
+                    },
+                },
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": "etl", "labels": {"app": "etl"}},
+                    "spec": {
+                        "containers": [container(cpu="100m")],
+                        "volumes": [{"name": "s", "persistentVolumeClaim": {"claimName": "scratch"}}],
+                    },
+                },
+            ],
+            stuck_label={"app": "etl"},
+            message=(
+                "0/1 nodes are available: 1 node(s) didn't find available persistent volumes to bind. no new "
+                "claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for "
+                "scheduling."
+            ),
+            rule_id="volume-binding",
+        ),
+    ]

@@ -1,0 +1,395 @@
+"""The seed incidents replayed on the real control plane, end to end.
+
+For each seed (tests/realcluster/seeds.py), in its own namespace:
+(a) the real kube-scheduler's ``PodScheduled=False`` message is the one Kubernetes'
+    format strings give, and unstick's simulation of the same objects (as the API
+    server returned them) prints the same filter part byte for byte and the same
+    preemption reason codes and counts;
+(b) the live agent (``unstick watch``'s ClusterAgent, in process) watching the real API
+    server opens the expected incident with a verified remedy;
+(c) that remedy, applied with kubectl, really unsticks the workload and the agent
+    resolves the incident.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from agent.dryrun import ACCEPTED, patch_of
+from agent.kube.gateway import Gateway
+from agent.pipeline import PipelineConfig
+from agent.runner import AgentHost, ClusterAgent
+from analyzers.report import build_report
+from analyzers.snapshot import ClusterState
+from storage.models import Incident
+from tests.realcluster.conftest import Cluster, scheduled_condition
+from tests.realcluster.harness import KUBE_VERSION, ApiError, ControlPlane, object_path
+from tests.realcluster.seeds import Seed, deployment, seeds
+from tests.realcluster.verdicts import (
+    cluster_objects,
+    cluster_objects_with_workloads,
+    preemption_histogram,
+    simulate_objects,
+    split_message,
+)
+
+pytestmark = pytest.mark.realcluster
+
+SEEDS = seeds()
+API_VERSIONS = {
+    "Deployment": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "DaemonSet": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "Pod": "v1",
+    "PodDisruptionBudget": "policy/v1",
+    "Node": "v1",
+    "PersistentVolumeClaim": "v1",
+}
+
+
+def substitute(obj: Any, ns: str) -> Any:
+    return json.loads(json.dumps(obj).replace("{ns}", ns))
+
+
+def set_up(cluster: Cluster, seed: Seed) -> list[str]:
+    """Create the seed's objects; return the paths of cluster-scoped ones to delete after."""
+    cluster.nodes(seed.nodes)
+    cleanup: list[str] = []
+    for obj in seed.cluster_scoped:
+        obj = substitute(obj, cluster.ns)
+        cluster.api.create(obj)
+        cleanup.append(object_path(obj))
+    for obj in seed.objects:
+        obj = substitute(obj, cluster.ns)
+        obj["metadata"]["namespace"] = cluster.ns
+        cluster.api.create(obj)
+    return cleanup
+
+
+def matches(pod: dict[str, Any], labels: dict[str, str]) -> bool:
+    have = pod["metadata"].get("labels", {})
+    return all(have.get(k) == v for k, v in labels.items())
+
+
+def pending(pod: dict[str, Any], labels: dict[str, str]) -> bool:
+    cond = scheduled_condition(pod)
+    return (
+        matches(pod, labels)
+        and cond is not None
+        and cond.get("status") == "False"
+        and not pod["metadata"].get("deletionTimestamp")
+    )
+
+
+def stick(cluster: Cluster, seed: Seed) -> dict[str, Any]:
+    """Make the seed stick and return its Pending pod (as the scheduler left it)."""
+    if seed.ready_first:
+        name = seed.objects[0]["metadata"]["name"]
+        cluster.api.wait_for(
+            f"/apis/apps/v1/namespaces/{cluster.ns}/deployments",
+            lambda d: (
+                d["metadata"]["name"] == name
+                and d.get("status", {}).get("availableReplicas", 0) == d["spec"]["replicas"]
+                and d["status"].get("updatedReplicas") == d["spec"]["replicas"]
+            ),
+            timeout=60,
+            what=f"{name}'s first rollout",
+        )
+    if seed.stick:
+        cluster.plane.kubectl("-n", cluster.ns, *seed.stick)
+    return cluster.api.wait_for(
+        f"/api/v1/namespaces/{cluster.ns}/pods",
+        lambda p: pending(p, seed.stuck_label),
+        timeout=60,
+        what=f"a Pending pod of {seed.id}",
+    )
+
+
+def check_verdict(cluster: Cluster, seed: Seed, pod: dict[str, Any]) -> None:
+    name = pod["metadata"]["name"]
+    real = (scheduled_condition(pod) or {}).get("message", "")
+    assert real == seed.message, f"kube-scheduler said:\n{real}"
+    verdict = simulate_objects(cluster_objects(cluster.api), cluster.ns, name)
+    assert split_message(verdict.message)[0] == split_message(real)[0]
+    assert preemption_histogram(verdict.message) == preemption_histogram(real)
+
+
+def dry_run_remedies(cluster: Cluster, seed: Seed) -> int:
+    """Send every patch remedy unstick produces for the cluster to the API server with
+    dryRun=All; each must be accepted. Returns how many were sent."""
+    state = ClusterState(KUBE_VERSION)
+    state.load(cluster_objects_with_workloads(cluster))
+    report = build_report(state.snapshot(), now=time.time())
+    findings = [f for f in report.findings if f.subject.namespace == cluster.ns]
+    if seed.rule_id:
+        assert seed.rule_id in {f.rule_id for f in findings}, [f.rule_id for f in findings]
+    sent = 0
+    for finding in findings:
+        for remedy in finding.remedies:
+            found = patch_of(remedy)
+            if found is None or remedy.target is None:
+                continue
+            body, patch_type = found
+            kind = {"strategic": "strategic-merge-patch", "merge": "merge-patch", "json": "json-patch"}[
+                patch_type
+            ]
+            path = object_path(
+                {
+                    "apiVersion": API_VERSIONS[remedy.target.kind],
+                    "kind": remedy.target.kind,
+                    "metadata": {"name": remedy.target.name, "namespace": remedy.target.namespace},
+                }
+            )
+            try:
+                cluster.api.patch(path, body, kind=kind, dry_run=True)
+            except ApiError as exc:
+                raise AssertionError(
+                    f"{finding.rule_id}: remedy {remedy.title!r} refused: {exc}\n{remedy.yaml}"
+                ) from exc
+            sent += 1
+    return sent
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=[s.id for s in SEEDS])
+def test_the_real_scheduler_says_what_unstick_simulates(cluster: Cluster, seed: Seed) -> None:
+    cleanup = set_up(cluster, seed)
+    try:
+        check_verdict(cluster, seed, stick(cluster, seed))
+        dry_run_remedies(cluster, seed)
+    finally:
+        for path in cleanup:
+            cluster.api.delete(path)
+
+
+# -- (b) and (c): the live agent against the real API server ---------------------------------------
+
+
+async def open_incidents(host: AgentHost) -> list[Incident]:
+    async with host.sessions() as session:
+        return list((await session.execute(select(Incident).order_by(Incident.id))).scalars())
+
+
+async def eventually(check: Any, timeout: float, what: str) -> Any:
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                value = check()
+                if asyncio.iscoroutine(value):
+                    value = await value
+                if value:
+                    return value
+                await asyncio.sleep(0.2)
+    except TimeoutError:
+        raise AssertionError(f"timed out after {timeout:.0f}s: {what}") from None
+
+
+def run_remedy(plane: ControlPlane, command: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PATH": f"{plane.bin_dir}:{os.environ.get('PATH', '')}",
+        "KUBECONFIG": str(plane.kubeconfig),
+    }
+    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=60)
+
+
+AGENT_SEEDS = [s for s in SEEDS if s.rule_id and s.remedy_contains]
+
+
+@pytest.mark.parametrize("seed", AGENT_SEEDS, ids=[s.id for s in AGENT_SEEDS])
+async def test_watch_opens_the_incident_and_the_remedy_resolves_it(
+    cluster: Cluster, seed: Seed, tmp_path: Path
+) -> None:
+    cleanup = await asyncio.to_thread(set_up, cluster, seed)
+    host = await AgentHost.open(f"sqlite+aiosqlite:///{tmp_path}/agent.db")
+    stop = asyncio.Event()
+    try:
+        agent = await ClusterAgent.connect(
+            cluster="real",
+            gateway=Gateway(str(cluster.plane.kubeconfig), request_timeout=10, connect_timeout=5),
+            sessions=host.sessions,
+            config=PipelineConfig(grace=0, debounce=0.05, resync=1.0),
+            renderer=host.renderer,
+            namespaces=[cluster.ns],
+            verify_with_dry_run=True,
+        )
+        host.agents.append(agent)
+        agent.start(stop)
+        assert agent.pipeline.config.kube_version == "1.35.4"  # read from the real /version
+        await asyncio.to_thread(stick, cluster, seed)
+
+        async def opened() -> Incident | None:
+            return next(
+                (i for i in await open_incidents(host) if i.rule_id == seed.rule_id and i.status == "open"),
+                None,
+            )
+
+        incident = await eventually(opened, 60, f"an open {seed.rule_id} incident")
+        if seed.subject:
+            assert incident.subject_name == seed.subject
+        remedies = [
+            r for r in incident.remedies if r["verified"] and seed.remedy_contains in r["yaml"] + r["command"]
+        ]
+        assert remedies, f"no verified remedy with {seed.remedy_contains!r}: {incident.remedies}"
+        if remedies[0]["kind"] == "patch":  # --verify-with-dry-run recorded the API server's answer
+            assert ACCEPTED in remedies[0]["verification"], remedies[0]["verification"]
+        applied = await asyncio.to_thread(run_remedy, cluster.plane, remedies[0]["command"])
+        assert applied.returncode == 0, applied.stderr
+
+        async def resolved() -> bool:
+            rows = [i for i in await open_incidents(host) if i.id == incident.id]
+            return bool(rows) and rows[0].status == "resolved"
+
+        await eventually(
+            resolved, 90, f"the {seed.rule_id} incident to resolve after `{remedies[0]['command']}`"
+        )
+    finally:
+        stop.set()
+        await host.close()
+        for path in cleanup:
+            with contextlib.suppress(ApiError):
+                await asyncio.to_thread(cluster.api.delete, path)
+
+
+# -- the PDB-blocked drain, with a real `kubectl drain` ----------------------------------------------
+
+EVICTION_REFUSED = "Cannot evict pod as it would violate the pod's disruption budget."
+DRAIN_MESSAGE = (
+    "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were unschedulable. no new claims to deallocate, "
+    "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not "
+    "helpful for scheduling."
+)
+
+
+def drain_seed_objects(ns: str) -> list[dict[str, Any]]:
+    filler = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "batch-filler", "namespace": ns, "labels": {"app": "filler"}},
+        "spec": {
+            "nodeName": "node-3",
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.example/batch:1",
+                    "resources": {"requests": {"cpu": "1600m"}},
+                }
+            ],
+        },
+    }
+    store = deployment(
+        "storefront",
+        3,
+        {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.example/store:1",
+                    "resources": {"requests": {"cpu": "500m"}},
+                }
+            ]
+        },
+    )
+    store["metadata"]["namespace"] = ns
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "storefront", "namespace": ns},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "storefront"}}},
+    }
+    return [filler, store, budget]
+
+
+async def test_pdb_blocked_drain_retries_on_the_real_refusal_and_the_remedy_lets_it_finish(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    from tests.realcluster.harness import node
+
+    def setup() -> None:
+        cluster.nodes(
+            [node("node-1", cpu="2", unschedulable=True), node("node-2", cpu="2"), node("node-3", cpu="2")]
+        )
+        for obj in drain_seed_objects(cluster.ns):
+            cluster.api.create(obj)
+        cluster.api.wait_for(
+            f"/apis/policy/v1/namespaces/{cluster.ns}/poddisruptionbudgets",
+            lambda p: (
+                p.get("status", {}).get("currentHealthy") == 3 and p["status"].get("disruptionsAllowed") == 1
+            ),
+            timeout=60,
+            what="storefront's budget to see 3 healthy pods",
+        )
+
+    await asyncio.to_thread(setup)
+    host = await AgentHost.open(f"sqlite+aiosqlite:///{tmp_path}/agent.db")
+    stop = asyncio.Event()
+    try:
+        agent = await ClusterAgent.connect(
+            cluster="real",
+            gateway=Gateway(str(cluster.plane.kubeconfig)),
+            sessions=host.sessions,
+            config=PipelineConfig(grace=0, debounce=0.05, resync=1.0),
+            renderer=host.renderer,
+            namespaces=[cluster.ns],
+            verify_with_dry_run=True,
+        )
+        host.agents.append(agent)
+        agent.start(stop)
+        drain = await asyncio.to_thread(
+            cluster.plane.kubectl, "drain", "node-2", "--ignore-daemonsets", "--timeout=15s", check=False
+        )
+        assert drain.returncode != 0
+        assert f"(will retry after 5s): {EVICTION_REFUSED}" in drain.stderr, drain.stderr
+
+        stuck = await asyncio.to_thread(
+            cluster.api.wait_for,
+            f"/api/v1/namespaces/{cluster.ns}/pods",
+            lambda p: pending(p, {"app": "storefront"}),
+            timeout=30,
+            what="the evicted pod's replacement",
+        )
+        seed = Seed("pdb-drain", [], [], {"app": "storefront"}, DRAIN_MESSAGE)
+        await asyncio.to_thread(check_verdict, cluster, seed, stuck)
+        await asyncio.to_thread(dry_run_remedies, cluster, seed)
+
+        async def opened() -> Incident | None:
+            return next(
+                (
+                    i
+                    for i in await open_incidents(host)
+                    if i.rule_id == "pdb-blocks-eviction" and i.status == "open"
+                ),
+                None,
+            )
+
+        incident = await eventually(opened, 60, "an open pdb-blocks-eviction incident")
+        assert incident.subject_name == "storefront"
+        remedies = [r for r in incident.remedies if r["verified"] and "uncordon node-1" in r["command"]]
+        assert remedies, incident.remedies
+        applied = await asyncio.to_thread(run_remedy, cluster.plane, remedies[0]["command"])
+        assert applied.returncode == 0, applied.stderr
+        drain = await asyncio.to_thread(
+            cluster.plane.kubectl, "drain", "node-2", "--ignore-daemonsets", "--timeout=60s", check=False
+        )
+        assert drain.returncode == 0, drain.stderr
+        assert "node/node-2 drained" in drain.stdout
+
+        async def resolved() -> bool:
+            rows = [i for i in await open_incidents(host) if i.id == incident.id]
+            return bool(rows) and rows[0].status == "resolved"
+
+        await eventually(resolved, 90, "the pdb-blocks-eviction incident to resolve after the drain")
+    finally:
+        stop.set()
+        await host.close()
