@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -23,7 +21,7 @@ from agent.fakecluster.scenario import play_step
 from storage.engine import create_engine, create_sessionmaker
 from storage.models import Incident, TimelineEntry
 from tests import pg
-from tests.agent.conftest import eventually
+from tests.agent.conftest import eventually, start_unstick
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -50,10 +48,7 @@ async def pg_url(pg_server: pg.PostgresServer) -> AsyncIterator[str]:
 
 async def start_replica(kubeconfig: Path, db: str, name: str) -> tuple[asyncio.subprocess.Process, str]:
     env = {**os.environ, "POD_NAME": name, "UNSTICK_DB_URL": db}  # the URL never on the command line
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "agent",
+    return await start_unstick(
         "watch",
         "--kubeconfig",
         str(kubeconfig),
@@ -74,17 +69,7 @@ async def start_replica(kubeconfig: Path, db: str, name: str) -> tuple[asyncio.s
         "--leader-elect-retry-period",
         f"{RETRY_PERIOD}s",
         env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
     )
-    assert proc.stderr is not None
-    async with asyncio.timeout(60):
-        while True:
-            line = (await proc.stderr.readline()).decode()
-            assert line, "unstick watch exited before serving"
-            match = re.search(r"API and pages on (http://\S+)", line)
-            if match:
-                return proc, match.group(1)
 
 
 async def readyz(url: str) -> dict[str, Any]:

@@ -4,9 +4,7 @@ no /readyz that could make its host pod unready) and needs no API token."""
 from __future__ import annotations
 
 import asyncio
-import re
 import signal
-import sys
 from pathlib import Path
 
 import aiohttp
@@ -14,7 +12,7 @@ import aiohttp
 from agent.commands.watch import register
 from agent.fakecluster.scenario import play_step
 from agent.settings import Settings
-from tests.agent.conftest import eventually
+from tests.agent.conftest import eventually, start_unstick
 
 
 def test_no_pages_needs_no_token() -> None:
@@ -34,10 +32,7 @@ async def test_watch_with_no_pages_serves_health_and_metrics_only(gpu_scenario, 
     try:
         kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
         play_step(cluster, gpu_scenario.timeline[0])
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "agent",
+        proc, url = await start_unstick(
             "watch",
             "--kubeconfig",
             str(kubeconfig),
@@ -50,18 +45,7 @@ async def test_watch_with_no_pages_serves_health_and_metrics_only(gpu_scenario, 
             "--no-pages",
             "--grace",
             "0",
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
         )
-        assert proc.stderr is not None
-        async with asyncio.timeout(60):
-            while True:
-                line = (await proc.stderr.readline()).decode()
-                assert line, "unstick watch exited before serving"
-                match = re.search(r"API and pages on (http://\S+)|serving (http://\S+)", line)
-                if match:
-                    url = match.group(1) or match.group(2)
-                    break
         async with aiohttp.ClientSession() as http:
 
             async def metrics() -> str | None:
