@@ -39,7 +39,7 @@ from agent.settings import ApiSettings
 from analyzers.findings import Finding
 from analyzers.remedies import RemedyRenderer
 from analyzers.snapshot import ClusterState
-from storage.engine import create_engine, create_sessionmaker
+from storage.engine import create_sessionmaker
 from storage.migrate import upgrade
 
 log = logging.getLogger(__name__)
@@ -215,7 +215,9 @@ class AgentHost:
 
     @classmethod
     async def open(cls, db_url: str, *, migrate: bool = True) -> AgentHost:
-        engine = create_engine(db_url)
+        from agent.database import open_engine
+
+        engine = await open_engine(db_url)
         if migrate:
             await upgrade(engine)
         registry = CollectorRegistry(auto_describe=True)
@@ -276,7 +278,8 @@ class AgentHost:
                 if maybe is not None:
                     await maybe
 
-    async def serve(self, api: ApiSettings) -> str:
+    async def serve(self, api: ApiSettings, configure: Callable[[web.Application], None] | None = None) -> str:
+        """Serve the API and pages; ``configure`` may add routes before the app is frozen (the demo's)."""
         if self.runner is None:  # built once; a retry on another port reuses it
             app = create_app(
                 sessions=self.sessions,
@@ -285,6 +288,8 @@ class AgentHost:
                 registry=self.registry,
                 role=self.role,
             )
+            if configure is not None:
+                configure(app)
             self.runner = app_runner(app, api)
             await self.runner.setup()
         site = web.TCPSite(self.runner, api.host, api.port)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from analyzers.records import Pod, PodDisruptionBudget
+from analyzers.records import Deployment, Pod, PodDisruptionBudget
 from analyzers.rollout import scaled_value
 from analyzers.snapshot import ClusterSnapshot
 
@@ -67,74 +67,83 @@ def selected_pods(snapshot: ClusterSnapshot, pdb: PodDisruptionBudget) -> tuple[
     return tuple(p for p in snapshot.pods_in_namespace(pdb.namespace) if pdb.selector.matches(p.labels))
 
 
-def _expected_scale(
-    snapshot: ClusterSnapshot, pods: tuple[Pod, ...], unmanaged: list[str]
-) -> tuple[int, str | None]:
+class _NoController(Exception):
+    """getExpectedScale's error: a pod's controller cannot be found."""
+
+
+def _no_controller(pod: Pod) -> _NoController:
+    return _NoController(f'found no controllers for pod "{pod.name}"')
+
+
+def _expected_scale(snapshot: ClusterSnapshot, pods: tuple[Pod, ...], unmanaged: list[str]) -> int:
     """getExpectedScale (pkg/controller/disruption/disruption.go, v1.34.2): the sum of
-    spec.replicas of the pods' distinct controllers (Deployment via ReplicaSet,
-    ReplicaSet, StatefulSet; ReplicationController and scale-subresource kinds are
-    not in the snapshot). A pod without a controller is left out of the count and
-    its name added to ``unmanaged`` (the controller's ``UnmanagedPods`` event); a
-    controller that cannot be found fails the whole computation."""
+    spec.replicas of the pods' distinct controllers (ReplicationController,
+    Deployment via ReplicaSet, ReplicaSet, StatefulSet; kinds behind the scale
+    subresource are not in the snapshot, so their pods fail it as upstream does
+    when the scale cannot be read). A pod without a controller is left out of the
+    count and its name added to ``unmanaged`` (the controller's ``UnmanagedPods``
+    event); a controller that cannot be found raises ``_NoController``. A ReplicaSet
+    missing from a dump is resolved to its Deployment by name when that is there."""
     scales: dict[tuple[str, str], int] = {}
+    counted: set[tuple[str, str]] = set()  # owners already resolved
     for pod in pods:
         owner = pod.owner
         if owner is None:
             unmanaged.append(pod.name)
             continue
         key = (owner.kind, owner.name)
-        if key in scales:
+        if key in counted:
             continue
+        counted.add(key)
         ns = pod.namespace
         if owner.kind == "ReplicaSet":
             rs = snapshot.replicasets.get((ns, owner.name))
             if rs is not None and rs.owner is not None and rs.owner.kind == "Deployment":
                 dep = snapshot.deployments.get((ns, rs.owner.name))
                 if dep is None:
-                    return 0, f'found no controllers for pod "{pod.name}"'
+                    raise _no_controller(pod)
                 scales[("Deployment", dep.name)] = dep.replicas
-                scales[key] = 0
             elif rs is not None:
                 scales[key] = rs.replicas
             else:
-                workload = snapshot.workload_of(pod)
-                if workload.ref.kind == "Deployment" and workload.record is not None:
-                    scales[("Deployment", workload.ref.name)] = workload.record.replicas
-                    scales[key] = 0
-                else:
-                    return 0, f'found no controllers for pod "{pod.name}"'
+                dep = snapshot.workload_of(pod).record
+                if not isinstance(dep, Deployment):
+                    raise _no_controller(pod)
+                scales[("Deployment", dep.name)] = dep.replicas
+        elif owner.kind == "ReplicationController":
+            rc = snapshot.replication_controllers.get((ns, owner.name))
+            if rc is None:
+                raise _no_controller(pod)
+            scales[key] = rc.replicas
         elif owner.kind == "StatefulSet":
             sts = snapshot.statefulsets.get((ns, owner.name))
             if sts is None:
-                return 0, f'found no controllers for pod "{pod.name}"'
+                raise _no_controller(pod)
             scales[key] = sts.replicas
         else:
-            return 0, f'found no controllers for pod "{pod.name}"'
-    return sum(scales.values()), None
+            raise _no_controller(pod)
+    return sum(scales.values())
 
 
 def budget_status(snapshot: ClusterSnapshot, pdb: PodDisruptionBudget) -> BudgetStatus:
-    """What the disruption controller's trySync writes into ``pdb``'s status."""
+    """What the disruption controller's trySync writes into ``pdb``'s status
+    (getExpectedPodCount, countHealthyPods, updatePdbStatus; failSafe on an error)."""
     pods = selected_pods(snapshot, pdb)
-    expected, desired, error = 0, 0, None
     unmanaged: list[str] = []
-    if pdb.max_unavailable is not None:
-        expected, error = _expected_scale(snapshot, pods, unmanaged)
-        if error is None:
-            desired = max(0, expected - scaled_value(pdb.max_unavailable, expected, True))
-    elif pdb.min_available is not None:
-        if isinstance(pdb.min_available, int):
-            desired = pdb.min_available
-            expected = len(pods)
-        else:
-            expected, error = _expected_scale(snapshot, pods, unmanaged)
-            if error is None:
-                desired = scaled_value(pdb.min_available, expected, True)
-    # countHealthyPods: a pod being deleted is never healthy, whatever its Ready condition.
     live = [p for p in pods if p.deleted is None]
-    healthy = sum(1 for p in live if p.ready)
     unhealthy = tuple(p for p in live if not p.ready and not p.finished)
-    if error is not None:
+    try:
+        if pdb.max_unavailable is not None:
+            expected = _expected_scale(snapshot, pods, unmanaged)
+            desired = max(0, expected - scaled_value(pdb.max_unavailable, expected, True))
+        elif isinstance(pdb.min_available, int):
+            expected, desired = len(pods), pdb.min_available
+        elif pdb.min_available is not None:
+            expected = _expected_scale(snapshot, pods, unmanaged)
+            desired = scaled_value(pdb.min_available, expected, True)
+        else:  # neither field: getExpectedPodCount leaves both counts at zero
+            expected = desired = 0
+    except _NoController as exc:
         # failSafe: only disruptionsAllowed is set (to 0); the other figures stay
         # what the controller last wrote.
         return BudgetStatus(
@@ -145,14 +154,14 @@ def budget_status(snapshot: ClusterSnapshot, pdb: PodDisruptionBudget) -> Budget
             pdb.status_current_healthy or 0,
             0,
             unhealthy,
-            error,
+            str(exc),
             tuple(unmanaged),
         )
+    # countHealthyPods: a pod being deleted is never healthy, whatever its Ready condition.
+    healthy = sum(1 for p in live if p.ready)
     # updatePdbStatus: "We require expectedCount to be > 0 so that PDBs which
     # currently match no pods are in a safe state".
-    allowed = healthy - desired
-    if expected <= 0 or allowed <= 0:
-        allowed = 0
+    allowed = max(healthy - desired, 0) if expected > 0 else 0
     return BudgetStatus(pdb, pods, expected, desired, healthy, allowed, unhealthy, None, tuple(unmanaged))
 
 

@@ -50,6 +50,7 @@ from analyzers.records import (
     PriorityClass,
     Record,
     ReplicaSet,
+    ReplicationController,
     Requirement,
     StatefulSet,
     StorageClass,
@@ -934,6 +935,17 @@ class Decoder:
             created=parse_time(meta.get("creationTimestamp")),
         )
 
+    def replicationcontroller(self, obj: Obj) -> ReplicationController:
+        meta = _meta(obj)
+        spec = obj.get("spec") or {}
+        return ReplicationController(
+            namespace=self.s(meta.get("namespace") or "default"),
+            name=self.s(meta["name"]),
+            uid=str(meta.get("uid") or ""),
+            replicas=_int(spec.get("replicas"), 1),
+            created=parse_time(meta.get("creationTimestamp")),
+        )
+
     def statefulset(self, obj: Obj) -> StatefulSet:
         meta = _meta(obj)
         spec = obj.get("spec") or {}
@@ -1100,7 +1112,9 @@ class Decoder:
         # core/v1 Event and events.k8s.io/v1 Event have different field names.
         involved = get("involvedObject") or get("regarding") or {}
         series = get("series") or {}
-        count = get("count") or get("deprecatedCount") or series.get("count") or 1
+        # An aggregated event's live count is series.count (events.k8s.io/v1 EventSeries);
+        # count / deprecatedCount beside it is the copy the recorder stops updating.
+        count = series.get("count") or get("count") or get("deprecatedCount") or 1
         first = parse_time(get("firstTimestamp") or get("deprecatedFirstTimestamp") or get("eventTime"))
         last = parse_time(
             series.get("lastObservedTime")
@@ -1266,6 +1280,7 @@ _DECODERS: dict[str, Any] = {
     "Node": Decoder.node,
     "Deployment": Decoder.deployment,
     "ReplicaSet": Decoder.replicaset,
+    "ReplicationController": Decoder.replicationcontroller,
     "StatefulSet": Decoder.statefulset,
     "DaemonSet": Decoder.daemonset,
     "Job": Decoder.job,
@@ -1306,7 +1321,6 @@ IGNORED_KINDS = frozenset(
         "LimitRange",
         "ResourceQuota",
         "CronJob",
-        "ReplicationController",
         "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration",
         "APIService",

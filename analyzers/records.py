@@ -362,6 +362,22 @@ class ReplicaSet:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicationController:
+    """A core/v1 ReplicationController: only what the disruption controller reads of
+    it (its spec.replicas, getPodReplicationController in disruption.go)."""
+
+    namespace: str
+    name: str
+    uid: str
+    replicas: int
+    created: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
 class StatefulSet:
     namespace: str
     name: str
@@ -572,6 +588,7 @@ Record = (
     | Node
     | Deployment
     | ReplicaSet
+    | ReplicationController
     | StatefulSet
     | DaemonSet
     | Job

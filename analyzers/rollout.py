@@ -14,9 +14,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from analyzers.records import Deployment, Pod, ReplicaSet
+from analyzers.records import Deployment, ReplicaSet
 
 
 class IntOrPercentError(ValueError):
@@ -47,8 +46,8 @@ def scaled_value(value: int | str | None, total: int, round_up: bool) -> int:
 def resolve_fenceposts(
     max_surge: int | str | None, max_unavailable: int | str | None, desired: int
 ) -> tuple[int, int]:
-    surge = scaled_value(max_surge if max_surge is not None else 0, desired, True)
-    unavailable = scaled_value(max_unavailable if max_unavailable is not None else 0, desired, False)
+    surge = scaled_value(max_surge, desired, True)
+    unavailable = scaled_value(max_unavailable, desired, False)
     if surge == 0 and unavailable == 0:
         # "If both fenceposts resolve to zero, then we should set maxUnavailable to 1
         # on the theory that surge might not work due to quota."
@@ -70,14 +69,16 @@ def effective_max_unavailable(dep: Deployment) -> int:
 
 
 def describe_fenceposts(dep: Deployment) -> str:
-    """Plain words: '25% of 1 replica rounds up to a surge of 1 and down to 0 unavailable'."""
+    """Plain words: '25% of 1 replica rounds up to a surge of 1 and down to 0 unavailable'.
+    When both resolve to 0 the words give the 0 and say the controller uses 1."""
     if dep.strategy_type != "RollingUpdate":
         return f"strategy {dep.strategy_type} replaces all pods at once (no surge)"
     surge = effective_max_surge(dep)
-    unavailable = effective_max_unavailable(dep)
     n = dep.replicas
     replicas = f"{n} replica" if n == 1 else f"{n} replicas"
     ms, mu = dep.max_surge, dep.max_unavailable
+    both_zero = surge == 0 and scaled_value(mu, n, False) == 0
+    unavailable = 0 if both_zero else effective_max_unavailable(dep)
     if isinstance(ms, str) and ms == mu:
         text = f"{ms} of {replicas} rounds up to a surge of {surge} and down to {unavailable} unavailable"
     else:
@@ -93,32 +94,9 @@ def describe_fenceposts(dep: Deployment) -> str:
             else f"maxUnavailable is {unavailable}"
         )
         text = ", ".join(parts)
-    raw_unavailable = scaled_value(mu, n, False) if mu is not None else 0
-    if surge == 0 and raw_unavailable == 0:
+    if both_zero:
         text += " (both resolved to 0, so the controller uses maxUnavailable 1)"
     return text
-
-
-@dataclass(frozen=True, slots=True)
-class RolloutState:
-    """Where a Deployment's rollout stands, from its ReplicaSets and pods."""
-
-    deployment: Deployment
-    new_replicaset: ReplicaSet | None
-    old_replicasets: tuple[ReplicaSet, ...]
-    new_pods: tuple[Pod, ...]
-    old_pods: tuple[Pod, ...]
-    max_surge: int
-    max_unavailable: int
-
-    @property
-    def in_progress(self) -> bool:
-        """A rollout is under way: old pods still run beside a new ReplicaSet."""
-        return self.new_replicaset is not None and bool(self.old_pods)
-
-    @property
-    def pending_new_pods(self) -> tuple[Pod, ...]:
-        return tuple(p for p in self.new_pods if p.unscheduled)
 
 
 def is_new_replicaset(dep: Deployment, rs: ReplicaSet) -> bool:

@@ -31,6 +31,7 @@ CLUSTER_WIDE = frozenset(
     {
         "nodes",
         "pdbs",
+        "replication_controllers",  # their replicas change PDB budgets
         "priority_classes",
         "namespaces",
         "pvcs",

@@ -33,6 +33,7 @@ from analyzers.records import (
     PriorityClass,
     Record,
     ReplicaSet,
+    ReplicationController,
     StatefulSet,
     StorageClass,
 )
@@ -46,6 +47,7 @@ COLLECTIONS: dict[type, str] = {
     Node: "nodes",
     Deployment: "deployments",
     ReplicaSet: "replicasets",
+    ReplicationController: "replication_controllers",
     StatefulSet: "statefulsets",
     DaemonSet: "daemonsets",
     Job: "jobs",
@@ -64,6 +66,7 @@ KIND_COLLECTIONS: dict[str, str] = {
     "Node": "nodes",
     "Deployment": "deployments",
     "ReplicaSet": "replicasets",
+    "ReplicationController": "replication_controllers",
     "StatefulSet": "statefulsets",
     "DaemonSet": "daemonsets",
     "Job": "jobs",
@@ -82,6 +85,7 @@ _NAMESPACED = frozenset(
         "pods",
         "deployments",
         "replicasets",
+        "replication_controllers",
         "statefulsets",
         "daemonsets",
         "jobs",
@@ -212,6 +216,7 @@ class ClusterSnapshot:
         "pvcs",
         "pvs",
         "replicasets",
+        "replication_controllers",
         "statefulsets",
         "storage_classes",
         "warnings",
@@ -221,6 +226,7 @@ class ClusterSnapshot:
     nodes: Mapping[str, Node]
     deployments: Mapping[tuple[str, str], Deployment]
     replicasets: Mapping[tuple[str, str], ReplicaSet]
+    replication_controllers: Mapping[tuple[str, str], ReplicationController]
     statefulsets: Mapping[tuple[str, str], StatefulSet]
     daemonsets: Mapping[tuple[str, str], DaemonSet]
     jobs: Mapping[tuple[str, str], Job]

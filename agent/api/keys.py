@@ -17,6 +17,8 @@ Readiness = Callable[[], Awaitable[bool] | bool]
 # What /readyz says about this replica's part in leader election ({"role": "leader", ...}).
 Role = Callable[[], dict[str, str | None]]
 Clock = Callable[[], datetime]
+# ``unstick demo`` only: applies remedy n of incident id to the in-process cluster (see agent/commands/demo.py).
+DemoApply = Callable[[int, int], Awaitable[str]]
 
 SESSIONS = web.AppKey("sessions", async_sessionmaker[AsyncSession])
 SETTINGS = web.AppKey("settings", ApiSettings)
@@ -30,3 +32,4 @@ ROLE: web.AppKey[Role] = web.AppKey("role")
 SIGNINS = web.AppKey("signins", Sessions)
 LIMITER = web.AppKey("limiter", FailureLimiter)
 AUTH_FAILURES: web.AppKey[Callable[[str], None]] = web.AppKey("auth_failures")
+DEMO_APPLY: web.AppKey[DemoApply] = web.AppKey("demo_apply")  # set by the demo alone

@@ -107,6 +107,8 @@ EVENT: Final = Kind("Event", "", "v1", "events", True, field_labels=_EVENT_FIELD
 NAMESPACE: Final = Kind("Namespace", "", "v1", "namespaces", False, field_labels=frozenset({"status.phase"}))
 PVC: Final = Kind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True)
 PV: Final = Kind("PersistentVolume", "", "v1", "persistentvolumes", False)
+# Read for PodDisruptionBudget arithmetic (the disruption controller counts its spec.replicas).
+REPLICATIONCONTROLLER: Final = Kind("ReplicationController", "", "v1", "replicationcontrollers", True)
 DEPLOYMENT: Final = Kind("Deployment", "apps", "v1", "deployments", True)
 REPLICASET: Final = Kind("ReplicaSet", "apps", "v1", "replicasets", True, field_labels=frozenset({"status.replicas"}))
 STATEFULSET: Final = Kind("StatefulSet", "apps", "v1", "statefulsets", True)
@@ -133,6 +135,7 @@ WATCHED_KINDS: Final[tuple[Kind, ...]] = (
     PDB,
     DEPLOYMENT,
     REPLICASET,
+    REPLICATIONCONTROLLER,
     STATEFULSET,
     DAEMONSET,
     JOB,

@@ -205,6 +205,12 @@ def root_cause(
     if not views.matches:
         return SELECTOR if views.names else None
     only = views.plugin_sets(views.usable)
+    # A node with room that only a DoNotSchedule spread constraint refuses: the
+    # constraint confines the pod to the domains that are full, so it is the cause a
+    # human names, not "insufficient resources" (topology-spread-infeasible relaxes or
+    # rebalances it).
+    if {C.POD_TOPOLOGY_SPREAD} in only:
+        return SPREAD
     resources_only = views.where(lambda p: p == {C.NODE_RESOURCES_FIT}, views.usable)
     if resources_only:
         if table is None or pod is None:
@@ -213,8 +219,6 @@ def root_cause(
             curable = bool(resources_only & allocatable_mask(table, pod))
         if curable:
             return RESOURCES
-    if {C.POD_TOPOLOGY_SPREAD} in only:
-        return SPREAD
     if {C.INTER_POD_AFFINITY} in only:
         return INTERPOD
     if views.where(lambda p: p <= _TAINT_PLUGINS, views.matches):

@@ -23,6 +23,7 @@ with a synthetic node); or as many replicas as there are domains.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -310,6 +311,12 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
                 "usable_domains": s.usable_domains,
                 "occupied": s.occupied,
                 "nodes_without_key": s.nodes_without_key,
+                "usable_domain_count": len(s.usable_domains),
+                "never_placed": (
+                    a.replicas - len(s.usable_domains)
+                    if a.replicas is not None and a.replicas > len(s.usable_domains)
+                    else 0
+                ),
             }
             for s in a.terms
         ],
@@ -323,6 +330,7 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
         ],
         "scheduler_message": group.verdict.message,
         "pending_pods": [p.name for g, _ in found for p in g.pods],
+        "pending_pod_count": sum(len(g.pods) for g, _ in found),
     }
     what = {
         ANTI: "required pod anti-affinity",
@@ -601,16 +609,26 @@ def _relax_existing(ctx: RuleContext, group: P.Blocked, a: Analysis) -> list[Rem
             }
         }
         body = {"spec": {"template": {"spec": patch}}} if owner.kind != "Pod" else {"spec": patch}
-        out.append(
-            ctx.renderer.patch(
-                f"Relax {owner.kind} {owner.name}'s anti-affinity against {group.ref.name} to preferred",
-                owner,
-                body,
-                verified=P.fits(verdict),
-                verification=f"re-simulated {group.pods[0].name} with {owner.name}'s pods re-created with the term "
-                f"as preferred: {P.outcome(verdict)} (takes effect once {owner.name}'s pods have rolled)",
-            )
+        remedy = ctx.renderer.patch(
+            f"Relax {owner.kind} {owner.name}'s anti-affinity against {group.ref.name} to preferred",
+            owner,
+            body,
+            verified=P.fits(verdict),
+            verification=f"re-simulated {group.pods[0].name} with {owner.name}'s pods re-created with the term "
+            f"as preferred: {P.outcome(verdict)} (takes effect once {owner.name}'s pods have rolled)",
         )
+        if owner.kind == "Pod":
+            # A pod's affinity is immutable (ValidatePodUpdate): the API server refuses this PATCH
+            # (found by the real-control-plane dry run), so re-create the bare pod with the change.
+            name, ns = shlex.quote(owner.name), shlex.quote(owner.namespace)
+            remedy = replace(
+                remedy,
+                command=f"kubectl get pod {name} -n {ns} -o json"
+                f" | kubectl patch --local -f - --type strategic -p {shlex.quote(json.dumps(body))} -o json"
+                " | kubectl replace --force -f -",
+                verification=f"{remedy.verification}; a pod's affinity is immutable, so the command re-creates it",
+            )
+        out.append(remedy)
     return out
 
 

@@ -231,16 +231,30 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
     pod = group.pod
     pending = sum(len(g.pods) for g, _ in found)
     requests = ", ".join(_q(r, q) for r, q in checked_requests(pod)) or "no resources"
+    # One count of the nodes passing affinity and taints, split into those another
+    # filter refuses and the eligible rest (never two counts that contradict each other).
+    excluded = sum(len(nodes) for nodes in analysis.excluded.values())
+    passing = len(analysis.nodes) + excluded
+    if excluded:
+        refused = "; ".join(
+            f"{names(nodes)} {'is' if len(nodes) == 1 else 'are'} refused by {plugin} whatever "
+            f"{'its' if len(nodes) == 1 else 'their'} room"
+            for plugin, nodes in sorted(analysis.excluded.items())
+        )
+        lead = (
+            f"{plural(passing, 'node')} pass{'es' if passing == 1 else ''} its node affinity and taints; {refused}; "
+            f"on the other {plural(len(analysis.nodes), 'node')} the pod fits on none "
+            f"({analysis.kind}):"
+        )
+    else:
+        lead = (
+            f"{plural(passing, 'node')} pass{'es' if passing == 1 else ''} its node affinity and taints, and the pod "
+            f"fits on none of them ({analysis.kind}):"
+        )
     parts = [
-        f"{P.kind_word(group.ref)} has {P.pending_words(group, ctx.now)}; each requests {requests}. "
-        f"{plural(len(analysis.nodes), 'node')} pass{'es' if len(analysis.nodes) == 1 else ''} its node "
-        f"affinity and taints, and the pod fits on none of them ({analysis.kind}):"
+        f"{P.kind_word(group.ref)} has {P.pending_words(group, ctx.now)}; each requests {requests}. {lead}"
     ]
     parts.append("; ".join(_shortage_words(s, pending) for s in analysis.shortages) + ".")
-    for plugin, nodes in sorted(analysis.excluded.items()):
-        parts.append(
-            f"{names(nodes)} also pass{'es' if len(nodes) == 1 else ''} affinity and taints but fail {plugin}."
-        )
     if analysis.tainted_with_room:
         parts.append(
             f"{names(analysis.tainted_with_room)} would have room but {'is' if len(analysis.tainted_with_room) == 1 else 'are'} "
@@ -263,6 +277,9 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
         "kind": analysis.kind,
         "requests": {r: format_units(r, q) for r, q in checked_requests(pod)},
         "eligible_nodes": analysis.nodes,
+        "eligible_node_count": len(analysis.nodes),
+        "nodes_passing_affinity_and_taints": len(analysis.nodes)
+        + sum(len(nodes) for nodes in analysis.excluded.values()),
         "shortages": [
             {
                 "resource": s.resource,
@@ -286,6 +303,7 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
         "tainted_nodes_with_room": analysis.tainted_with_room,
         "scheduler_message": group.verdict.message,
         "pending_pods": [p.name for g, _ in found for p in g.pods],
+        "pending_pod_count": sum(len(g.pods) for g, _ in found),
         "autoscaler_events": [{"reason": e.reason, "message": e.message, "source": e.source} for e in events],
         "preemption_candidates": list(group.verdict.preemption.candidates),
     }

@@ -32,6 +32,7 @@ from analyzers.rules.context import RuleContext
 from analyzers.simulator import codes as C
 from analyzers.simulator import node_table
 from analyzers.simulator.nodeinfo import NodeTable
+from analyzers.simulator.selectors import requirement_errors
 
 RULE_ID = "node-selector-mismatch"
 
@@ -116,7 +117,9 @@ def _analyse(table: NodeTable, pod: Pod) -> Analysis:
     terms = spec.required_node_affinity.terms if spec.required_node_affinity is not None else ()
     for t, term in enumerate(terms):
         for i, r in enumerate(term.match_expressions):
-            clauses.append(Clause(t, i, r, table.requirement_mask(r).bit_count()))
+            # A requirement labels.NewRequirement refuses matches nothing (its whole term does not).
+            matched = 0 if requirement_errors(r) else table.requirement_mask(r).bit_count()
+            clauses.append(Clause(t, i, r, matched))
         for i, r in enumerate(term.match_fields, start=len(term.match_expressions)):
             clauses.append(Clause(t, i, r, table.field_requirement_mask(r).bit_count()))
     sel = [c for c in clauses if c.term is None]
@@ -244,12 +247,14 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
                 "constraint": c.text(),
                 "nodes_matching": c.matched,
                 "nearest": [{"label": f"{k}={v}", "nodes": n} for k, v, n, _ in c.suggestions],
+                **_key_values(table, c),
             }
             for c in analysis.clauses
         ],
         "culprits": [c.text() for c in analysis.culprits],
         "scheduler_message": verdict.message,
         "pending_pods": [p.name for g, _ in found for p in g.pods],
+        "pending_pod_count": sum(len(g.pods) for g, _ in found),
         "autoscaler_events": [{"reason": e.reason, "message": e.message} for e in events],
     }
     first = analysis.culprits[0].text() if analysis.culprits else _constraint_words(pod)
@@ -276,17 +281,42 @@ def _constraint_words(pod: Pod) -> str:
     return "its " + " together with ".join(parts) if parts else "its node affinity"
 
 
+def _key_values(table: NodeTable, c: Clause) -> dict[str, Any]:
+    """Every value the clause's label key has on the nodes, with its node count (most
+    nodes first), and why the clause does not parse when it does not."""
+    out: dict[str, Any] = {}
+    if not c.is_field:
+        values = table.label_index.get(c.req.key, {})
+        ordered = sorted(values.items(), key=lambda kv: (-kv[1].bit_count(), kv[0]))
+        out["key_values"] = [{"value": v, "nodes": m.bit_count()} for v, m in ordered]
+        out["values_not_shown"] = max(0, len(values) - _SHOWN_VALUES)
+        errors = requirement_errors(c.req) if c.term is not None else []
+        if errors:
+            out["parse_error"] = "; ".join(errors)
+    return out
+
+
+_SHOWN_VALUES = 4
+
+
 def _clause_words(table: NodeTable, c: Clause) -> str:
     key = c.req.key
+    errors = requirement_errors(c.req) if c.term is not None and not c.is_field else []
+    if errors:
+        return (
+            f"{c.text()} is not a valid selector ({'; '.join(errors)}): labels.NewRequirement refuses it, so its "
+            "term matches no node whatever the labels (component-helpers nodeaffinity.go)."
+        )
     if c.is_field:
         text = f"{c.text()}: no node has that name"
     elif key not in table.label_index:
         text = f"{c.text()}: no node has a label {key}"
     else:
         values = table.label_index[key]
-        shown = sorted(values.items(), key=lambda kv: (-kv[1].bit_count(), kv[0]))[:4]
+        shown = sorted(values.items(), key=lambda kv: (-kv[1].bit_count(), kv[0]))[:_SHOWN_VALUES]
         have = ", ".join(f"{key}={v} ({m.bit_count()})" for v, m in shown)
-        more = f" and {len(values) - 4} more values" if len(values) > 4 else ""
+        extra = len(values) - _SHOWN_VALUES
+        more = f" and {extra} more values" if extra > 0 else ""
         text = f"{c.text()} matches {plural(c.matched, 'node')}; nodes have {have}{more}"
     if c.suggestions:
         near = "; ".join(

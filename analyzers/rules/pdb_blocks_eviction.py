@@ -326,6 +326,9 @@ def _finding(ctx: RuleContext, subject: ObjectRef, entries: list[_Blocked]) -> F
 
     evidence: dict[str, Any] = {
         "cause": cause,
+        # What the Eviction API answers and how often kubectl drain retries (both named in the explanation).
+        "eviction_status_code": 429,
+        "drain_retry_seconds": 5,
         "draining_nodes": [{"node": n, "how": next(e.how for e in entries if e.node == n)} for n in drained],
         "blocked_pods": [
             {

@@ -187,6 +187,8 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
                 "requested": _q(h.resource, h.requested),
                 "usage_share": round(h.usage_share, 3),
                 "requested_share": round(h.requested_share, 3),
+                "usage_percent": int(f"{h.usage_share:.0%}"[:-1]),
+                "requested_percent": int(f"{h.requested_share:.0%}"[:-1]),
             }
             for h in hot_here
         ],

@@ -137,6 +137,8 @@ def _check(ctx: RuleContext, dep: Deployment) -> Finding | None:
         "effective_max_surge": surge,
         "effective_max_unavailable": unavailable,
         "pending_pods": [p.name for p in new_pending],
+        "revision": dep.revision,
+        "progress_deadline_seconds": dep.progress_deadline_seconds,
         "old_pods": [p.name for p in blockers],
         "nodes": nodes,
         "scheduler_message": verdict.message,

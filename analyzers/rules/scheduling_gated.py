@@ -146,6 +146,7 @@ def _finding(ctx: RuleContext, ref: ObjectRef, gates: tuple[str, ...], pods: lis
         "gates": list(gates),
         "owners": {g: o.who for g, o in owners.items()},
         "pods": [p.name for p in pods],
+        "gated_pod_count": len(pods),
         "oldest_pod": oldest.name,
         "waited_seconds": int(waited),
         "threshold_seconds": ctx.thresholds.gated_after_seconds,

@@ -228,6 +228,7 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
         ],
         "scheduler_message": group.verdict.message,
         "pending_pods": [p.name for g, _ in found for p in g.pods],
+        "pending_pod_count": sum(len(g.pods) for g, _ in found),
     }
     first = a.culprits[0]
     return Finding(

@@ -216,6 +216,7 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
         "would_fit_if_tolerated": analysis.would_fit,
         "scheduler_message": group.verdict.message,
         "pending_pods": [p.name for g, _ in found for p in g.pods],
+        "pending_pod_count": sum(len(g.pods) for g, _ in found),
         "autoscaler_events": [{"reason": e.reason, "message": e.message} for e in events],
     }
     first = next(iter(by_taints))

@@ -188,3 +188,200 @@ def test_eviction_go_empty_selector_matches_nothing_for_eviction():
 def test_policy_v1beta1_empty_selector_selects_nothing():
     snap = cluster(pdb("p", selector={}, min_available=1, api_version="policy/v1beta1"))
     assert status_of(snap, "p").expected_pods == 0
+
+
+def replication_controller(name, replicas):
+    return {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": {"replicas": replicas, "selector": {"app": "db"}},
+    }
+
+
+def rc_pods(n, *, rc="db-rc"):
+    out = []
+    for i in range(n):
+        p = pod(f"{rc}-{i}", node_name="n1", labels={"app": "db"}, ready=True)
+        p["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "v1",
+                "kind": "ReplicationController",
+                "name": rc,
+                "uid": f"uid-{rc}",
+                "controller": True,
+            }
+        ]
+        out.append(p)
+    return out
+
+
+def test_disruption_go_replication_controller_scale_is_its_spec_replicas():
+    """getPodReplicationController: the RC's spec.replicas is the expected count."""
+    snap = ClusterSnapshot.from_objects(
+        [
+            node("n1"),
+            replication_controller("db-rc", 4),
+            *rc_pods(3),
+            pdb("p", selector=SEL, max_unavailable="50%"),
+        ]
+    )
+    s = status_of(snap, "p")
+    # 4 expected (not the 3 pods), 50% of 4 = 2 unavailable, so 2 desired; 3 healthy allow 1.
+    assert s.error is None
+    assert (s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (4, 2, 3, 1)
+
+
+def test_disruption_go_missing_replication_controller_fails_safe():
+    snap = ClusterSnapshot.from_objects(
+        [node("n1"), *rc_pods(2), pdb("p", selector=SEL, min_available="50%")]
+    )
+    s = status_of(snap, "p")
+    assert s.error == 'found no controllers for pod "db-rc-0"' and s.disruptions_allowed == 0
+
+
+# --- boundaries the mutation run found untested -----------------------------------------
+
+
+def test_disruption_go_mid_rollout_counts_the_deployment_scale_once_not_its_replicasets():
+    """getPodDeployment: pods of two ReplicaSets of one Deployment expect the Deployment's
+    spec.replicas (4), not the ReplicaSets' sum (1 + 2)."""
+    objs = [
+        node("n1"),
+        deployment("db", replicas=4, labels={"app": "db"}),
+        replicaset("db-old", "db", replicas=1, labels={"app": "db"}),
+        replicaset("db-new", "db", replicas=2, labels={"app": "db"}),
+        pod("db-old-0", node_name="n1", labels={"app": "db"}, owner=("ReplicaSet", "db-old"), ready=True),
+        pod("db-new-0", node_name="n1", labels={"app": "db"}, owner=("ReplicaSet", "db-new"), ready=True),
+        pod("db-new-1", node_name="n1", labels={"app": "db"}, owner=("ReplicaSet", "db-new"), ready=True),
+        pdb("p", selector=SEL, max_unavailable=1),
+    ]
+    s = status_of(ClusterSnapshot.from_objects(objs), "p")
+    assert (s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (4, 3, 3, 0)
+
+
+def test_disruption_go_a_replicaset_without_a_deployment_counts_its_own_replicas():
+    rs = replicaset("solo", "gone", replicas=5, labels={"app": "db"})
+    del rs["metadata"]["ownerReferences"]
+    objs = [
+        node("n1"),
+        rs,
+        pod("solo-0", node_name="n1", labels={"app": "db"}, owner=("ReplicaSet", "solo"), ready=True),
+        pdb("p", selector=SEL, min_available="20%"),
+    ]
+    s = status_of(ClusterSnapshot.from_objects(objs), "p")
+    assert (s.expected_pods, s.desired_healthy, s.disruptions_allowed) == (5, 1, 0)
+
+
+def test_disruption_go_a_replicaset_owned_by_a_missing_deployment_fails_safe():
+    objs = [
+        node("n1"),
+        replicaset("db-5f7", "db", replicas=1, labels={"app": "db"}),
+        pod("db-5f7-0", node_name="n1", labels={"app": "db"}, owner=("ReplicaSet", "db-5f7"), ready=True),
+        pdb("p", selector=SEL, max_unavailable=1),
+    ]
+    s = status_of(ClusterSnapshot.from_objects(objs), "p")
+    assert s.error == 'found no controllers for pod "db-5f7-0"'
+    # failSafe without a previous status: every figure 0.
+    assert (s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (0, 0, 0, 0)
+
+
+def test_disruption_go_a_replicaset_missing_from_the_dump_is_resolved_to_its_deployment_by_name():
+    objs = [
+        node("n1"),
+        deployment("db", replicas=2, labels={"app": "db"}),
+        pod("db-5f7-0", node_name="n1", labels={"app": "db"}, owner=("ReplicaSet", "db-5f7"), ready=True),
+        pod("db-5f7-1", node_name="n1", labels={"app": "db"}, owner=("ReplicaSet", "db-5f7"), ready=True),
+        pdb("p", selector=SEL, max_unavailable="50%"),
+    ]
+    s = status_of(ClusterSnapshot.from_objects(objs), "p")
+    assert (s.error, s.expected_pods, s.desired_healthy, s.disruptions_allowed) == (None, 2, 1, 1)
+    # Without the Deployment either, the controller is not found.
+    s = status_of(ClusterSnapshot.from_objects([o for o in objs if o["kind"] != "Deployment"]), "p")
+    assert s.error == 'found no controllers for pod "db-5f7-0"'
+
+
+def statefulset_objs(replicas, *, with_sts=True):
+    objs = [node("n1"), pdb("p", selector=SEL, max_unavailable=1)]
+    if with_sts:
+        objs.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {"name": "db", "namespace": "default", "uid": "uid-db"},
+                "spec": {
+                    "replicas": replicas,
+                    "selector": SEL,
+                    "template": {"metadata": {"labels": {"app": "db"}}},
+                },
+            }
+        )
+    objs += [
+        pod(f"db-{i}", node_name="n1", labels={"app": "db"}, owner=("StatefulSet", "db"), ready=True)
+        for i in range(2)
+    ]
+    return objs
+
+
+def test_disruption_go_statefulset_scale_is_its_spec_replicas():
+    s = status_of(ClusterSnapshot.from_objects(statefulset_objs(3)), "p")
+    assert (s.error, s.expected_pods, s.desired_healthy, s.disruptions_allowed) == (None, 3, 2, 0)
+    s = status_of(ClusterSnapshot.from_objects(statefulset_objs(3, with_sts=False)), "p")
+    assert s.error == 'found no controllers for pod "db-0"'
+
+
+def test_disruption_go_an_owner_kind_it_cannot_scale_fails_safe():
+    objs = [
+        node("n1"),
+        pod("w-0", node_name="n1", labels={"app": "db"}, owner=("DaemonSet", "agent"), ready=True),
+        pdb("p", selector=SEL, max_unavailable=1),
+    ]
+    assert status_of(ClusterSnapshot.from_objects(objs), "p").error == 'found no controllers for pod "w-0"'
+
+
+def test_disruption_go_a_pdb_with_neither_field_expects_nothing_and_allows_nothing():
+    s = status_of(cluster(pdb("p", selector=SEL)), "p")
+    assert (s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (0, 0, 3, 0)
+
+
+def test_disruption_go_one_replica_with_max_unavailable_one_allows_one():
+    """expectedCount 1 is above 0: the single healthy pod may go."""
+    s = status_of(cluster(pdb("p", selector=SEL, max_unavailable=1), replicas=1, ready=(True,)), "p")
+    assert (s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (1, 0, 1, 1)
+
+
+def test_eviction_go_terminal_pending_and_terminating_pods_skip_the_budget():
+    base = cluster(pdb("p", selector=SEL, min_available=3))
+    for changes in ({"phase": "Succeeded"}, {"phase": "Pending"}):
+        pod_obj = base.pods[("default", "db-5f7-0")]
+        from dataclasses import replace
+
+        v = eviction_verdict(base, replace(pod_obj, **changes))
+        assert (v.allowed, v.kind) == (True, "ignored-pdb")
+    deleting = pod(
+        "db-5f7-9",
+        node_name="n1",
+        labels={"app": "db"},
+        owner=("ReplicaSet", "db-5f7"),
+        ready=True,
+        deleting=True,
+    )
+    snap = cluster(deleting, pdb("p", selector=SEL, min_available=3))
+    v = eviction_verdict(snap, snap.pods[("default", "db-5f7-9")])
+    assert (v.allowed, v.kind) == (True, "ignored-pdb")
+    # A Running, Ready pod of the same budget is refused.
+    assert not eviction_verdict(base, base.pods[("default", "db-5f7-0")]).allowed
+
+
+def test_eviction_go_no_pdb_allows():
+    snap = cluster()
+    v = eviction_verdict(snap, snap.pods[("default", "db-5f7-0")])
+    assert (v.allowed, v.kind) == (True, "no-pdb")
+
+
+def test_eviction_go_if_healthy_budget_with_one_desired_pod():
+    """``DesiredHealthy > 0`` at its boundary: desired 1, current 1, an unready pod goes."""
+    snap = cluster(pdb("p", selector=SEL, min_available=1), ready=(True, False, False))
+    v = eviction_verdict(snap, snap.pods[("default", "db-5f7-1")])
+    assert v.status is not None and (v.status.desired_healthy, v.status.current_healthy) == (1, 1)
+    assert (v.allowed, v.kind) == (True, "unhealthy-allowed")

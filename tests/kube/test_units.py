@@ -41,7 +41,7 @@ def test_kind_paths() -> None:
 def test_kinds_table_is_consistent() -> None:
     assert len(KINDS_BY_NAME) == len(ALL_KINDS)
     expected = {
-        "Node", "Pod", "Event", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job",
+        "Node", "Pod", "Event", "Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job",
         "PodDisruptionBudget", "PriorityClass", "PersistentVolumeClaim", "PersistentVolume", "StorageClass",
     }  # fmt: skip
     assert {k.kind for k in WATCHED_KINDS} == expected

@@ -184,3 +184,53 @@ def test_full_resimulations_are_budgeted(monkeypatch):
     [f] = findings(snap, "anti-affinity-infeasible")
     preferred = next(r for r in f.remedies if r.title.startswith("Make the anti-affinity preferred"))
     assert not preferred.verified and "not re-simulated" in preferred.verification
+
+
+def _zones_with_a_full_zone():
+    """web spreads over zones (maxSkew 1): a 2, b 2, c 1 -- only zone c may take the next
+    pod, and c-0 is full; a-0 and b-0 have room the spread constraint refuses."""
+    tpl = template(app="web", requests={"cpu": "500m"}, spread=zone_spread("web"))
+    return snapshot(
+        node("a-0", cpu="2", labels={Z: "a"}),
+        node("b-0", cpu="2", labels={Z: "b"}),
+        node("c-0", cpu="2", labels={Z: "c"}),
+        deployment("web", tpl, replicas=6, bound=["a-0", "a-0", "b-0", "b-0", "c-0"], pending=1),
+        deployment("batch", template(app="batch", requests={"cpu": "1500m"}), bound=["c-0"], pending=0),
+    )
+
+
+def test_a_spread_constraint_confining_the_pod_to_a_full_zone_is_the_root_cause():
+    snap = _zones_with_a_full_zone()
+    assert _root(snap, "web-") == P.SPREAD
+    found = findings(snap)
+    assert [f.rule_id for f in found] == ["topology-spread-infeasible"]
+    [f] = found
+    assert "No node in c can take it (c-0: Insufficient cpu)" in f.explanation
+    relax = next(r for r in f.remedies if "ScheduleAnyway" in r.title)
+    assert relax.verified
+
+
+def test_insufficient_resources_counts_the_nodes_it_names_once():
+    """2 nodes pass affinity and taints: one is refused by another filter, the other is
+    full. The explanation's counts add up (no "1 node passes ... 1 more also passes")."""
+    aff = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "db"}}}
+            ]
+        }
+    }
+    snap = snapshot(
+        node("n1", cpu="2"),
+        node("n2", cpu="2"),
+        deployment("db", template(app="db", requests={"cpu": "1500m"}), bound=["n1"], pending=0),
+        deployment("web", template(app="web", requests={"cpu": "1"}, affinity=aff)),
+    )
+    [f] = findings(snap, "insufficient-resources")
+    assert (
+        "2 nodes pass its node affinity and taints; n2 is refused by InterPodAffinity whatever its room; "
+        in (f.explanation)
+    )
+    assert "on the other 1 node the pod fits on none" in f.explanation
+    assert "also pass" not in f.explanation
+    assert (f.evidence["nodes_passing_affinity_and_taints"], f.evidence["eligible_node_count"]) == (2, 1)

@@ -20,6 +20,7 @@ import pytest
 
 from analyzers.simulator import simulate
 from tests.simulator.builders import node, pod, pod_of, snapshot
+from tests.simulator.test_filters_node import affinity, expr
 
 UNRES = "UnschedulableAndUnresolvable"
 PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"
@@ -62,19 +63,6 @@ def test_host_port_of_an_init_container_counts_only_for_a_sidecar_existing(sidec
 
 
 # --- node affinity: a term that does not parse matches nothing --------------------------
-
-
-def affinity(*terms: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}
-    }
-
-
-def expr(key: str, op: str, *values: str) -> dict[str, Any]:
-    e: dict[str, Any] = {"key": key, "operator": op}
-    if values:
-        e["values"] = list(values)
-    return e
 
 
 NODES = [

@@ -1,0 +1,201 @@
+"""scheduler-silent: a pod waits in Pending and no scheduler has said a word about it.
+
+kube-scheduler answers every pod it tries: a ``PodScheduled`` condition on the
+pod (``False`` with the verdict, or ``SchedulingGated``) and a FailedScheduling
+event (pkg/scheduler/schedule_one.go handleSchedulingFailure). A pod with
+neither, long after its creation, was never tried:
+
+- its ``spec.schedulerName`` names a scheduler that does not run (kube-scheduler
+  only takes pods of its own profiles, pkg/scheduler/eventhandlers.go
+  responsibleForPod); whether any pod of that scheduler was ever bound tells a
+  scheduler that is gone or misnamed from one that never existed;
+- or it claims a PersistentVolumeClaim that does not exist.
+
+Pods behind ``schedulingGates`` are the scheduling-gated rule's. Fires when the
+pod is older than ``thresholds.silent_after_seconds`` (``ctx.now`` minus its
+creationTimestamp); one finding per owning workload and cause. Listed last in
+RULES: a pod another rule explains is not silent.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import replace
+from typing import Any
+
+from analyzers.findings import Finding, ObjectRef, Remedy, Severity
+from analyzers.records import Pod
+from analyzers.rules._describe import are, duration, names, plural, what_if_verdict, where_fits
+from analyzers.rules.context import RuleContext
+
+RULE_ID = "scheduler-silent"
+DEFAULT_SCHEDULER = "default-scheduler"
+_TEMPLATE_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
+
+
+def _spoken_to(ctx: RuleContext, pod: Pod) -> bool:
+    if pod.scheduled is not None:
+        return True
+    return any(
+        e.reason in ("FailedScheduling", "Scheduled")
+        for e in ctx.snapshot.events_for("Pod", pod.namespace, pod.name)
+    )
+
+
+def _cause(ctx: RuleContext, pod: Pod) -> tuple[str, str] | None:
+    """(cause, its detail): the scheduler's name or the missing claim; None when the
+    snapshot shows no reason (a pod of kube-scheduler not tried yet is not reported:
+    a dump can catch any pod between creation and its first attempt)."""
+    if pod.spec.scheduler_name != DEFAULT_SCHEDULER:
+        return "unknown-scheduler", pod.spec.scheduler_name
+    missing = [c for c in pod.spec.pvc_names if (pod.namespace, c) not in ctx.snapshot.pvcs]
+    if missing:
+        return "missing-pvc", missing[0]
+    return None
+
+
+def analyze(ctx: RuleContext) -> list[Finding]:
+    threshold = ctx.thresholds.silent_after_seconds
+    groups: dict[tuple[ObjectRef, str, str], list[Pod]] = {}
+    for pod in ctx.snapshot.unscheduled_pods():
+        if pod.spec.scheduling_gates or pod.created is None or ctx.now - pod.created < threshold:
+            continue
+        if _spoken_to(ctx, pod):
+            continue
+        found = _cause(ctx, pod)
+        if found is None:
+            continue
+        cause, detail = found
+        groups.setdefault((ctx.snapshot.workload_of(pod).ref, cause, detail), []).append(pod)
+    return [
+        _finding(ctx, ref, cause, detail, sorted(pods, key=lambda p: (p.created or 0.0, p.name)))
+        for (ref, cause, detail), pods in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1:]))
+    ]
+
+
+def _scheduler_record(ctx: RuleContext, scheduler: str) -> dict[str, Any]:
+    """What the snapshot shows of ``scheduler``: pods of it bound to a node, and the
+    events it wrote (reportingController / source.component)."""
+    bound = sorted(
+        (p for p in ctx.snapshot.pods.values() if p.spec.scheduler_name == scheduler and p.node_name),
+        key=lambda p: (p.namespace, p.name),
+    )
+    events = [e for e in ctx.snapshot.events.values() if e.source == scheduler]
+    last = max((e.last_seen or e.first_seen or 0.0 for e in events), default=None)
+    return {
+        "bound_pods": len(bound),
+        "bound_examples": [f"{p.namespace}/{p.name}" for p in bound[:3]],
+        "events_from_scheduler": len(events),
+        "last_event_age_seconds": int(ctx.now - last) if last else None,
+    }
+
+
+def _finding(ctx: RuleContext, ref: ObjectRef, cause: str, detail: str, pods: list[Pod]) -> Finding:
+    oldest = pods[0]
+    waited = int(ctx.now - (oldest.created or ctx.now))
+    threshold = int(ctx.thresholds.silent_after_seconds)
+    what = f"{ref.kind} {ref.namespace}/{ref.name}"
+    count = plural(len(pods), "pod")
+    evidence: dict[str, Any] = {
+        "cause": cause,
+        "pods": [p.name for p in pods],
+        "pending_pod_count": len(pods),
+        "oldest_pod": oldest.name,
+        "waited_seconds": waited,
+        "threshold_seconds": threshold,
+        "scheduler_name": oldest.spec.scheduler_name,
+    }
+    lead = (
+        f"{count} of {what} {are(len(pods))} Pending with no node; the oldest, {oldest.name}, has waited "
+        f"{duration(waited)} (threshold {duration(threshold)}) without a PodScheduled condition or a "
+        "FailedScheduling event: no scheduler has tried to place it."
+    )
+    remedies: list[Remedy] = []
+    if cause == "unknown-scheduler":
+        record = _scheduler_record(ctx, detail)
+        evidence.update(record)
+        if record["bound_pods"]:
+            history = (
+                f"{plural(record['bound_pods'], 'pod')} of {detail} {are(record['bound_pods'])} bound to nodes "
+                f"({names(record['bound_examples'])}), so {detail} has run in this cluster; it is not taking new "
+                "pods now (stopped, crashed, or lost its leader lease)."
+            )
+        else:
+            history = (
+                f"No pod of {detail} is bound to any node and it wrote "
+                f"{plural(record['events_from_scheduler'], 'event')}: as far as this cluster shows it has never run, "
+                "or the name is misspelt."
+            )
+        explanation = (
+            f"{lead} Its spec.schedulerName is {detail}; kube-scheduler only takes pods whose schedulerName is one "
+            f"of its profiles ({DEFAULT_SCHEDULER} by default), so only {detail} can bind it. {history}"
+        )
+        title = f"{count} of {ref.name} wait for scheduler {detail}, which has not answered for {duration(waited)}"
+        remedies.extend(_scheduler_remedies(ctx, ref, oldest, detail))
+    else:  # missing-pvc
+        evidence["missing_pvc"] = detail
+        explanation = (
+            f"{lead} It mounts PersistentVolumeClaim {ref.namespace}/{detail}, which does not exist; kube-scheduler "
+            f'cannot place a pod before its claims exist (VolumeBinding: persistentvolumeclaim "{detail}" not found).'
+        )
+        title = f"{count} of {ref.name} wait for PersistentVolumeClaim {detail}, which does not exist"
+        remedies.append(
+            ctx.renderer.command(
+                f"Create PersistentVolumeClaim {detail} (or fix the claim name in the pod template)",
+                ObjectRef("PersistentVolumeClaim", ref.namespace, detail),
+                f"kubectl get pvc -n {shlex.quote(ref.namespace)}",
+                note="The claims that do exist in the namespace; the pod is scheduled once its claim is created.",
+                verified=False,
+                verification="an inspection, not a change: nothing to re-simulate",
+            )
+        )
+    return Finding(
+        rule_id=RULE_ID,
+        severity=Severity.WARNING,
+        subject=ref,
+        title=title,
+        explanation=explanation,
+        evidence=evidence,
+        remedies=tuple(remedies),
+        cause=f"{cause}:{detail}",
+        pods=tuple(f"{p.namespace}/{p.name}" for p in pods),
+    )
+
+
+def _scheduler_remedies(ctx: RuleContext, ref: ObjectRef, pod: Pod, scheduler: str) -> list[Remedy]:
+    out = [
+        ctx.renderer.command(
+            f"Find scheduler {scheduler} and the pods it placed",
+            ObjectRef("Namespace", "", ref.namespace),
+            f"kubectl get pods -A --field-selector spec.schedulerName={shlex.quote(scheduler)} -o wide",
+            note=f"Bound pods in the list show {scheduler} ran; its own pod's logs say why it stopped.",
+            verified=False,
+            verification="an inspection, not a change: nothing to re-simulate",
+        )
+    ]
+    if ref.kind in _TEMPLATE_KINDS:
+        # A pod's schedulerName cannot change: the template changes and the controller
+        # replaces the pending pods (a command, as the pods themselves are not patched).
+        moved = replace(pod, spec=replace(pod.spec, scheduler_name=DEFAULT_SCHEDULER))
+        verdict = what_if_verdict(ctx, moved)
+        patch = json.dumps({"spec": {"template": {"spec": {"schedulerName": DEFAULT_SCHEDULER}}}})
+        out.append(
+            ctx.renderer.command(
+                f"Or let kube-scheduler place it: schedulerName {DEFAULT_SCHEDULER} in the pod template",
+                ref,
+                f"kubectl patch {ref.kind.lower()} {shlex.quote(ref.name)} -n {shlex.quote(ref.namespace)} "
+                f"--type strategic -p {shlex.quote(patch)}",
+                note=(
+                    "spec.schedulerName of a pod cannot be changed; the new template's pods replace the pending "
+                    "ones (delete them by hand for a StatefulSet or a Job)."
+                ),
+                verified=verdict.fits,
+                verification=(
+                    f"re-simulated with kube-scheduler: {pod.name} fits on {where_fits(verdict)}"
+                    if verdict.fits
+                    else f"re-simulated with kube-scheduler: still unschedulable ({verdict.message})"
+                ),
+            )
+        )
+    return out
