@@ -140,7 +140,7 @@ class Settings:
         try:
             parse_db_url(url)
         except DatabaseURLError as exc:
-            errors.append(f"--db / UNSTICK_DB_URL {redact_db_url(url)!r}: {exc}")
+            errors.append(f"--db / UNSTICK_DB_URL: database URL {redact_db_url(url)!r}: {exc}")
         auto_migrate = _bool(env, "UNSTICK_DB_AUTO_MIGRATE", True, errors)
         if flags.get("no_migrate"):
             auto_migrate = False
