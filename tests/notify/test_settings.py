@@ -122,6 +122,6 @@ def test_the_cli_reports_problems_in_one_line_each_with_exit_code_2(tmp_path: Pa
     )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
-    for needle in ("--slack-channel 'nope'", "--webhook-url number 1", "--notify-max-attempts", "database URL"):
+    for needle in ("--slack-channel 'nope'", "--webhook-url number 1", "--notify-max-attempts", "--db"):
         assert needle in proc.stderr
     assert "secret-in-url" not in proc.stderr
