@@ -21,6 +21,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("explain", "agent.commands.explain", "explain a FailedScheduling or eviction message"),
     ("serve", "agent.commands.serve", "serve the incident history API and pages"),
     ("incidents", "agent.commands.incidents", "list and show recorded incidents"),
+    ("silences", "agent.commands.silences", "silence notifications: add, list and remove silences"),
     ("db", "agent.commands.db", "manage the incident database schema"),
 )
 

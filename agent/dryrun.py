@@ -37,6 +37,10 @@ def patch_of(remedy: Remedy) -> tuple[Any, Literal["strategic", "merge", "json"]
     """The body and patch type of a patch remedy (None for other remedies)."""
     if remedy.kind != RemedyKind.PATCH or remedy.target is None:
         return None
+    if not remedy.command.startswith(f"kubectl patch {remedy.target.kind.lower()} "):
+        # e.g. a bare pod's placement fix re-creates the pod (patch --local | replace --force):
+        # the server would refuse the same change as an in-place PATCH
+        return None
     try:
         body = yaml.safe_load(remedy.yaml)
     except yaml.YAMLError:

@@ -144,10 +144,6 @@ def iter_clusters(
 # ---------------------------------------------------------------------------
 # What a dump says about its cluster: the kube-scheduler version, and when it was taken
 
-# Kubernetes minor versions whose wording unstick knows or accepts (newer
-# than the newest change in analyzers.simulator.versions read as the newest).
-SUPPORTED_VERSIONS = ((1, 18), (1, 38))
-
 # Phrases of kube-scheduler's FailedScheduling messages that date it, with the
 # versions (inclusive, (major, minor, patch)) that print them; the upstream
 # changes are listed in analyzers/simulator/versions.py.
@@ -191,15 +187,19 @@ class DumpFacts:
             self.latest = t
 
     def observe(self, obj: Mapping[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
-        self._time(meta.get("creationTimestamp"))
-        for entry in meta.get("managedFields") or ():
-            if isinstance(entry, Mapping):
-                self._time(entry.get("time"))
+        """Note what ``obj`` says; kinds unstick does not read are not validated, so nothing is assumed."""
+        meta = obj.get("metadata")
+        if isinstance(meta, Mapping):
+            self._time(meta.get("creationTimestamp"))
+            managed = meta.get("managedFields")
+            for entry in managed if isinstance(managed, list) else ():
+                if isinstance(entry, Mapping):
+                    self._time(entry.get("time"))
         kind = obj.get("kind")
         status = obj.get("status")
         if isinstance(status, Mapping):
-            for c in status.get("conditions") or ():
+            conditions = status.get("conditions")
+            for c in conditions if isinstance(conditions, list) else ():
                 if isinstance(c, Mapping):
                     self._time(c.get("lastTransitionTime"))
                     self._time(c.get("lastHeartbeatTime"))
@@ -257,7 +257,7 @@ class DumpFacts:
             return _label(
                 chosen
             ), f"the wording of the scheduler's FailedScheduling events ({_quote(phrases)})"
-        return DEFAULT_KUBE_VERSION, "the default: the dump names no API server or kubelet version"
+        return DEFAULT_KUBE_VERSION, "the default (the dump names no API server or kubelet version)"
 
 
 def _version_key(text: str) -> tuple[int, int, int]:
@@ -274,17 +274,3 @@ def _label(v: tuple[int, int, int]) -> str:
 
 def _quote(phrases: list[str]) -> str:
     return ", ".join(f"'{p}'" for p in phrases[:3]) + (" …" if len(phrases) > 3 else "")
-
-
-def check_kube_version(text: str) -> str:
-    """``--kube-version``: MAJOR.MINOR (or MAJOR.MINOR.PATCH) within SUPPORTED_VERSIONS;
-    raises ValueError with the message for the user."""
-    lo, hi = SUPPORTED_VERSIONS
-    m = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?", text.strip())
-    if m is None:
-        raise ValueError(f"--kube-version: expected MAJOR.MINOR such as 1.30, got {text[:40]!r}")
-    if not lo <= (int(m.group(1)), int(m.group(2))) <= hi:
-        raise ValueError(
-            f"--kube-version: {text} is outside the supported range {lo[0]}.{lo[1]}–{hi[0]}.{hi[1]}"
-        )
-    return text.strip().lstrip("v")

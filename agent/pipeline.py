@@ -459,9 +459,11 @@ class Pipeline:
             stopper = asyncio.ensure_future(stop.wait())
             # Deferred updates are due at once (a debounce later), even when nothing else changes.
             timeout = self.config.debounce if self._deferred else self.config.resync
-            await asyncio.wait({waiter, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            waiter.cancel()
-            stopper.cancel()
+            try:
+                await asyncio.wait({waiter, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            finally:  # also when the loop is cancelled (a worker losing the cluster)
+                waiter.cancel()
+                stopper.cancel()
             if stop.is_set():
                 break
             if changed.is_set():

@@ -38,7 +38,7 @@ from agent.settings import ApiSettings
 from analyzers.findings import Finding
 from analyzers.remedies import RemedyRenderer
 from analyzers.snapshot import ClusterState
-from storage.engine import create_engine, create_sessionmaker
+from storage.engine import create_sessionmaker
 from storage.migrate import upgrade
 
 log = logging.getLogger(__name__)
@@ -198,7 +198,9 @@ class AgentHost:
 
     @classmethod
     async def open(cls, db_url: str, *, migrate: bool = True) -> AgentHost:
-        engine = create_engine(db_url)
+        from agent.database import open_engine
+
+        engine = await open_engine(db_url)
         if migrate:
             await upgrade(engine)
         registry = CollectorRegistry(auto_describe=True)
@@ -236,11 +238,14 @@ class AgentHost:
     def synced(self) -> bool:
         return bool(self.agents) and all(a.watcher.synced for a in self.agents)
 
-    async def serve(self, api: ApiSettings) -> str:
+    async def serve(self, api: ApiSettings, configure: Callable[[web.Application], None] | None = None) -> str:
+        """Serve the API and pages; ``configure`` may add routes before the app is frozen (the demo's)."""
         if self.runner is None:  # built once; a retry on another port reuses it
             app = create_app(
                 sessions=self.sessions, settings=api, readiness=self.synced, registry=self.registry
             )
+            if configure is not None:
+                configure(app)
             self.runner = web.AppRunner(app, access_log=None)
             await self.runner.setup()
         site = web.TCPSite(self.runner, api.host, api.port)

@@ -25,6 +25,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from agent.cli import UserError
@@ -44,7 +45,10 @@ class SettingsError(UserError):
 
     def __init__(self, errors: list[str]) -> None:
         self.errors = list(errors)
-        super().__init__("invalid configuration:\n  - " + "\n  - ".join(self.errors))
+        if len(self.errors) == 1:
+            super().__init__(self.errors[0])
+        else:
+            super().__init__("invalid configuration:\n  - " + "\n  - ".join(self.errors))
 
 
 class Secret:
@@ -121,7 +125,7 @@ class Settings:
         try:
             parse_db_url(url)
         except DatabaseURLError as exc:
-            errors.append(f"database URL {redact_db_url(url)!r}: {exc}")
+            errors.append(f"--db / UNSTICK_DB_URL {redact_db_url(url)!r}: {exc}")
         auto_migrate = _bool(env, "UNSTICK_DB_AUTO_MIGRATE", True, errors)
         if flags.get("no_migrate"):
             auto_migrate = False
@@ -233,6 +237,9 @@ class AgentSettings:
     ``--grace SECONDS``        ``UNSTICK_GRACE_SECONDS``     pending time before a pod becomes an incident (60)
     ``--scale-up-timeout S``   ``UNSTICK_SCALE_UP_TIMEOUT``  how long to wait for an autoscaler (600)
     ``--kube-version X.Y``     ``UNSTICK_KUBE_VERSION``      message wording (default: the API server's)
+    ``--renotify-interval D``  ``UNSTICK_RENOTIFY_INTERVAL`` remind about incidents still open (24h)
+    ``--storm-threshold N``    ``UNSTICK_STORM_THRESHOLD``   more new incidents than N in the window: a digest (10)
+    ``--storm-window D``       ``UNSTICK_STORM_WINDOW``      the storm window, per cluster (5m)
     =========================  ============================  =========================================
     """
 
@@ -241,6 +248,9 @@ class AgentSettings:
     grace: float = 60.0
     scale_up_timeout: float = 600.0
     kube_version: str | None = None
+    renotify_interval: timedelta = timedelta(hours=24)
+    storm_threshold: int = 10
+    storm_window: timedelta = timedelta(minutes=5)
 
     @classmethod
     def from_args(
@@ -272,8 +282,35 @@ class AgentSettings:
         for item in flags.get("namespace") or env.get("UNSTICK_NAMESPACES", "").split(","):
             namespaces += [n.strip() for n in str(item).split(",") if n.strip()]
         version = flags.get("kube_version") or env.get("UNSTICK_KUBE_VERSION") or None
-        if version is not None and not _VERSION.match(version):
-            errors.append(f"--kube-version: expected MAJOR.MINOR such as 1.30, got {version!r}")
+        if version is not None:
+            from agent.kube_version import check_kube_version
+
+            try:
+                version = check_kube_version(version)
+            except ValueError as exc:
+                errors.append(str(exc))
+
+        def duration(flag: str, name: str, default: timedelta) -> timedelta:
+            from storage.silences import parse_duration
+
+            raw = flags.get(flag) or env.get(name)
+            if not raw:
+                return default
+            try:
+                return parse_duration(str(raw))
+            except ValueError as exc:
+                errors.append(f"--{flag.replace('_', '-')} / {name}: {exc}")
+                return default
+
+        renotify = duration("renotify_interval", "UNSTICK_RENOTIFY_INTERVAL", timedelta(hours=24))
+        window = duration("storm_window", "UNSTICK_STORM_WINDOW", timedelta(minutes=5))
+        raw_storm = flags.get("storm_threshold") or env.get("UNSTICK_STORM_THRESHOLD")
+        storm = 10
+        if raw_storm:
+            if str(raw_storm).isdigit() and 1 <= int(raw_storm) <= 100_000:
+                storm = int(raw_storm)
+            else:
+                errors.append(f"--storm-threshold / UNSTICK_STORM_THRESHOLD: expected 1 to 100000, got {raw_storm!r}")
         if errors:
             raise SettingsError(errors)
         return cls(
@@ -282,20 +319,26 @@ class AgentSettings:
             grace=grace,
             scale_up_timeout=scale_up,
             kube_version=version,
+            renotify_interval=renotify,
+            storm_threshold=storm,
+            storm_window=window,
         )
 
     def pipeline_config(self) -> PipelineConfig:
         from agent.pipeline import PipelineConfig
+        from storage.tracker import NotifyPolicy
 
         return PipelineConfig(
             cluster=self.cluster or "default",
             grace=self.grace,
             scale_up_timeout=self.scale_up_timeout,
             kube_version=self.kube_version,
+            notify_policy=NotifyPolicy(
+                storm_threshold=self.storm_threshold,
+                storm_window=self.storm_window,
+                reminder_interval=self.renotify_interval,
+            ),
         )
-
-
-_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?$")
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
@@ -323,6 +366,21 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--kube-version", metavar="X.Y", help="kube-scheduler wording to expect (default: the API server's)"
+    )
+    parser.add_argument(
+        "--renotify-interval",
+        metavar="DURATION",
+        help="remind about incidents still open after this long (30m, 24h, 7d; env UNSTICK_RENOTIFY_INTERVAL; 24h)",
+    )
+    parser.add_argument(
+        "--storm-threshold",
+        metavar="N",
+        help="more new incidents than N in the storm window: one digest instead (env UNSTICK_STORM_THRESHOLD; 10)",
+    )
+    parser.add_argument(
+        "--storm-window",
+        metavar="DURATION",
+        help="the storm window, per cluster (env UNSTICK_STORM_WINDOW; 5m)",
     )
 
 
@@ -393,7 +451,9 @@ class StreamSettings:
             raw = flags.get(flag)
             return raw if raw is not None else env.get(name)
 
-        def number(flag: str, name: str, default: float, *, integer: bool = False, positive: bool = False) -> Any:
+        def number(
+            flag: str, name: str, default: float, *, integer: bool = False, positive: bool = False
+        ) -> Any:
             raw = value(flag, name)
             what = f"--{flag.replace('_', '-')}" if flag else name
             if raw is None or raw == "":
@@ -416,7 +476,9 @@ class StreamSettings:
                 errors.append(str(exc))
         prefix = value("topic_prefix", "UNSTICK_TOPIC_PREFIX") or "unstick"
         if not _TOPIC.match(prefix):
-            errors.append(f"--topic-prefix: {prefix!r} is not a valid Kafka topic name (letters, digits, . _ -)")
+            errors.append(
+                f"--topic-prefix: {prefix!r} is not a valid Kafka topic name (letters, digits, . _ -)"
+            )
         web_host, web_port = env.get("POD_IP") or "0.0.0.0", 6066
         web = value("web", "UNSTICK_WORKER_WEB")
         if web:
@@ -443,7 +505,9 @@ class StreamSettings:
             session_timeout=number("", "UNSTICK_KAFKA_SESSION_TIMEOUT", 45.0, positive=True),
             rebalance_timeout=number("", "UNSTICK_KAFKA_REBALANCE_TIMEOUT", 60.0, positive=True),
             heartbeat_interval=number("", "UNSTICK_KAFKA_HEARTBEAT", 3.0, positive=True),
-            producer_max_batch_size=number("", "UNSTICK_KAFKA_MAX_BATCH_BYTES", 16384, integer=True, positive=True),
+            producer_max_batch_size=number(
+                "", "UNSTICK_KAFKA_MAX_BATCH_BYTES", 16384, integer=True, positive=True
+            ),
         )
         if errors:
             raise SettingsError(errors)
@@ -476,8 +540,12 @@ def add_stream_arguments(parser: argparse.ArgumentParser, *, url_flag: str) -> N
         help="Kafka bootstrap brokers (env UNSTICK_KAFKA_BROKERS)",
     )
     parser.add_argument(
-        "--topic-prefix", metavar="PREFIX", help="prefix of the topic names (env UNSTICK_TOPIC_PREFIX; unstick)"
+        "--topic-prefix",
+        metavar="PREFIX",
+        help="prefix of the topic names (env UNSTICK_TOPIC_PREFIX; unstick)",
     )
     parser.add_argument(
-        "--partitions", metavar="N", help="partitions of the delta topic when created (env UNSTICK_STREAM_PARTITIONS; 12)"
+        "--partitions",
+        metavar="N",
+        help="partitions of the delta topic when created (env UNSTICK_STREAM_PARTITIONS; 12)",
     )

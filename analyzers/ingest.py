@@ -1112,7 +1112,9 @@ class Decoder:
         # core/v1 Event and events.k8s.io/v1 Event have different field names.
         involved = get("involvedObject") or get("regarding") or {}
         series = get("series") or {}
-        count = get("count") or get("deprecatedCount") or series.get("count") or 1
+        # An aggregated event's live count is series.count (events.k8s.io/v1 EventSeries);
+        # count / deprecatedCount beside it is the copy the recorder stops updating.
+        count = series.get("count") or get("count") or get("deprecatedCount") or 1
         first = parse_time(get("firstTimestamp") or get("deprecatedFirstTimestamp") or get("eventTime"))
         last = parse_time(
             series.get("lastObservedTime")

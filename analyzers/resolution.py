@@ -28,10 +28,17 @@ _LABEL = re.compile(r"\bkubectl label nodes? (?P<node>[A-Za-z0-9.\-]+) (?P<key>[
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
-    """``summary``: one sentence; ``changes``: each change found, causes first, then effects."""
+    """``summary``: one sentence; ``causes``: what was changed in the cluster that the incident
+    recorded (a strategy, a budget, a node cordon: a remedy applied); ``effects``: where its pods
+    went."""
 
     summary: str
-    changes: tuple[str, ...] = ()
+    causes: tuple[str, ...] = ()
+    effects: tuple[str, ...] = ()
+
+    @property
+    def changes(self) -> tuple[str, ...]:
+        return self.causes + self.effects
 
 
 def _workload(snapshot: ClusterSnapshot, subject: ObjectRef) -> Any:
@@ -146,11 +153,19 @@ def _effects(
 ) -> list[str]:
     out: list[str] = []
     gone = 0
+    # Pods the evidence records as running on a node already (a drain's blocked pods): where
+    # they still run is no change.
+    placed = {
+        str(e["pod"]): str(e["node"])
+        for key in ("blocked_pods", "pods")
+        for e in evidence.get(key) or ()
+        if isinstance(e, Mapping) and e.get("pod") and e.get("node")
+    }
     for ns, name in _pod_names(subject, pods, evidence):
         pod = snapshot.pods.get((ns, name))
         if pod is None:
             gone += 1
-        elif pod.node_name:
+        elif pod.node_name and placed.get(name) != pod.node_name:
             out.append(f"pod {name} was scheduled on node {pod.node_name}")
     if gone and not out:
         running = [p for p in snapshot.pods_of_workload(subject) if p.node_name and p.deleted is None]
@@ -180,7 +195,7 @@ def what_changed(
         summary = _cap(effects[0]) + "."
     else:
         summary = "The analysis no longer finds this problem; nothing it recorded changed visibly."
-    return Resolution(summary, tuple(causes + effects))
+    return Resolution(summary, tuple(causes), tuple(effects))
 
 
 def _cap(text: str) -> str:

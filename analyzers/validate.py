@@ -15,12 +15,18 @@ field everywhere, as in the API.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import date, datetime
 from typing import Any
+
+import orjson
 
 from analyzers.quantity import QuantityError, to_units
 
-# A checker returns the problem with ``value`` at ``path``, or None.
-Checker = Callable[[Any, str], "str | None"]
+# A checker returns None, or the problem with ``value`` as (the path below
+# value, what is wrong): the path is built only on the way back up from a
+# problem, so a valid object costs no string work.
+Problem = tuple[str, str]
+Checker = Callable[[Any], "Problem | None"]
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
@@ -45,51 +51,61 @@ def json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _expected(path: str, what: str, value: Any) -> str:
-    return f"{path}: expected {what}, found {json_type(value)}"
+def _is_map(value: Any) -> bool:
+    return value.__class__ is dict or isinstance(value, Mapping)
 
 
-def _str(value: Any, path: str) -> str | None:
-    if value is None or isinstance(value, str):
+def _is_list(value: Any) -> bool:
+    return value.__class__ is list or isinstance(value, tuple)
+
+
+def _expected(what: str, value: Any) -> Problem:
+    return "", f"expected {what}, found {json_type(value)}"
+
+
+def _str(value: Any) -> Problem | None:
+    if value.__class__ is str or value is None or isinstance(value, str):
         return None
-    return _expected(path, "a string", value)
+    return _expected("a string", value)
 
 
-def _time(value: Any, path: str) -> str | None:
+def _time(value: Any) -> Problem | None:
     # YAML reads unquoted timestamps as datetimes; ingest.parse_time ignores them (no time).
-    if value is None or isinstance(value, str) or type(value).__name__ in ("datetime", "date"):
+    if value is None or isinstance(value, str | datetime | date):
         return None
-    return _expected(path, "an RFC 3339 time string", value)
+    return _expected("an RFC 3339 time string", value)
 
 
-def _bool(value: Any, path: str) -> str | None:
-    if value is None or isinstance(value, bool):
+def _bool(value: Any) -> Problem | None:
+    if value is None or value is True or value is False:
         return None
-    return _expected(path, "a boolean", value)
+    return _expected("a boolean", value)
 
 
-def _int(value: Any, path: str) -> str | None:
+def _int(value: Any) -> Problem | None:
+    if value.__class__ is int:
+        return None if INT64_MIN <= value <= INT64_MAX else ("", "integer out of the 64-bit range")
     if value is None:
         return None
     if isinstance(value, bool):
-        return _expected(path, "an integer", value)
+        return _expected("an integer", value)
     if isinstance(value, float):
         if not value.is_integer():
-            return f"{path}: expected an integer, found {value!r}"
+            return "", f"expected an integer, found {value!r}"
         value = int(value)
     elif isinstance(value, str):  # ingest reads "3" as 3, as kubectl's YAML never writes but users do
         text = value.strip()
         if not text.lstrip("-").isdigit() or len(text) > 20:
-            return f"{path}: expected an integer, found string {value[:40]!r}"
+            return "", f"expected an integer, found string {value[:40]!r}"
         value = int(text)
     elif not isinstance(value, int):
-        return _expected(path, "an integer", value)
+        return _expected("an integer", value)
     if not INT64_MIN <= value <= INT64_MAX:
-        return f"{path}: integer out of the 64-bit range"
+        return "", "integer out of the 64-bit range"
     return None
 
 
-def _int_or_percent(value: Any, path: str) -> str | None:
+def _int_or_percent(value: Any) -> Problem | None:
     """intstr.IntOrString as maxSurge, maxUnavailable, minAvailable use it: an
     integer, or a string ``N%`` (apimachinery GetScaledValueFromIntOrPercent)."""
     if value is None:
@@ -97,87 +113,113 @@ def _int_or_percent(value: Any, path: str) -> str | None:
     if isinstance(value, str):
         text = value.strip()
         if text.isdigit():
-            return _int(text, path)
+            return _int(text)
         if text.endswith("%") and text[:-1].isdigit() and len(text) <= 11:
             return None
-        return f"{path}: expected an integer or a percentage such as 25%, found {value[:40]!r}"
+        return "", f"expected an integer or a percentage such as 25%, found {value[:40]!r}"
     if isinstance(value, int) and not isinstance(value, bool):
-        return _int(value, path)
-    return _expected(path, "an integer or a percentage string", value)
+        return _int(value)
+    return _expected("an integer or a percentage string", value)
 
 
-def _quantity(value: Any, path: str, resource: str) -> str | None:
-    try:
-        to_units(resource, value)
-    except QuantityError as exc:
-        detail = str(exc)
-        if detail.startswith(resource + ": "):
-            detail = detail[len(resource) + 2 :]
-        return f"{path}: {detail}"
-    return None
-
-
-def _quantities(value: Any, path: str) -> str | None:
+def _quantities(value: Any) -> Problem | None:
     if value is None:
         return None
-    if not isinstance(value, Mapping):
-        return _expected(path, "an object of quantities", value)
+    if not _is_map(value):
+        return _expected("an object of quantities", value)
     for k, v in value.items():
-        if not isinstance(k, str):
-            return f"{path}: resource names must be strings, found {json_type(k)}"
-        problem = _quantity(v, f"{path}.{k}", k)
-        if problem:
-            return problem
+        if k.__class__ is not str:
+            return "", f"resource names must be strings, found {json_type(k)}"
+        try:
+            to_units(k, v)
+        except QuantityError as exc:
+            detail = str(exc)
+            if detail.startswith(k + ": "):
+                detail = detail[len(k) + 2 :]
+            return k, detail
     return None
 
 
-def _strings(value: Any, path: str) -> str | None:
+def _strings(value: Any) -> Problem | None:
     """A map of strings (labels, annotations, nodeSelector)."""
     if value is None:
         return None
-    if not isinstance(value, Mapping):
-        return _expected(path, "an object of strings", value)
+    if not _is_map(value):
+        return _expected("an object of strings", value)
     for k, v in value.items():
-        if not isinstance(k, str):
-            return f"{path}: keys must be strings, found {json_type(k)}"
-        if v is not None and not isinstance(v, str):
-            return _expected(f"{path}.{k}", "a string", v)
+        if k.__class__ is not str:
+            return "", f"keys must be strings, found {json_type(k)}"
+        if v is not None and v.__class__ is not str and not isinstance(v, str):
+            return k, f"expected a string, found {json_type(v)}"
     return None
 
 
-def obj(**fields: Checker) -> Checker:
-    items = tuple(fields.items())
+def _join(name: str, below: str) -> str:
+    if not below:
+        return name
+    return name + below if below.startswith("[") else f"{name}.{below}"
 
-    def check(value: Any, path: str) -> str | None:
+
+def obj(**fields: Checker) -> Checker:
+    # String fields are checked inline (most fields are strings: no call each).
+    strings = frozenset(name for name, checker in fields.items() if checker is _str)
+    others = {name: checker for name, checker in fields.items() if checker is not _str}
+
+    def check(value: Any) -> Problem | None:
         if value is None:
             return None
-        if not isinstance(value, Mapping):
-            return _expected(path or "the object", "an object", value)
-        for name, checker in items:
-            field = value.get(name)
-            if field is not None:
-                problem = checker(field, f"{path}.{name}" if path else name)
-                if problem:
-                    return problem
+        if not _is_map(value):
+            return _expected("an object", value)
+        for name, field in value.items():
+            if name in strings:
+                if field.__class__ is not str and field is not None and not isinstance(field, str):
+                    return name, f"expected a string, found {json_type(field)}"
+                continue
+            checker = others.get(name)
+            if checker is not None and field is not None:
+                problem = checker(field)
+                if problem is not None:
+                    return _join(name, problem[0]), problem[1]
         return None
 
     return check
 
 
+_MEMO_MAX = 8192
+
+
+def memo(checker: Checker) -> Checker:
+    """``checker`` remembered by the value's JSON: the pods of one template
+    repeat one spec, checked once (a dump of 150,000 pods holds a few hundred)."""
+    seen: dict[bytes, Problem | None] = {}
+
+    def check(value: Any) -> Problem | None:
+        try:
+            key = orjson.dumps(value)
+        except TypeError:  # not JSON (YAML dates, non-string keys): check it as it is
+            return checker(value)
+        if key in seen:
+            return seen[key]
+        if len(seen) >= _MEMO_MAX:
+            seen.clear()
+        found = seen[key] = checker(value)
+        return found
+
+    return check
+
+
 def array(item: Checker) -> Checker:
-    def check(value: Any, path: str) -> str | None:
+    strings = item is _str
+
+    def check(value: Any) -> Problem | None:
         if value is None:
             return None
-        if not isinstance(value, list | tuple):
-            return _expected(path, "an array", value)
+        if not _is_list(value):
+            return _expected("an array", value)
         for i, v in enumerate(value):
-            problem = (
-                _expected(f"{path}[{i}]", "an object", v)
-                if v is None and item is not _str
-                else item(v, f"{path}[{i}]")
-            )
-            if problem:
-                return problem
+            problem = _expected("an object", v) if v is None and not strings else item(v)
+            if problem is not None:
+                return _join(f"[{i}]", problem[0]), problem[1]
         return None
 
     return check
@@ -235,7 +277,7 @@ _CONTAINER = obj(
     ports=array(obj(hostPort=_int, protocol=_str, hostIP=_str)),
     restartPolicy=_str,
 )
-_POD_SPEC = obj(
+_POD_SPEC_FIELDS = obj(
     containers=array(_CONTAINER),
     initContainers=array(_CONTAINER),
     nodeName=_str,
@@ -263,6 +305,7 @@ _POD_SPEC = obj(
     overhead=_quantities,
     resources=obj(requests=_quantities, limits=_quantities),
 )
+_POD_SPEC = memo(_POD_SPEC_FIELDS)
 _TEMPLATE = obj(metadata=obj(labels=_strings), spec=_POD_SPEC)
 _WORKLOAD_STATUS = obj(
     replicas=_int,
@@ -394,19 +437,25 @@ KIND_SCHEMAS: dict[str, Checker] = {
 def check_object(value: Any) -> str | None:
     """The first problem with a raw object's kind or the fields unstick reads
     of it, as ``path: problem``; None when it can be decoded as what it says."""
-    if not isinstance(value, Mapping):
-        return _expected("the object", "an object", value)
+    if not _is_map(value):
+        return f"the object: expected an object, found {json_type(value)}"
     kind = value.get("kind")
     if kind is None:
         return "kind: missing (not a Kubernetes object)"
     if not isinstance(kind, str):
-        return _expected("kind", "a string", kind)
+        return f"kind: expected a string, found {json_type(kind)}"
     schema = KIND_SCHEMAS.get(kind)
     if schema is None:
         return None
     meta = value.get("metadata")
-    if not isinstance(meta, Mapping):
-        return "metadata: missing" if meta is None else _expected("metadata", "an object", meta)
+    if not _is_map(meta):
+        return (
+            "metadata: missing" if meta is None else f"metadata: expected an object, found {json_type(meta)}"
+        )
     if not meta.get("name"):
         return "metadata.name: missing"
-    return schema(value, "")
+    problem = schema(value)
+    if problem is None:
+        return None
+    path, what = problem
+    return f"{path}: {what}" if path else what

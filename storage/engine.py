@@ -14,12 +14,16 @@ and the session factory once, at start-up, and pass them down::
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import re
+from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 DEFAULT_DB_URL = "sqlite+aiosqlite:///./unstick.db"
@@ -37,28 +41,148 @@ class DatabaseURLError(ValueError):
     """The database URL cannot be used (unknown backend or malformed)."""
 
 
+class DatabaseUnavailable(Exception):
+    """The database cannot be used: unreachable, it refused the credentials, it
+    is not a database, or (read-only) it does not exist. The message says why,
+    with the password masked."""
+
+
+class DatabaseMissing(DatabaseUnavailable):
+    """A SQLite file that does not exist, for a command that must not create it."""
+
+
+# Query options each driver understands (anything else is a typo, refused up
+# front rather than at the first connection). asyncpg: its connect()
+# keywords, plus the DBAPI options SQLAlchemy's asyncpg dialect takes itself.
+_SQLITE_OPTIONS = frozenset(
+    {"mode", "cache", "uri", "timeout", "check_same_thread", "immutable", "nolock", "vfs", "modeof"}
+)
+_SQLALCHEMY_ASYNCPG_OPTIONS = frozenset({"prepared_statement_cache_size", "async_fallback"})
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def _asyncpg_options() -> frozenset[str]:
+    import asyncpg  # type: ignore[import-untyped]
+
+    names = set(inspect.signature(asyncpg.connect).parameters) - {
+        "dsn",
+        "loop",
+        "connection_class",
+        "record_class",
+    }
+    return frozenset(names | _SQLALCHEMY_ASYNCPG_OPTIONS)
+
+
 def parse_db_url(url: str) -> URL:
     """Parse and normalise a database URL to one of the two async drivers.
 
     ``sqlite:///x.db`` and ``postgresql://…`` (or ``postgres://…``) are accepted
-    as shorthands for ``sqlite+aiosqlite`` and ``postgresql+asyncpg``."""
+    as shorthands for ``sqlite+aiosqlite`` and ``postgresql+asyncpg``. A port
+    outside 1-65535, a ``%`` that is not a percent-escape, and a query option
+    the driver does not know are errors here, not at the first connection."""
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
         raise DatabaseURLError(f"malformed database URL: {exc}") from None
+    except ValueError:  # SQLAlchemy reads the port with int()
+        raise DatabaseURLError("malformed database URL: the port is not a number") from None
     driver = _DRIVERS.get(parsed.drivername)
     if driver is None:
         raise DatabaseURLError(
             f"unsupported database {parsed.drivername!r}: use sqlite+aiosqlite:///PATH or postgresql+asyncpg://…"
         )
-    return parsed.set(drivername=driver)
+    parsed = parsed.set(drivername=driver)
+    head = url.split("?", 1)[0]
+    if _BAD_ESCAPE.search(head.split("://", 1)[-1].split("/", 1)[0]):
+        raise DatabaseURLError("a '%' in the user, password or host is not a percent-escape (write % as %25)")
+    try:
+        port = parsed.port
+    except ValueError:
+        raise DatabaseURLError("the port is not a number") from None
+    if port is not None and not 1 <= port <= 65535:
+        raise DatabaseURLError(f"port {port} is outside 1-65535")
+    known = _SQLITE_OPTIONS if driver.startswith("sqlite") else _asyncpg_options()
+    unknown = sorted(set(parsed.query) - known)
+    if unknown:
+        raise DatabaseURLError(
+            f"unknown option(s) {', '.join(unknown)} for {driver}; known: {', '.join(sorted(known))}"
+        )
+    return parsed
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite URL (None for PostgreSQL, memory and ``file:`` URIs)."""
+    parsed = parse_db_url(url)
+    db = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not db or db == ":memory:" or db.startswith("file:"):
+        return None
+    return Path(db)
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_sqlite_file(url: str, *, create: bool) -> None:
+    """Raise DatabaseUnavailable when a SQLite URL's file cannot be the store: its
+    folder is missing, it is a folder, or it is not a SQLite file; with
+    ``create`` false (read-only commands), DatabaseMissing when it does not exist."""
+    path = sqlite_file(url)
+    if path is None:
+        return
+    if path.is_dir():
+        raise DatabaseUnavailable(f"{path} is a folder, not a database file")
+    if not path.exists():
+        if not path.parent.is_dir():
+            raise DatabaseUnavailable(f"the folder {path.parent} does not exist")
+        if not create:
+            raise DatabaseMissing(
+                f"there is no database at {path}: nothing was recorded there yet "
+                "(`unstick db upgrade`, `unstick serve` or `unstick watch` create it)"
+            )
+        return
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(len(_SQLITE_HEADER))
+    except OSError as exc:
+        raise DatabaseUnavailable(f"{path}: {exc.strerror or exc}") from None
+    if header and header != _SQLITE_HEADER:
+        raise DatabaseUnavailable(f"{path} is not a SQLite database")
+
+
+async def check_connection(engine: AsyncEngine, url: str, *, timeout: float = 15.0) -> None:
+    """Connect once and run ``SELECT 1``; DatabaseUnavailable (password masked) when that fails."""
+    try:
+        async with asyncio.timeout(timeout):
+            async with engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+    except TimeoutError:
+        raise DatabaseUnavailable(f"no answer within {timeout:g} s") from None
+    except (SQLAlchemyError, OSError, ValueError, TypeError, OverflowError) as exc:
+        raise DatabaseUnavailable(connection_problem(exc, url)) from None
+    except Exception as exc:  # asyncpg's own errors (InvalidPasswordError, …) when not wrapped
+        if type(exc).__module__.startswith("asyncpg"):
+            raise DatabaseUnavailable(connection_problem(exc, url)) from None
+        raise
+
+
+def connection_problem(exc: BaseException, url: str) -> str:
+    """One line saying why a connection failed, without the password."""
+    orig = getattr(exc, "orig", None) or exc
+    message = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    try:
+        password = make_url(url).password
+    except (ArgumentError, ValueError):
+        password = None
+    if password:
+        message = message.replace(str(password), "***")
+    return message[:300]
 
 
 def redact_db_url(url: str) -> str:
     """The URL with its password masked, for logs and error messages."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return "<malformed database URL>"
 
 

@@ -62,11 +62,12 @@ async def claim_due(
 ) -> list[Notification]:
     """Claim up to ``limit`` due rows (oldest first), counting the attempt.
 
-    A row waits while an earlier row of its incident and sink is unfinished
-    (see the module's documentation)."""
+    One statement on both backends: ``UPDATE … WHERE id IN (SELECT … FOR UPDATE
+    SKIP LOCKED LIMIT n) RETURNING …``. A row waits while an earlier row of its
+    incident and sink is unfinished (see the module's documentation)."""
     earlier = aliased(Notification)
-    stmt = (
-        select(Notification)
+    due = (
+        select(Notification.id)
         .where(
             Notification.status.in_(_UNFINISHED),
             Notification.next_attempt_at <= now,
@@ -84,13 +85,20 @@ async def claim_due(
         .with_for_update(skip_locked=True)
     )
     if sinks is not None:
-        stmt = stmt.where(Notification.sink.in_(list(sinks)))
+        due = due.where(Notification.sink.in_(list(sinks)))
+    stmt = (
+        update(Notification)
+        .where(Notification.id.in_(due.scalar_subquery()))
+        .values(
+            status=str(NotificationStatus.SENDING),
+            attempts=Notification.attempts + 1,
+            next_attempt_at=now + lease,
+        )
+        .returning(Notification)
+        .execution_options(synchronize_session=False)
+    )
     rows = list((await session.execute(stmt)).scalars())
-    for row in rows:
-        row.status = str(NotificationStatus.SENDING)
-        row.attempts += 1
-        row.next_attempt_at = now + lease
-    await session.flush()
+    rows.sort(key=lambda r: r.id)
     return rows
 
 

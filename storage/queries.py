@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import ColumnElement, Select, case, func, select, tuple_
+from sqlalchemy import ColumnElement, Select, case, func, literal, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -129,6 +129,11 @@ def encode_cursor(sort: Sort, row: Incident) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
+# The ranges of the columns a cursor may carry (BIGINT ids, INTEGER occurrences).
+_INT64 = (-(2**63), 2**63 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
+
+
 def decode_cursor(sort: Sort, cursor: str) -> tuple[Any, int]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
@@ -136,7 +141,11 @@ def decode_cursor(sort: Sort, cursor: str) -> tuple[Any, int]:
     except (binascii.Error, ValueError, orjson.JSONDecodeError):
         raise InvalidCursor("cursor is not valid") from None
     if not (
-        isinstance(doc, list) and len(doc) == 3 and isinstance(doc[2], int) and not isinstance(doc[2], bool)
+        isinstance(doc, list)
+        and len(doc) == 3
+        and isinstance(doc[2], int)
+        and not isinstance(doc[2], bool)
+        and _INT64[0] <= doc[2] <= _INT64[1]
     ):
         raise InvalidCursor("cursor is not valid")
     if doc[0] != sort.value:
@@ -145,12 +154,17 @@ def decode_cursor(sort: Sort, cursor: str) -> tuple[Any, int]:
     if sort.column.key in ("last_seen", "first_seen"):
         try:
             value = datetime.fromisoformat(value)
-        except (TypeError, ValueError):
+            if value.tzinfo is None:
+                raise InvalidCursor("cursor is not valid")
+            value = value.astimezone(
+                UTC
+            )  # a time that is not in years 1-9999 once in UTC is no cursor of ours
+        except (TypeError, ValueError, OverflowError):
             raise InvalidCursor("cursor is not valid") from None
-        if value.tzinfo is None:
+    else:
+        low, high = _INT32 if sort.column.key == "occurrences" else _INT64
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
             raise InvalidCursor("cursor is not valid")
-    elif not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidCursor("cursor is not valid")
     return value, doc[2]
 
 
@@ -165,9 +179,9 @@ def list_statement(
             stmt = stmt.where(Incident.id < last_id if sort.descending else Incident.id > last_id)
         else:
             key = tuple_(col, Incident.id)
-            stmt = stmt.where(
-                key < tuple_(value, last_id) if sort.descending else key > tuple_(value, last_id)
-            )
+            # Typed as the columns (an untyped int would be cast to a 32-bit INTEGER on PostgreSQL).
+            after = tuple_(literal(value, col.type), literal(last_id, Incident.id.type))
+            stmt = stmt.where(key < after if sort.descending else key > after)
     if col.key == "id":
         order = [Incident.id.desc() if sort.descending else Incident.id.asc()]
     elif sort.descending:

@@ -16,9 +16,10 @@ so the page and the API show what was held back and why;
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import Any, Final
 
@@ -31,6 +32,27 @@ from storage.views import rfc3339
 MATCHERS: Final = ("cluster", "namespace", "rule_id", "subject")
 REASON_MAX: Final = 1000
 MATCHER_MAX: Final = {"cluster": 253, "namespace": 253, "rule_id": 100, "subject": 253}
+
+
+MAX_DURATION: Final = timedelta(days=365)
+_DURATION = re.compile(r"^(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?$")
+
+
+def parse_duration(text: str) -> timedelta:
+    """``30m``, ``2h``, ``1h30m``, ``7d`` (days, hours, minutes; at most 365 days), or ValueError."""
+    match = _DURATION.match(text.strip())
+    if not text.strip() or match is None:
+        raise ValueError(f"{text!r} is not a duration like 30m, 2h, 1h30m or 7d")
+    value = (
+        timedelta(days=int(match["d"] or 0), hours=int(match["h"] or 0), minutes=int(match["m"] or 0))
+        if len(text) <= 16
+        else MAX_DURATION * 2
+    )
+    if value <= timedelta(0):
+        raise ValueError(f"{text!r}: a silence must last at least a minute")
+    if value > MAX_DURATION:
+        raise ValueError(f"{text!r}: at most {MAX_DURATION.days} days")
+    return value
 
 
 class InvalidSilence(ValueError):
@@ -78,6 +100,8 @@ def validate(spec: SilenceSpec, *, now: datetime) -> SilenceSpec:
         raise InvalidSilence("expires_at", "must carry a timezone (e.g. 2026-01-02T15:04:05Z)")
     if spec.expires_at <= now:
         raise InvalidSilence("expires_at", "must be in the future")
+    if spec.expires_at > now + MAX_DURATION:
+        raise InvalidSilence("expires_at", f"at most {MAX_DURATION.days} days ahead")
     return SilenceSpec(
         reason=reason,
         expires_at=spec.expires_at,

@@ -433,6 +433,19 @@ class _Batch:
             result.silenced += silenced_by is not None
 
 
+def _describe_update(inc: Incident, what: Sequence[str], previous: Mapping[str, Any]) -> list[str]:
+    """An ``updated`` notification's ``changed``: one line per change a human acts on."""
+    lines: list[str] = []
+    for name in what:
+        if name == "severity":
+            lines.append(f"severity {previous.get('severity')} → {inc.severity}")
+        elif name == "remedy":
+            lines.append(f"new first remedy: {(inc.remedies or [{}])[0].get('title', '')}")
+        elif name == "pods":
+            lines.append(f"affected pods {previous.get('pods')} → {len(inc.pods or ())}")
+    return lines
+
+
 def _remedy_key(raw: Mapping[str, Any]) -> tuple[str, str, str]:
     return (str(raw.get("title", "")), str(raw.get("yaml", "")), str(raw.get("command", "")))
 
@@ -600,11 +613,23 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
             if old != new
         ]
         # The stored diagnosis is what people were told: it is replaced only by a change they act
-        # on (or while nobody was told yet). A re-analysis of a cluster that is healing (the
-        # applied remedy gone from the list, "now fits") never overwrites it.
+        # on (or while nobody was told yet), and never by a re-analysis of a cluster that is
+        # healing: once something the incident recorded changed the way a remedy said (a node
+        # uncordoned, a strategy or a budget changed), it is kept until the incident resolves.
+        healing: tuple[str, ...] = ()
+        if actionable and told and p.explain_resolution is not None:
+            healing = p.explain_resolution(
+                _ref(inc), tuple(inc.pods or ()), dict(inc.evidence or {}), list(inc.remedies or ())
+            ).causes
+            if healing:
+                actionable = []
         replace = bool(actionable) or not told
         if changed:
             what: dict[str, Any] = {"changed": changed}
+            if actionable:
+                what["actionable"] = actionable
+            if healing:
+                what["healing"] = list(healing)
             if not replace:
                 what["kept"] = [c for c in changed if c != "message"]
             batch.entries.append(_entry(inc, TimelineKind.UPDATED, now, ob.message, **what))
@@ -732,7 +757,8 @@ async def _apply_one(batch: _Batch, p: Pass) -> TrackResult:
         for inc, waited in escalated:
             events.append((inc, NotificationEvent.ESCALATED, {"waited": waited}))
         for inc, changes, previous in updates:
-            events.append((inc, NotificationEvent.UPDATED, {"changes": changes, "previous": previous}))
+            update = {"changed": _describe_update(inc, changes, previous), "previous": previous}
+            events.append((inc, NotificationEvent.UPDATED, update))
         for inc in resolved:
             if inc.waiting_for is None and inc.id not in announced_replacement:
                 events.append((inc, NotificationEvent.RESOLVED, {}))

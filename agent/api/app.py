@@ -19,7 +19,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from agent.api import auth, errors, health, incidents, openapi, pages
+from agent.api import auth, errors, health, incidents, openapi, pages, silences
 from agent.api.keys import (
     CLOCK,
     JINJA,
@@ -143,6 +143,7 @@ def create_app(
     app[OPENAPI] = openapi.document_bytes(settings)
     app.add_routes(health.routes)
     app.add_routes(incidents.routes)
+    app.add_routes(silences.routes)
     app.add_routes(pages.routes)
     pages.add_static(app)
     return app

@@ -12,7 +12,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from agent.api.errors import json_response
-from agent.api.keys import METRICS, READINESS, SESSIONS
+from agent.api.keys import CLOCK, METRICS, READINESS, SESSIONS
+from storage.silences import silence_counts
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
@@ -53,4 +54,12 @@ async def readyz(request: web.Request) -> web.Response:
 
 @routes.get("/metrics")
 async def metrics(request: web.Request) -> web.Response:
-    return request.app[METRICS].expose()
+    m = request.app[METRICS]
+    try:
+        async with asyncio.timeout(2.0), request.app[SESSIONS]() as session:
+            active, silenced = await silence_counts(session, now=request.app[CLOCK]())
+        m.silences_active.set(active)
+        m.notifications_silenced.set(silenced)
+    except Exception as exc:  # the store's counts are best effort; the process metrics still go out
+        log.warning("metrics: could not count silences: %s", exc)
+    return m.expose()

@@ -15,6 +15,8 @@ from agent.settings import ApiSettings
 
 Readiness = Callable[[], Awaitable[bool] | bool]
 Clock = Callable[[], datetime]
+# ``unstick demo`` only: applies remedy n of incident id to the in-process cluster (see agent/commands/demo.py).
+DemoApply = Callable[[int, int], Awaitable[str]]
 
 SESSIONS = web.AppKey("sessions", async_sessionmaker[AsyncSession])
 SETTINGS = web.AppKey("settings", ApiSettings)
@@ -24,3 +26,4 @@ READINESS: web.AppKey[list[Readiness]] = web.AppKey("readiness")
 METRICS = web.AppKey("metrics", HttpMetrics)
 CLOCK: web.AppKey[Clock] = web.AppKey("clock")
 OPENAPI = web.AppKey("openapi", bytes)
+DEMO_APPLY: web.AppKey[DemoApply] = web.AppKey("demo_apply")  # set by the demo alone

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 
@@ -30,6 +30,16 @@ class HttpMetrics:
             "Time to produce the response, by route pattern.",
             ("route",),
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            registry=registry,
+        )
+
+        # Read from the store at each scrape (agent.api.health).
+        self.silences_active = Gauge(
+            "unstick_silences_active", "Silences that have not expired.", registry=registry
+        )
+        self.notifications_silenced = Gauge(
+            "unstick_notifications_silenced",
+            "Outbox rows stored silenced (held back by a silence) instead of sent.",
             registry=registry,
         )
 

@@ -13,7 +13,7 @@ import orjson
 
 from agent.api.params import BOOLEANS, MAX_ID, MAX_LENGTHS, MAX_REMEDY, PATTERNS, SEVERITIES, SORTS
 from agent.settings import ApiSettings
-from storage.models import TimelineKind
+from storage.models import NotificationStatus, TimelineKind
 from storage.queries import STATUSES
 
 VERSION = "1.0.0"
@@ -68,6 +68,13 @@ _INCIDENT_PROPS: dict[str, Any] = {
             "kept on an incident that resolved while waiting (it never paged anyone)."
         ),
     },
+    "resolution": {
+        "anyOf": [_ref("Resolution"), {"type": "null"}],
+        "description": (
+            "What fixed it, set when it resolved. Title, explanation, evidence and remedies stay as they "
+            "were while it was open."
+        ),
+    },
 }
 
 _DETAIL_PROPS: dict[str, Any] = {
@@ -107,6 +114,27 @@ def _count_rows(key: str) -> dict[str, Any]:
 
 _SECONDS = {"type": ["number", "null"]}
 
+_MATCHER = {"type": ["string", "null"], "maxLength": 253}
+_SILENCE_PROPS: dict[str, Any] = {
+    "id": {"type": "integer", "minimum": 1},
+    "cluster": {**_MATCHER, "description": "Exact cluster name; null matches every cluster."},
+    "namespace": {**_MATCHER, "description": "Exact namespace; null matches every namespace."},
+    "rule_id": {
+        "type": ["string", "null"],
+        "maxLength": 100,
+        "description": "Exact rule id; null: every rule.",
+    },
+    "subject": {
+        **_MATCHER,
+        "description": "Shell glob over the subject's name (`trainer-*`); null: every subject.",
+    },
+    "reason": {"type": "string"},
+    "created_by": {"type": "string"},
+    "created_at": _TIME,
+    "expires_at": _TIME,
+    "active": {"type": "boolean", "description": "Not expired yet."},
+}
+
 SCHEMAS: dict[str, Any] = {
     "Subject": {
         "type": "object",
@@ -143,6 +171,68 @@ SCHEMAS: dict[str, Any] = {
             "since": _TIME,
         },
     },
+    "Resolution": {
+        "type": "object",
+        "required": ["summary", "changes"],
+        "additionalProperties": False,
+        "properties": {
+            "summary": {"type": "string", "description": "One sentence: what changed and what it did."},
+            "changes": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+    "Silence": {
+        "type": "object",
+        "required": list(_SILENCE_PROPS),
+        "additionalProperties": False,
+        "properties": _SILENCE_PROPS,
+    },
+    "SilenceCreated": {
+        "type": "object",
+        "required": [*_SILENCE_PROPS, "silenced_notifications"],
+        "additionalProperties": False,
+        "properties": {
+            **_SILENCE_PROPS,
+            "silenced_notifications": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Pending notifications of matching incidents it silenced at once.",
+            },
+        },
+    },
+    "SilenceList": {
+        "type": "object",
+        "required": ["items"],
+        "additionalProperties": False,
+        "properties": {"items": {"type": "array", "items": _ref("Silence")}},
+    },
+    "NewSilence": {
+        "type": "object",
+        "required": ["reason"],
+        "additionalProperties": False,
+        "description": (
+            "At least one matcher (cluster, namespace, rule_id, subject) and exactly one of duration or "
+            "expires_at (in the future, at most 365 days ahead)."
+        ),
+        "properties": {
+            "cluster": _MATCHER,
+            "namespace": _MATCHER,
+            "rule_id": {"type": ["string", "null"], "maxLength": 100},
+            "subject": _MATCHER,
+            "reason": {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": r"\S"},
+            "duration": {
+                "type": "string",
+                "pattern": r"^(?:[0-9]+d)?(?:[0-9]+h)?(?:[0-9]+m)?$",
+                "description": "30m, 2h, 1h30m or 7d (at least a minute, at most 365 days).",
+            },
+            "expires_at": {"type": "string", "format": "date-time"},
+            "created_by": {"type": "string", "maxLength": 253},
+        },
+        "anyOf": [
+            {"required": [m], "properties": {m: {"type": "string", "pattern": r"\S"}}}
+            for m in ("cluster", "namespace", "rule_id", "subject")
+        ],
+        "oneOf": [{"required": ["duration"]}, {"required": ["expires_at"]}],
+    },
     "Incident": {
         "type": "object",
         "required": list(_INCIDENT_PROPS),
@@ -172,7 +262,11 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "sink": {"type": "string", "description": "console, slack, slack-webhook, webhook, webhook-2, …"},
             "event": {"type": "string"},
-            "status": {"type": "string", "enum": ["pending", "sending", "sent", "failed"]},
+            "status": {
+                "type": "string",
+                "enum": [str(v) for v in NotificationStatus],
+                "description": "failed: dead-lettered; silenced: matched a silence, never sent.",
+            },
             "attempts": {"type": "integer", "minimum": 0},
             "created_at": _TIME,
             "sent_at": _TIME_OR_NULL,
@@ -395,6 +489,51 @@ def build_document(settings: ApiSettings) -> dict[str, Any]:
                 "summary": "Counts per rule, namespace and day, and time to resolve, over the filtered incidents.",
                 "parameters": _filter_params(),
                 "responses": {"200": _json_ok("Statistics.", "Stats"), "400": _BAD, **protected_errors},
+            }
+        },
+        "/api/v1/silences": {
+            "get": {
+                "operationId": "listSilences",
+                "summary": "Silences, newest first (active ones unless include_expired=true).",
+                "parameters": [
+                    {
+                        "name": "include_expired",
+                        "in": "query",
+                        "schema": {"type": "string", "enum": ["true", "false"]},
+                    }
+                ],
+                "responses": {
+                    "200": _json_ok("The silences.", "SilenceList"),
+                    "400": _BAD,
+                    **protected_errors,
+                },
+            },
+            "post": {
+                "operationId": "createSilence",
+                "summary": "Hold back notifications of matching incidents until the silence expires.",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref("NewSilence")}},
+                },
+                "responses": {
+                    "201": _json_ok("The silence.", "SilenceCreated"),
+                    "400": _BAD,
+                    "415": _error("The body is not application/json."),
+                    **protected_errors,
+                },
+            },
+        },
+        "/api/v1/silences/{id}": {
+            "delete": {
+                "operationId": "deleteSilence",
+                "summary": "Remove a silence (notifications it already silenced stay silenced).",
+                "parameters": [_id_param("id", "Silence id.")],
+                "responses": {
+                    "204": {"description": "Deleted."},
+                    "400": _BAD,
+                    "404": _error("No such silence."),
+                    **protected_errors,
+                },
             }
         },
         "/api/v1/openapi.json": {

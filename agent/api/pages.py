@@ -12,7 +12,7 @@ import json
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import jinja2
 from aiohttp import web
@@ -20,7 +20,7 @@ from multidict import MultiDict
 
 from agent.api import auth
 from agent.api.errors import ApiError
-from agent.api.keys import CLOCK, JINJA, SESSIONS, SETTINGS, TOKENS
+from agent.api.keys import CLOCK, DEMO_APPLY, JINJA, SESSIONS, SETTINGS, TOKENS
 from agent.api.params import SEVERITIES, parse_id, parse_list
 from storage.outbox import notification_dict, notifications_of
 from storage.queries import (
@@ -32,6 +32,7 @@ from storage.queries import (
     get_incident,
     list_incidents,
 )
+from storage.silences import InvalidSilence, delete_silence, list_silences
 from storage.views import remedy_dict, rfc3339
 
 routes = web.RouteTableDef()
@@ -271,7 +272,70 @@ async def incident_page(request: web.Request) -> web.Response:
         timeline=timeline,
         remedies=[remedy_dict(r) for r in incident.remedies or ()],
         notifications=[notification_dict(n) for n in notes],
+        demo_apply=DEMO_APPLY in request.app,
     )
+
+
+def same_origin(request: web.Request) -> None:
+    """Forms that change state are posted from these pages only: a browser's ``Origin`` (or
+    ``Referer``), when it sends one, must be this site (the session cookie is SameSite=Lax too,
+    and the CSP allows ``form-action 'self'`` alone)."""
+    origin = request.headers.get("Origin") or request.headers.get("Referer")
+    if origin is None or origin == "null":
+        return
+    # The host alone: behind a proxy that terminates TLS the scheme seen here differs.
+    if urlsplit(origin).netloc.lower() != request.host.lower():
+        raise web.HTTPForbidden(text="cross-site form post refused")
+
+
+@routes.get("/silences")
+async def silences_page(request: web.Request) -> web.Response:
+    return await _silences(request)
+
+
+async def _silences(
+    request: web.Request, *, status: int = 200, error: str | None = None, form: dict[str, str] | None = None
+) -> web.Response:
+    now = request.app[CLOCK]()
+    async with request.app[SESSIONS]() as session:
+        items = await list_silences(session, now=now, include_expired=True)
+    return render(
+        request,
+        "silences.html.j2",
+        status=status,
+        silences=items,
+        error=error,
+        form=form or {"duration": "2h"},
+        created=request.query.get("created", ""),
+    )
+
+
+@routes.post("/silences")
+async def silence_create(request: web.Request) -> web.Response:
+    from agent.api.silences import create
+
+    same_origin(request)
+    posted = await request.post()
+    form = {k: str(v) for k, v in posted.items() if isinstance(v, str)}
+    body = {k: (form.get(k, "").strip() or None) for k in ("cluster", "namespace", "rule_id", "subject")}
+    body.update(reason=form.get("reason", ""), duration=form.get("duration", "").strip() or None)
+    try:
+        doc, _ = await create(request, body, created_by="pages")
+    except InvalidSilence as exc:
+        return await _silences(request, status=400, error=f"{exc.field}: {exc.message}", form=form)
+    raise web.HTTPSeeOther(f"/silences?created={doc['id']}")
+
+
+@routes.post("/silences/{id}/delete")
+async def silence_delete(request: web.Request) -> web.Response:
+    same_origin(request)
+    try:
+        silence_id = parse_id("id", request.match_info["id"])
+    except ApiError as exc:
+        return render(request, "error.html.j2", status=400, title="Bad silence id", message=exc.message)
+    async with request.app[SESSIONS].begin() as session:
+        await delete_silence(session, silence_id)
+    raise web.HTTPSeeOther("/silences")
 
 
 def add_static(app: web.Application) -> None:

@@ -16,7 +16,8 @@ import orjson
 import yaml
 
 from agent.cli import EXIT_OK, UserError
-from agent.dumps import DumpError, DumpFacts, check_kube_version, expand, iter_clusters, load_into
+from agent.dumps import DumpError, DumpFacts, expand, iter_clusters, load_into
+from agent.kube_version import check_kube_version
 from agent.terminal import printable
 from analyzers.ingest import parse_time
 from analyzers.snapshot import ClusterSnapshot, ClusterState
@@ -243,7 +244,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             yaml.safe_dump(doc, sys.stdout, sort_keys=False, allow_unicode=True)
     else:
-        context = f"kube-scheduler wording {version} ({why}); ages as of {_iso(now)} ({now_source}).\n"
+        context = (
+            f"kube-scheduler wording {version}, from {why}.\nAges counted to {_iso(now)}: {now_source}.\n"
+        )
         print_human(report, len(snapshot.nodes), sys.stdout, context=context)
     return EXIT_OK
 

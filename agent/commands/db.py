@@ -6,8 +6,9 @@ import argparse
 import asyncio
 
 from agent.cli import UserError
+from agent.database import NoDatabase, open_engine
 from agent.settings import Settings, add_db_arguments
-from storage.engine import create_engine, redact_db_url
+from storage.engine import redact_db_url
 from storage.migrate import current_revision, head_revision, upgrade
 
 
@@ -27,7 +28,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
     settings = Settings.from_args(args)
 
     async def go() -> tuple[str | None, str | None]:
-        engine = create_engine(settings.db.url)
+        engine = await open_engine(settings.db.url)
         try:
             before = await current_revision(engine)
             await upgrade(engine)
@@ -50,7 +51,10 @@ def run_current(args: argparse.Namespace) -> int:
     settings = Settings.from_args(args)
 
     async def go() -> str | None:
-        engine = create_engine(settings.db.url)
+        try:
+            engine = await open_engine(settings.db.url, create=False)
+        except NoDatabase:
+            return None  # read-only: a file that does not exist is an empty store, and stays absent
         try:
             return await current_revision(engine)
         except OSError as exc:

@@ -8,6 +8,15 @@ incidents as they open and resolve. ``--once`` plays every timeline to the
 end, step by step, and prints the incidents (``--json``: a JSON array in the
 storage contract's shape).
 
+Interactive (without ``--once``), each scenario's timeline stops before its
+fix while its incident is open: the incident page offers "Apply this remedy
+to the demo cluster" (this command alone registers that action), which runs
+the remedy's command against the in-process cluster
+(``agent.fakecluster.remedies``) and lets the rest of the scenario play (the
+controllers' and the scheduler's part); the incident then resolves, saying
+what changed. ``--auto-fix-after SECONDS`` applies the first verified remedy
+by itself, for unattended runs.
+
 Notifications take the same options as ``watch`` (Slack, webhooks); with none
 given, ``--notify-console`` is the default and each message is printed as it
 would go to Slack. ``--once`` exits only after the outbox has drained.
@@ -19,6 +28,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import sys
 import tempfile
@@ -27,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from aiohttp import web
 
 from agent.notify.settings import NotifySettings, add_notify_arguments
 from agent.settings import AgentSettings, Settings, add_agent_arguments, add_api_arguments, add_db_arguments
@@ -48,6 +59,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="with --once: print the incidents as a JSON array")
     p.add_argument("--speed", type=float, default=1.0, help="timeline speed factor (default 1: real time)")
     p.add_argument("--scenario", action="append", metavar="NAME", help="only these scenarios (default: all)")
+    p.add_argument(
+        "--auto-fix-after",
+        type=float,
+        metavar="SECONDS",
+        default=None,
+        help="interactive demo: apply an open incident's first verified remedy after this many seconds "
+        "(default: wait for the apply action on its page)",
+    )
     add_agent_arguments(p)
     add_db_arguments(p)
     add_api_arguments(p)
@@ -66,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
         from agent.cli import UserError
 
         raise UserError("--speed must be positive")
+    if args.auto_fix_after is not None and args.auto_fix_after < 0:
+        from agent.cli import UserError
+
+        raise UserError("--auto-fix-after must be zero or more seconds")
     if args.listen is None:
         args.listen = "127.0.0.1:0" if args.once else "127.0.0.1:8080"
     if args.api_token_file is None and not args.no_auth:
@@ -114,6 +137,8 @@ async def _print_changes(host: Any, cluster: str, outcome: Any, out: Any) -> Non
             )
             if what != "RESOLVED":
                 out.write(f"    {inc.title}\n")
+            elif inc.resolution:
+                out.write(f"    fixed: {inc.resolution.get('summary', '')}\n")
     out.flush()
 
 
@@ -147,20 +172,23 @@ async def demo(
         scenarios = [s for s in scenarios if s.name in args.scenario]
     out = sys.stderr if args.json else sys.stdout
     host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
-    clusters = []
+    clusters: list[Any] = []
     notify = notify or NotifySettings(console=True)
 
     def on_pass(name: str, outcome: Any) -> Any:
         # The console sink prints every message; without it, a line per change.
         return None if notify.console else _print_changes(host, name, outcome, out)
 
+    fixer = None if args.once else DemoFixer(host, out, args.auto_fix_after)
     try:
-        url = await _serve(host, settings, out)
+        url = await _serve(host, settings, out, fixer.install if fixer is not None else None)
         notifier = await host.start_notifier(notify, console=out)
         for scenario in scenarios:
             cluster = scenario.cluster()
             await cluster.start()
             clusters.append((scenario, cluster))
+            if fixer is not None:
+                fixer.add(scenario.name, cluster)
             kubeconfig = cluster.write_kubeconfig(tmp / f"{scenario.name}.kubeconfig")
             agent = await ClusterAgent.connect(
                 cluster=scenario.name,
@@ -174,8 +202,14 @@ async def demo(
                 notifier=notifier,
             )
             host.agents.append(agent)
+        sign_in = (
+            "no sign-in needed in the demo"
+            if not settings.api.auth
+            else "sign in with a token from --api-token-file"
+        )
         out.write(
-            f"unstick demo: {len(scenarios)} scenario(s) against in-process Kubernetes APIs; pages on {url}\n"
+            f"unstick demo: {len(scenarios)} scenario(s) against in-process Kubernetes APIs\n"
+            f"unstick demo: open {url}/incidents ({sign_in})\n"
         )
         out.flush()
         if args.once:
@@ -194,11 +228,28 @@ async def demo(
             return 0
         for agent in host.agents:
             agent.start(stop)
+        assert fixer is not None
+        fixer.url = url
         players = [
-            asyncio.create_task(ScenarioPlayer(cluster, scenario, speed=args.speed).play())
-            for scenario, cluster in clusters
+            asyncio.create_task(
+                ScenarioPlayer(
+                    cluster,
+                    scenario,
+                    speed=args.speed,
+                    before_step=functools.partial(fixer.hold, scenario.name, agent),
+                ).play()
+            )
+            for (scenario, cluster), agent in zip(clusters, host.agents, strict=True)
         ]
-        out.write("unstick demo: playing the timelines; Ctrl-C to stop\n")
+        out.write(
+            "unstick demo: playing the timelines; each incident stays open until you apply its fix "
+            + (
+                f"(or {args.auto_fix_after:g}s pass)"
+                if args.auto_fix_after is not None
+                else "on its page"
+            )
+            + "; Ctrl-C to stop\n"
+        )
         await stop.wait()
         for task in players:
             task.cancel()
@@ -210,14 +261,109 @@ async def demo(
                 await cluster.stop()
 
 
-async def _serve(host: Any, settings: Settings, out: Any) -> str:
+class DemoFixer:
+    """The demo's "apply this remedy" action: holds each scenario's fix back while its incident
+    is open, applies the remedy a person picks (or, with ``--auto-fix-after``, the first verified
+    one) to the in-process cluster, then lets the timeline go on."""
+
+    def __init__(self, host: Any, out: Any, auto_fix_after: float | None) -> None:
+        self.host, self.out, self.auto_fix_after = host, out, auto_fix_after
+        self.clusters: dict[str, Any] = {}  # scenario name (the incidents' cluster) → its fake cluster
+        self.fixed: dict[str, asyncio.Event] = {}
+        self.url = ""
+
+    def add(self, name: str, cluster: Any) -> None:
+        self.clusters[name] = cluster
+        self.fixed[name] = asyncio.Event()
+
+    def install(self, app: web.Application) -> None:
+        from agent.api.keys import DEMO_APPLY
+
+        app[DEMO_APPLY] = self.apply
+        app.router.add_post("/demo/incidents/{id}/apply", self._handle)
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        from agent.api.pages import same_origin
+
+        same_origin(request)
+        raw_id, form = request.match_info["id"], await request.post()
+        n = str(form.get("remedy", ""))
+        if not raw_id.isdigit() or not n.isdigit() or len(raw_id) > 18 or len(n) > 3:
+            raise web.HTTPBadRequest(text="incident id and remedy index must be small integers")
+        try:
+            await self.apply(int(raw_id), int(n))
+        except LookupError as exc:
+            raise web.HTTPNotFound(text=str(exc)) from None
+        raise web.HTTPSeeOther(f"/incidents/{raw_id}")
+
+    async def apply(self, incident_id: int, n: int) -> str:
+        """Apply remedy ``n`` of an open incident to its demo cluster; what changed."""
+        from agent.fakecluster.remedies import NotApplicable, apply_command
+        from storage.queries import get_incident
+        from storage.views import remedy_dict
+
+        async with self.host.sessions() as session:
+            found = await get_incident(session, incident_id)
+        if found is None or found[0].cluster not in self.clusters:
+            raise LookupError(f"no incident {incident_id} in the demo clusters")
+        inc = found[0]
+        if n >= len(inc.remedies or ()):
+            raise LookupError(f"incident {incident_id} has no remedy {n}")
+        if inc.status != "open":
+            return "the incident is resolved already"
+        remedy = remedy_dict(inc.remedies[n])
+        try:
+            what = apply_command(self.clusters[inc.cluster], remedy["command"])
+        except NotApplicable as exc:
+            what = f"nothing applied ({exc}); the scenario's recorded fix plays"
+        self.out.write(f"[{inc.cluster}] APPLIED #{inc.id} remedy {n + 1} \"{remedy['title']}\": {what}\n")
+        self.out.flush()
+        self.fixed[inc.cluster].set()
+        return what
+
+    async def _open(self, cluster: str) -> list[Any]:
+        from storage.queries import IncidentFilter, list_incidents
+
+        async with self.host.sessions() as session:
+            page = await list_incidents(session, IncidentFilter(cluster=cluster, status="open"), limit=50)
+        return [i for i in page.items if i.waiting_for is None]
+
+    async def hold(self, cluster: str, agent: Any, step: Any) -> None:
+        """Before a step: while the scenario's incident is open and not fixed yet, wait for the fix."""
+        if self.fixed[cluster].is_set():
+            return
+        await _settle(agent)
+        await asyncio.sleep(agent.pipeline.config.debounce + QUIET_SECONDS)  # let the pipeline pass
+        opened = await self._open(cluster)
+        if not opened:
+            return
+        first = min(opened, key=lambda i: i.id)
+        self.out.write(
+            f"[{cluster}] #{first.id} stays open until its fix is applied: open {self.url}/incidents/{first.id}"
+            ' and press "Apply this remedy to the demo cluster"\n'
+        )
+        self.out.flush()
+        if self.auto_fix_after is None:
+            await self.fixed[cluster].wait()
+            return
+        try:
+            await asyncio.wait_for(self.fixed[cluster].wait(), timeout=self.auto_fix_after)
+        except TimeoutError:
+            remedies = first.remedies or []
+            verified = [i for i, r in enumerate(remedies) if r.get("verified")]
+            if remedies:
+                await self.apply(first.id, (verified or [0])[0])
+            self.fixed[cluster].set()
+
+
+async def _serve(host: Any, settings: Settings, out: Any, configure: Any = None) -> str:
     try:
-        url: str = await host.serve(settings.api)
+        url: str = await host.serve(settings.api, configure)
     except OSError as exc:  # e.g. 8080 taken: the demo still runs, on a free port
         out.write(
             f"unstick demo: cannot listen on {settings.api.host}:{settings.api.port} ({exc.strerror}); using a free port\n"
         )
-        url = await host.serve(dataclasses.replace(settings.api, port=0))
+        url = await host.serve(dataclasses.replace(settings.api, port=0), configure)
     return url
 
 

@@ -21,15 +21,17 @@ from multidict import MultiDict
 from agent.api.errors import ApiError
 from agent.api.params import SEVERITIES, SORTS, parse_id, parse_list
 from agent.cli import EXIT_OK, UserError
+from agent.database import open_engine
 from agent.settings import ApiSettings, Settings, add_db_arguments
-from storage.engine import create_engine, create_sessionmaker, redact_db_url
+from agent.terminal import printable
+from storage.engine import create_sessionmaker, redact_db_url
 from storage.migrate import current_revision
 from storage.queries import STATUSES, InvalidCursor, get_incident, list_incidents
 from storage.views import incident_detail_dict, incident_dict
 
 _FLAG_OF = {"q": "--search", "rule_id": "--rule"}
-_RELATIVE = re.compile(r"^(\d+)([smhd])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+_RELATIVE = re.compile(r"^(\d{1,12})([smhdw])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ls.add_argument("--rule", dest="rule_id", metavar="RULE_ID")
     ls.add_argument("--kind", help="subject kind, e.g. Deployment")
     ls.add_argument("--name", help="subject name")
-    ls.add_argument("--since", help="active at or after: RFC 3339 time or a duration ago (30m, 24h, 7d)")
+    ls.add_argument("--since", help="active at or after: RFC 3339 time or a duration ago (30m, 24h, 7d, 2w)")
     ls.add_argument("--until", help="first seen before: RFC 3339 time or a duration ago")
     ls.add_argument("-q", "--search", dest="q", metavar="TEXT", help="text in the title or explanation")
     ls.add_argument("--sort", choices=SORTS, default=None)
@@ -67,13 +69,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     show.set_defaults(func=run_show)
 
 
-def _time_arg(value: str | None, now: datetime) -> str | None:
+_TIME_FORMS = "an RFC 3339 time (2024-05-01T12:00:00Z) or a duration ago (90s, 30m, 24h, 7d, 2w)"
+
+
+def _time_arg(flag: str, value: str | None, now: datetime) -> str | None:
+    """``--since``/``--until``: RFC 3339 is passed on to the API's parser; a
+    duration ago becomes the time it names. Anything else is a UserError
+    naming the accepted forms."""
     if value is None:
         return None
     m = _RELATIVE.match(value.strip())
     if m:
-        when = now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+        try:
+            when = now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+        except OverflowError:
+            raise UserError(f"{flag}: {value!r} reaches before year 1") from None
         return when.isoformat().replace("+00:00", "Z")
+    if not re.match(r"^\d{4}-", value):
+        raise UserError(f"{flag}: {value[:40]!r}: expected {_TIME_FORMS}")
     return value
 
 
@@ -116,7 +129,7 @@ def run_list(args: argparse.Namespace) -> int:
         if value is not None:
             query[key] = value
     for key in ("since", "until"):
-        value = _time_arg(getattr(args, key), now)
+        value = _time_arg(f"--{key}", getattr(args, key), now)
         if value is not None:
             query[key] = value
     query["limit"] = str(args.limit)
@@ -126,7 +139,7 @@ def run_list(args: argparse.Namespace) -> int:
         raise _user_error(exc) from None
 
     async def go() -> tuple[list[Any], str | None]:
-        engine = create_engine(settings.db.url)
+        engine = await open_engine(settings.db.url, create=False)
         try:
             await _check_schema(engine, settings.db.url)
             async with create_sessionmaker(engine)() as session:
@@ -163,6 +176,8 @@ def run_list(args: argparse.Namespace) -> int:
                 i.title,
             )
         )
+    # Names, titles and messages come from the cluster: control characters shown escaped.
+    rows = [tuple(printable(cell, keep_newlines=False) for cell in r) for r in rows]
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]
     for r in rows:
         line = "  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
@@ -180,7 +195,7 @@ def run_show(args: argparse.Namespace) -> int:
         raise UserError(f"ID: {exc.message}") from None
 
     async def go() -> Any:
-        engine = create_engine(settings.db.url)
+        engine = await open_engine(settings.db.url, create=False)
         try:
             await _check_schema(engine, settings.db.url)
             async with create_sessionmaker(engine)() as session:
@@ -195,7 +210,7 @@ def run_show(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
         return EXIT_OK
-    print(_render_text(doc))
+    print(printable(_render_text(doc)))
     return EXIT_OK
 
 

@@ -18,8 +18,10 @@ from aiohttp import web
 
 from agent.api.app import create_app
 from agent.api.pages import build_jinja_env
+from agent.cli import UserError
+from agent.database import open_engine
 from agent.settings import Settings, add_api_arguments, add_db_arguments
-from storage.engine import create_engine, create_sessionmaker, redact_db_url
+from storage.engine import create_sessionmaker, redact_db_url
 from storage.migrate import head_revision, is_up_to_date, upgrade
 
 log = logging.getLogger(__name__)
@@ -46,7 +48,7 @@ async def serve(
     settings: Settings, *, started: asyncio.Event | None = None, stop: asyncio.Event | None = None
 ) -> None:
     """Run until SIGINT/SIGTERM (or ``stop`` is set)."""
-    engine = create_engine(settings.db.url)
+    engine = await open_engine(settings.db.url)
     try:
         if settings.db.auto_migrate:
             await upgrade(engine)
@@ -67,7 +69,12 @@ async def serve(
         await runner.setup()
         try:
             site = web.TCPSite(runner, settings.api.host, settings.api.port)
-            await site.start()
+            try:
+                await site.start()
+            except OSError as exc:
+                raise UserError(
+                    f"--listen {settings.api.host}:{settings.api.port}: cannot listen there: {exc.strerror or exc}"
+                ) from None
             auth = "bearer tokens" if settings.api.auth else "NO AUTHENTICATION"
             print(
                 f"unstick: serving incidents on http://{settings.api.host}:{settings.api.port} ({auth})",

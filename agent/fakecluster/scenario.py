@@ -307,6 +307,7 @@ class ScenarioPlayer:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] | None = None,
         on_step: Callable[[Step], Awaitable[None] | None] | None = None,
+        before_step: Callable[[Step], Awaitable[None]] | None = None,
     ) -> None:
         self.cluster = cluster
         self.scenario = scenario
@@ -316,6 +317,7 @@ class ScenarioPlayer:
         self._sleep = sleep
         self._clock = clock
         self._on_step = on_step
+        self._before_step = before_step
         self.played = 0
 
     @property
@@ -323,7 +325,8 @@ class ScenarioPlayer:
         return self.played >= len(self.scenario.timeline)
 
     async def play(self) -> None:
-        """Play the remaining steps, each at its offset divided by speed."""
+        """Play the remaining steps, each at its offset divided by speed. ``before_step`` (when
+        given) may hold a step back; later steps keep their spacing after it."""
         clock = self._clock or asyncio.get_running_loop().time
         started = clock()
         for step in self.scenario.timeline[self.played :]:
@@ -331,6 +334,10 @@ class ScenarioPlayer:
                 wait = started + step.at / self.speed - clock()
                 if wait > 0:
                     await self._sleep(wait)
+            if self._before_step is not None:
+                held_from = clock()
+                await self._before_step(step)
+                started += clock() - held_from
             play_step(self.cluster, step)
             self.played += 1
             if self._on_step is not None:

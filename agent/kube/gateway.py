@@ -26,6 +26,7 @@ from typing import Any, Literal, TypedDict
 
 import aiohttp
 import orjson
+import yaml
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.exceptions import ApiException, ApiValueError
@@ -138,7 +139,9 @@ class WatchStream:
             try:
                 chunk = await content.readany()
             except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-                raise Timeout(f"watch of {self.kind} stalled: no bytes for {self._gateway._watch_idle_timeout:g}s") from exc
+                raise Timeout(
+                    f"watch of {self.kind} stalled: no bytes for {self._gateway._watch_idle_timeout:g}s"
+                ) from exc
             except aiohttp.ClientPayloadError as exc:
                 raise Unavailable(f"watch of {self.kind} cut: {exc}") from exc
             except aiohttp.ClientError as exc:
@@ -188,6 +191,27 @@ class WatchStream:
             line[:120],
             extra={"kind": self.kind.kind},
         )
+
+
+def _check_kubeconfig(paths: str) -> None:
+    """Each file of a kubeconfig path list exists, is readable and holds a YAML map;
+    ConfigError naming the file and the problem otherwise."""
+    for path in filter(None, paths.split(os.pathsep)):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                doc = yaml.safe_load(fh)
+        except FileNotFoundError:
+            raise ConfigError(f"kubeconfig {path}: no such file") from None
+        except IsADirectoryError:
+            raise ConfigError(f"kubeconfig {path}: is a folder, not a file") from None
+        except OSError as exc:
+            raise ConfigError(f"kubeconfig {path}: cannot read it: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"kubeconfig {path}: not UTF-8 text") from None
+        if not isinstance(doc, dict):
+            raise ConfigError(
+                f"kubeconfig {path}: not a kubeconfig (expected a map with clusters, contexts and users)"
+            )
 
 
 def _log_refresh_failure(task: asyncio.Task[None]) -> None:
@@ -247,14 +271,22 @@ class Gateway:
         if self._api is not None:
             return self
         configuration = k8s_client.Configuration()
+        path = ""
         try:
             if self._in_cluster:
                 k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             else:
                 path = self._kubeconfig or os.path.expanduser(KUBE_CONFIG_DEFAULT_LOCATION)
                 if self._kubeconfig is None and self._in_cluster is None and not os.path.exists(path):
-                    k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+                    try:
+                        k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+                    except ConfigException as exc:
+                        raise ConfigError(
+                            f"no kubeconfig at {path} (give --kubeconfig or KUBECONFIG) "
+                            f"and not inside a cluster: {exc}"
+                        ) from None
                 else:
+                    _check_kubeconfig(path)
                     loader = await k8s_config.load_kube_config(
                         config_file=path,
                         context=self._context,
@@ -268,8 +300,16 @@ class Gateway:
                         k8s_config.refresh_token(loader, configuration), name="kube credentials refresh"
                     )
                     self._refresher.add_done_callback(_log_refresh_failure)
-        except (ConfigException, OSError) as exc:
-            raise ConfigError(f"no usable Kubernetes configuration: {exc}") from exc
+        except ConfigError:
+            raise
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or "invalid YAML"
+            raise ConfigError(f"kubeconfig {path}: not valid YAML{where}: {problem}") from None
+        except (ConfigException, OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
+            where = "in-cluster configuration" if self._in_cluster else f"kubeconfig {path}"
+            raise ConfigError(f"{where}: {exc}") from None
         api = k8s_client.ApiClient(configuration)
         api.user_agent = self._user_agent
         self._api = api
@@ -296,7 +336,9 @@ class Gateway:
         return self._api.configuration.host if self._api is not None else None
 
     # -- raw HTTP ------------------------------------------------------------
-    async def _open(self, path: str, params: Sequence[tuple[str, str]], timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
+    async def _open(
+        self, path: str, params: Sequence[tuple[str, str]], timeout: aiohttp.ClientTimeout
+    ) -> aiohttp.ClientResponse:
         """GET ``path`` through kubernetes-asyncio (auth, TLS, session) and
         return the unread response; non-2xx answers are raised."""
         api = self._api
@@ -557,4 +599,3 @@ class Gateway:
     async def ping(self) -> None:
         """Raise the project's error when the API server cannot be reached."""
         await self.version()
-

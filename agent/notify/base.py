@@ -61,6 +61,7 @@ class Sink(Protocol):
 
     name: str
     concurrency: int  # deliveries in flight at once for this sink
+    # A sink with ``threaded = True`` gets each delivery's ``thread_ref`` (one query per claim).
 
     async def deliver(self, delivery: Delivery) -> Sent: ...
 

@@ -216,6 +216,27 @@ def key_evidence(evidence: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(_humanize(k), _evidence_value(v)) for k, v in (scalars + others)[:EVIDENCE_FIELDS]]
 
 
+def what_changed(payload: Mapping[str, Any], incident: Mapping[str, Any]) -> list[str]:
+    """An ``updated`` event's changes in words: ``changes`` (severity, remedy, pods) with
+    ``previous`` values when the tracker gave them (``changed``: plain names)."""
+    previous = payload.get("previous") or {}
+    words = []
+    for name in payload.get("changes") or payload.get("changed") or ():
+        was = previous.get(name) if isinstance(previous, Mapping) else None
+        if name == "severity":
+            now = incident.get("severity", "")
+            words.append(f"severity {was} → {now}" if was else f"severity now {now}")
+        elif name == "remedy":
+            remedy = first_remedy(incident)
+            title = remedy[1].get("title", "") if remedy else ""
+            words.append(f"new first fix: {title}" + (f" (was: {was})" if was else ""))
+        elif name == "pods":
+            words.append(f"more pods affected (was {was})" if was is not None else "more pods affected")
+        else:
+            words.append(str(name))
+    return words
+
+
 def first_remedy(incident: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:
     """The first verified remedy (with its index), else the first remedy, else None."""
     remedies = list(incident.get("remedies") or ())
@@ -295,7 +316,7 @@ class Renderer:
             "links": links_for(self.public_url, incident),
             "replaces": list(payload.get("replaces") or ()),
             "waited": dict(waited) if isinstance(waited, Mapping) else None,
-            "changed": [str(c) for c in payload.get("changed") or ()],
+            "changed": what_changed(payload, incident),
             "resolution": dict(resolution) if isinstance(resolution, Mapping) else None,
             "open_for": open_for,
             "first_seen": _short_time(incident.get("first_seen")),
@@ -443,7 +464,7 @@ class Renderer:
             blocks += self._resolution_blocks(v)
         elif event == "updated":
             if v["changed"]:
-                blocks.append(self._md("*What changed:* " + slack_escape(", ".join(v["changed"]))))
+                blocks.append(self._md("*What changed:* " + slack_escape("; ".join(v["changed"]))))
             blocks += self._diagnosis_blocks(v)
         elif event == "reminder":
             blocks.append(

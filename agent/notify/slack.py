@@ -134,6 +134,8 @@ def _classify(method: str, exc: SlackError, where: str) -> Exception:
 class SlackBotSink:
     """A Slack app's bot token: one thread per incident, its root edited in place."""
 
+    threaded = True  # deliveries carry the incident's thread reference
+
     def __init__(
         self,
         token: Secret,

@@ -7,7 +7,7 @@ The payload (``version`` 1)::
      "links": {"incident": URL, "remedies": [URL, ...]}, "summary": "one line"}
 
 plus, when the event carries them, ``replaces`` (root cause changed),
-``waited`` (escalated), ``changed`` (updated); a ``digest`` carries
+``waited`` (escalated), ``changes`` and ``previous`` (updated); a ``digest`` carries
 ``incidents`` (a list) instead of ``incident`` and ``links.incidents``.
 
 Headers: ``X-Unstick-Timestamp`` (Unix seconds), ``X-Unstick-Signature:
@@ -79,7 +79,7 @@ def webhook_payload(renderer: Renderer, delivery: Delivery) -> dict[str, Any]:
         incident = scrub(dict(p.get("incident") or {}))
         doc["incident"] = incident
         doc["links"] = links_for(renderer.public_url, incident).as_dict()
-    for extra in ("replaces", "waited", "changed"):
+    for extra in ("replaces", "waited", "changes", "previous", "changed"):
         if p.get(extra):
             doc[extra] = scrub(p[extra])
     doc["summary"] = renderer.summary(p)

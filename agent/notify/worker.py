@@ -210,7 +210,9 @@ class OutboxWorker:
                 await self._wait(lane, lane.paused_until - loop.time(), wake=False)
                 continue
             free = sink.concurrency - len(lane.inflight)
-            if free <= 0:
+            # Claim in batches: with deliveries in flight, wait until half the slots are free
+            # (one claim transaction per batch, not per row).
+            if free <= 0 or (lane.inflight and free < max(1, sink.concurrency // 2)):
                 stopper = self._stop_waiter()
                 await asyncio.wait(set(lane.inflight) | {stopper}, return_when=asyncio.FIRST_COMPLETED)
                 stopper.cancel()
@@ -256,7 +258,9 @@ class OutboxWorker:
             )
             if not rows:
                 return []
-            refs = await thread_refs_for(session, {r.incident_id for r in rows}, sink.name)
+            refs = {}
+            if getattr(sink, "threaded", False):  # only a sink that replies in threads needs them
+                refs = await thread_refs_for(session, {r.incident_id for r in rows}, sink.name)
             return [
                 Delivery(
                     row_id=r.id,

@@ -83,7 +83,7 @@ class ClusterRuntime:
     meta: dict[str, Any]
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
-    applied_seq: int = 0  # seq of the last record applied (of the newest epoch seen)
+    applied_seq: int = 0  # seq of the newest record applied (of the newest epoch; also after a rebuild)
     epoch: int = 0
     records: int = 0
     gaps: int = 0
@@ -221,6 +221,11 @@ class Fleet:
         rt.first_offset = offset if rt.first_offset is None else rt.first_offset
         rt.last_offset = offset
         kind = msg.type
+        if kind != "delta" or msg.op == "DELETED":
+            # What the table keeps tells how far the cluster was applied (stored records carry
+            # their seq); records that leave nothing there (deletions, markers) note it here.
+            rt.meta["epoch"], rt.meta["seq"] = rt.epoch, rt.applied_seq
+            self._save_meta(rt)
         if kind == "delta":
             okey = object_key(msg.cluster, msg.kind, msg.object)
             if msg.op == "DELETED":
@@ -231,6 +236,8 @@ class Fleet:
             rt.cache.apply(Delta(msg.kind, msg.op, msg.object, msg.unknown))  # type: ignore[arg-type]
             if rt.cache.stats.malformed != before:
                 self.table.pop(okey, None)
+                rt.meta["epoch"], rt.meta["seq"] = rt.epoch, rt.applied_seq
+                self._save_meta(rt)
                 meta = msg.object.get("metadata") or {}
                 name = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}".lstrip("/")
                 return f"{msg.kind} {name!r} rejected by the decoder (see the worker's log)"
@@ -305,12 +312,14 @@ class Fleet:
         raw = self.table.get(meta_key(cluster))
         meta = orjson.loads(raw) if raw else {}
         rt = self._new_runtime(cluster, partition, meta)
+        rt.epoch, rt.applied_seq = int(meta.get("epoch") or 0), int(meta.get("seq") or 0)
         prefix = OBJECT + cluster.encode() + b"\x00"
         self._replay(rt, (v for k, v in list(self.table.items()) if k.startswith(prefix)))
         sample = self.table.get(metrics_key(cluster))
         if sample:
-            doc = orjson.loads(sample)
-            rt.cache.apply_metrics(MetricsSample(doc["nodes"], doc["pods"]))
+            msg = codec.decode(sample)
+            self._note_seq(rt, msg)
+            rt.cache.apply_metrics(MetricsSample(msg.extra["nodes"], msg.extra["pods"]))
         if not raw:
             self._save_meta(rt)
         if rt.synced:
@@ -321,9 +330,15 @@ class Fleet:
         for value in records:
             try:
                 msg = codec.decode(value)
+                self._note_seq(rt, msg)
                 rt.cache.apply(Delta(msg.kind, "ADDED", msg.object))
             except Exception as exc:  # stored before a decoder change, say: skip it, keep the rest
                 log.warning("cluster %s: a stored object could not be restored: %s", rt.cluster, exc)
+
+    @staticmethod
+    def _note_seq(rt: ClusterRuntime, msg: codec.StreamMessage) -> None:
+        if (msg.epoch, msg.seq) > (rt.epoch, rt.applied_seq):
+            rt.epoch, rt.applied_seq = msg.epoch, msg.seq
 
     def adopt(self, partitions: set[int]) -> list[str]:
         """Rebuild every cluster the table holds for ``partitions`` (after the table is recovered);

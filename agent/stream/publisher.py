@@ -5,8 +5,11 @@ delta is encoded (``agent.stream.codec``) into a bounded in-memory buffer and
 the call returns at once, so a slow or absent broker never blocks a watch.
 One sender task drains the buffer through aiokafka in chunks, in order,
 keyed by the cluster name; a chunk leaves the buffer only once the broker
-acknowledged all of it, and is sent again after an error (with backoff), so a
-broker restart loses nothing the buffer could hold. When the buffer is full,
+acknowledged it, and after an error (with backoff) sending starts again
+from the first record not acknowledged, so a broker restart loses nothing the buffer could hold.
+A chunk that failed half-way may have landed in part (aiokafka retries batches
+independently), so copies may repeat, but the last copy of every record comes
+in order: a worker applying the stream converges to the cluster's state. When the buffer is full,
 new records are dropped, counted (``unstick_publish_dropped_total``) and
 logged, and a ``gap`` marker saying how many follows once sending resumes.
 """
@@ -31,7 +34,7 @@ from agent.stream import codec
 
 log = logging.getLogger(__name__)
 
-CHUNK = 1000  # records per send round
+CHUNK = 5000  # records per send round
 
 
 async def ensure_topics(bootstrap: str, topics: Sequence[tuple[str, int]], *, timeout: float = 30.0) -> None:
@@ -44,6 +47,21 @@ async def ensure_topics(bootstrap: str, topics: Sequence[tuple[str, int]], *, ti
         if missing:
             with contextlib.suppress(KafkaError):  # created meanwhile by another process
                 await admin.create_topics(missing)
+            # Produce only once every partition has a leader: records sent into a topic that is
+            # still being created can be acknowledged and yet not be readable (seen with tansu).
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            names = [t.name for t in missing]
+            while loop.time() < deadline:
+                described = await admin.describe_topics(names)
+                if all(
+                    d.get("error_code") == 0
+                    and d.get("partitions")
+                    and all(p.get("leader", -1) >= 0 for p in d["partitions"])
+                    for d in described
+                ) and len(described) == len(names):
+                    break
+                await asyncio.sleep(0.2)
     finally:
         await admin.close()
 
@@ -96,6 +114,8 @@ class DeltaPublisher:
         self._wake = asyncio.Event()
         self._connected = asyncio.Event()
         self.metrics = PublisherMetrics(registry or CollectorRegistry())
+        for family in (self.metrics.sent, self.metrics.dropped, self.metrics.errors, self.metrics.buffered):
+            family.labels(cluster)  # exported as 0 from the start
         self._producer_options = producer_options or {}
 
     # -- what the watcher calls (never blocks) ----------------------------------
@@ -150,6 +170,21 @@ class DeltaPublisher:
         return self._connected.is_set()
 
     # -- the sender ----------------------------------------------------------
+    async def _send_round(self, producer: AIOKafkaProducer, chunk: list[bytes]) -> list[Any]:
+        """Send ``chunk``; the outcome of each record (metadata or the exception). Every record
+        settles before this returns: nothing of the round is still in flight when it is sent again."""
+        futures: list[asyncio.Future[Any]] = []
+        failed: BaseException | None = None
+        try:
+            for value in chunk:
+                futures.append(await producer.send(self.topic, value, key=self.key))
+        except (KafkaError, OSError) as exc:  # e.g. no metadata for the topic in time
+            failed = exc
+        results: list[Any] = list(await asyncio.gather(*futures, return_exceptions=True))
+        if failed is not None:
+            results.append(failed)
+        return results + [failed] * (len(chunk) - len(results))
+
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Send until cancelled (or ``stop`` is set and the buffer is empty)."""
         backoff = Backoff(initial=0.5, cap=10.0)
@@ -162,7 +197,8 @@ class DeltaPublisher:
                         producer = AIOKafkaProducer(
                             bootstrap_servers=self.bootstrap,
                             acks=1,
-                            linger_ms=5,
+                            linger_ms=10,
+                            max_batch_size=256 * 1024,  # records are kilobytes: a few per 16 KB default batch
                             request_timeout_ms=10_000,
                             **self._producer_options,
                         )
@@ -170,7 +206,7 @@ class DeltaPublisher:
                     except (KafkaError, OSError) as exc:
                         if producer is not None:
                             with contextlib.suppress(Exception):
-                                await producer.stop()
+                                await asyncio.wait_for(producer.stop(), 5)
                         producer = None
                         self._connected.clear()
                         delay = backoff.next()
@@ -201,8 +237,16 @@ class DeltaPublisher:
                 chunk = [self.buffer[i] for i in range(min(CHUNK, len(self.buffer)))]
                 self.metrics.buffered.labels(self.cluster).set(len(self.buffer))
                 try:
-                    futures = [await producer.send(self.topic, value, key=self.key) for value in chunk]
-                    await asyncio.gather(*futures)
+                    results = await self._send_round(producer, chunk)
+                    acked = next(
+                        (i for i, r in enumerate(results) if isinstance(r, BaseException)), len(chunk)
+                    )
+                    for _ in range(acked):
+                        self.buffer.popleft()
+                    self.sent += acked
+                    self.metrics.sent.labels(self.cluster).inc(acked)
+                    if acked < len(chunk):
+                        raise results[acked]
                 except (KafkaError, OSError) as exc:
                     self.metrics.errors.labels(self.cluster).inc()
                     delay = backoff.next()
@@ -214,21 +258,17 @@ class DeltaPublisher:
                         delay,
                     )
                     with contextlib.suppress(Exception):
-                        await producer.stop()
+                        await asyncio.wait_for(producer.stop(), 5)
                     producer = None
                     self._connected.clear()
                     await asyncio.sleep(delay)
                     continue
-                for _ in chunk:
-                    self.buffer.popleft()
-                self.sent += len(chunk)
-                self.metrics.sent.labels(self.cluster).inc(len(chunk))
                 self.metrics.buffered.labels(self.cluster).set(len(self.buffer))
                 backoff.reset()
         finally:
             if producer is not None:
                 with contextlib.suppress(Exception):
-                    await producer.stop()
+                    await asyncio.wait_for(producer.stop(), 5)
 
 
 async def publish_cluster(

@@ -23,6 +23,7 @@ with a synthetic node); or as many replicas as there are domains.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -608,16 +609,26 @@ def _relax_existing(ctx: RuleContext, group: P.Blocked, a: Analysis) -> list[Rem
             }
         }
         body = {"spec": {"template": {"spec": patch}}} if owner.kind != "Pod" else {"spec": patch}
-        out.append(
-            ctx.renderer.patch(
-                f"Relax {owner.kind} {owner.name}'s anti-affinity against {group.ref.name} to preferred",
-                owner,
-                body,
-                verified=P.fits(verdict),
-                verification=f"re-simulated {group.pods[0].name} with {owner.name}'s pods re-created with the term "
-                f"as preferred: {P.outcome(verdict)} (takes effect once {owner.name}'s pods have rolled)",
-            )
+        remedy = ctx.renderer.patch(
+            f"Relax {owner.kind} {owner.name}'s anti-affinity against {group.ref.name} to preferred",
+            owner,
+            body,
+            verified=P.fits(verdict),
+            verification=f"re-simulated {group.pods[0].name} with {owner.name}'s pods re-created with the term "
+            f"as preferred: {P.outcome(verdict)} (takes effect once {owner.name}'s pods have rolled)",
         )
+        if owner.kind == "Pod":
+            # A pod's affinity is immutable (ValidatePodUpdate): the API server refuses this PATCH
+            # (found by the real-control-plane dry run), so re-create the bare pod with the change.
+            name, ns = shlex.quote(owner.name), shlex.quote(owner.namespace)
+            remedy = replace(
+                remedy,
+                command=f"kubectl get pod {name} -n {ns} -o json"
+                f" | kubectl patch --local -f - --type strategic -p {shlex.quote(json.dumps(body))} -o json"
+                " | kubectl replace --force -f -",
+                verification=f"{remedy.verification}; a pod's affinity is immutable, so the command re-creates it",
+            )
+        out.append(remedy)
     return out
 
 

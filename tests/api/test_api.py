@@ -32,6 +32,7 @@ CONTRACT_KEYS = [
     "resolved_at",
     "occurrences",
     "waiting",
+    "resolution",
 ]
 REMEDY_KEYS = ["title", "kind", "yaml", "command", "verified", "verification"]
 

@@ -90,7 +90,9 @@ def test_incidents_list_text_and_relative_times(db: str, capsys: pytest.CaptureF
     assert sorted(i["id"] for i in doc["items"]) == [1, 3, 4]
 
 
-def test_incidents_list_filters_and_marks_the_waiting_ones(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_incidents_list_filters_and_marks_the_waiting_ones(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     async def seed() -> tuple[int, int]:
         engine = create_engine(db)
         try:
@@ -134,7 +136,15 @@ def test_incidents_show_json_matches_the_api_detail(db: str, capsys: pytest.Capt
     [
         (("incidents", "show", "999"), "no incident 999"),
         (("incidents", "show", "x1"), "ID: id must be an integer from 1 to"),
-        (("incidents", "list", "--since", "last tuesday"), "--since: since must be an RFC 3339"),
+        (
+            ("incidents", "list", "--since", "last tuesday"),
+            "--since: 'last tuesday': expected an RFC 3339 time",
+        ),
+        (
+            ("incidents", "list", "--since", "3weeks"),
+            "--since: '3weeks': expected an RFC 3339 time (2024-05-01T12:00:00Z) or a duration ago (90s, 30m, 24h, 7d, 2w)",
+        ),
+        (("incidents", "list", "--until", "2024-13-01T00:00:00Z"), "--until: until is not a valid date-time"),
         (("incidents", "list", "--limit", "1000"), "--limit: limit must be between 1 and 200"),
         (("incidents", "list", "-n", "Bad_NS"), "--namespace: namespace 'Bad_NS' does not match"),
         (("incidents", "list", "--cursor", "abc"), "--cursor: cursor is not valid"),

@@ -20,6 +20,7 @@ import schemathesis
 from aiohttp import web
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode
+from schemathesis.checks import positive_data_acceptance
 from schemathesis.schemas import APIOperation
 
 from agent.api.app import create_app
@@ -102,7 +103,7 @@ OPERATIONS = [result.ok() for result in SCHEMA.get_all_operations()]
 def test_the_fuzzed_document_is_the_served_one(base_url: str) -> None:
     served = requests.get(f"{base_url}/api/v1/openapi.json", headers=AUTH, timeout=10).json()
     assert served == build_document(API)
-    assert len(OPERATIONS) == 8
+    assert len(OPERATIONS) == 11
 
 
 def _without_cursor(case: schemathesis.Case) -> schemathesis.Case:
@@ -141,7 +142,12 @@ def test_api_conforms_to_its_openapi_document(
             phases=[Phase.explicit, Phase.generate],
         )
         def fuzz(case: schemathesis.Case) -> None:
-            case.call_and_validate(base_url=base_url, session=http, headers=AUTH)
+            case.call_and_validate(base_url=base_url, session=http, headers=AUTH, excluded_checks=excluded)
+
+        # A silence's validity depends on the clock (expires_at in the future) and on bounds a
+        # JSON schema cannot say (a duration of at least a minute): a schema-valid body may be a
+        # documented 400. Every other check (no 5xx, documented status and body) still applies.
+        excluded = [positive_data_acceptance] if operation.label == "POST /api/v1/silences" else []
 
         fuzz()
 

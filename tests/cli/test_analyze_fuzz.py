@@ -12,10 +12,8 @@ the one of the intact cluster.
 from __future__ import annotations
 
 import copy
-import io
 import json
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.cli import main
+from tests.cli.inprocess import run
 
 NOW = "2026-11-20T10:30:00Z"
 TIME = "2026-11-20T10:00:00Z"
@@ -233,15 +231,7 @@ WRONG = (
 
 def analyze(folder: Path) -> tuple[int, str, str]:
     """`unstick analyze FOLDER --json` in-process; any exception is a failure of the test."""
-    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
-    try:
-        code = main(["analyze", str(folder), "--json", "--now", NOW])
-    finally:
-        sys.stdout, sys.stderr = saved
-    out.flush()
-    return code, out.buffer.getvalue().decode(), err.getvalue()  # type: ignore[attr-defined]
+    return run("analyze", str(folder), "--json", "--now", NOW)
 
 
 def write(folder: Path, objects: tuple[Any, ...]) -> None:

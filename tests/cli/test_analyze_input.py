@@ -6,32 +6,18 @@ fails the test, as a traceback would fail a user."""
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent.cli import main
 from agent.dumps import DumpFacts
 from analyzers.ingest import MAX_ALIAS_EXPANSION, MAX_DEPTH, MAX_YAML_ALIASES, InputError, parse_documents
+from tests.cli.inprocess import run
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "tests/scenarios/rollout-surge-deadlock/gpu-tracker"
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
-    try:
-        code = main(list(args))
-    finally:
-        sys.stdout, sys.stderr = saved
-    out.flush()
-    return code, out.buffer.getvalue().decode(), err.getvalue()  # type: ignore[attr-defined]
 
 
 def pod(name: str, **extra: Any) -> dict[str, Any]:
@@ -268,7 +254,7 @@ def _failed(message: str) -> dict[str, Any]:
 def test_the_scheduler_version_is_inferred_from_the_dump_and_says_why() -> None:
     assert DumpFacts().kube_version() == (
         "1.33",
-        "the default: the dump names no API server or kubelet version",
+        "the default (the dump names no API server or kubelet version)",
     )
     version, why = _facts(_node("v1.27.4-eks-1"), _node("v1.28.9")).kube_version()
     assert version == "1.28.9" and "kubeletVersion" in why and "v1.28.9" in why
@@ -305,7 +291,7 @@ def test_kubectl_version_output_in_the_dump_is_read_not_warned_about(tmp_path: P
     )
     code, out, err = run("analyze", str(tmp_path))
     assert code == 0 and err == "", err
-    assert "kube-scheduler wording 1.29.7 (the API server version in the dump (v1.29.7))" in out
+    assert "kube-scheduler wording 1.29.7, from the API server version in the dump (v1.29.7)." in out
 
 
 @pytest.mark.parametrize("bad", ["2", "1.x", "abc", "1.17", "1.99", "2.0", "1.30.1.2"])
@@ -341,3 +327,19 @@ def test_terminal_escapes_in_names_and_messages_are_shown_escaped(tmp_path: Path
     # JSON keeps the text as it is (escaped by JSON itself).
     code, out, err = run("analyze", str(tmp_path), "--json")
     assert json.loads(out)["pods"][0]["name"] == "evil\x1b]0;pwned\x07"
+
+
+def test_kinds_unstick_does_not_read_may_hold_anything(tmp_path: Path) -> None:
+    # Not validated (unstick does not read them), so noting their times must assume nothing.
+    odd = [
+        {"kind": "ConfigMap", "metadata": [1, 2], "data": 5},
+        {"kind": "Service", "metadata": {"name": "s", "managedFields": 7}, "status": {"conditions": "x"}},
+        {"kind": "Widget", "metadata": "w", "status": [1]},
+    ]
+    (tmp_path / "odd.json").write_text(json.dumps({"kind": "List", "items": odd}))
+    (tmp_path / "nodes.yaml").write_bytes((SEED / "nodes.yaml").read_bytes())
+    code, _, err = run("analyze", str(tmp_path))
+    assert code == 0 and "internal error" not in err, err
+    assert [line for line in err.splitlines() if "Widget" in line] == [
+        f"unstick: warning: {tmp_path}/odd.json: Widget ?: kind 'Widget' is not analysed; skipped"
+    ]

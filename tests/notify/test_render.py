@@ -86,7 +86,12 @@ async def test_every_event_matches_golden() -> None:
     other = {**inc, "id": 7, "title": "trainer: nodeSelector gpu-typ=a10g matches no node", "severity": "warning"}
     events = {
         "opened": opened,
-        "updated": {**opened, "event": "updated", "changed": ["severity", "remedies"]},
+        "updated": {
+            **opened,
+            "event": "updated",
+            "changes": ["severity", "remedy", "pods"],
+            "previous": {"severity": "warning", "remedy": "Add a GPU node", "pods": 1},
+        },
         "root_cause_changed": {**opened, "event": "root_cause_changed", "replaces": [other]},
         "escalated": {
             **opened,

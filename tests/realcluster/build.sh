@@ -44,9 +44,19 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 
 mkdir -p "$CACHE"
-TMP=$CACHE/bin.partial
-rm -rf "$TMP"
-mkdir -p "$TMP"
+# One build at a time per version: concurrent runs (parallel test jobs on one
+# machine) wait for the first and then find its binaries.
+exec 9>"$CACHE/.build.lock"
+if ! flock -n 9; then
+  echo "==> another build of Kubernetes $KUBE_VERSION is running; waiting for it" >&2
+  flock 9
+fi
+if have_all "$BIN"; then
+  echo "$BIN"
+  exit 0
+fi
+TMP=$(mktemp -d "$CACHE/bin.partial.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
 start=$(date +%s)
 echo "==> building Kubernetes $KUBE_VERSION and etcd $ETCD_VERSION into $BIN (slow the first time)" >&2
 
@@ -70,5 +80,6 @@ nice -n 10 go build -trimpath -ldflags="$etcd_ldflags" -o "$TMP/etcd" go.etcd.io
 
 rm -rf "$BIN"
 mv "$TMP" "$BIN"
+trap - EXIT
 echo "==> built the control plane in $(( $(date +%s) - start )) s" >&2
 echo "$BIN"

@@ -104,7 +104,7 @@ class FakeKubelet:
         }
         path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}"
         try:
-            self.api.request("PUT", path, lease)
+            self.api.request("PATCH", path, {"spec": lease["spec"]}, "application/merge-patch+json")
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 try:
@@ -123,7 +123,6 @@ class FakeKubelet:
             with self.lock:
                 names = sorted(self.nodes)
             for name in names:
-                self.heartbeat(name)
                 patch = {
                     "status": {
                         "conditions": [
@@ -145,9 +144,11 @@ class FakeKubelet:
                         "application/strategic-merge-patch+json",
                     )
                 except urllib.error.HTTPError as exc:
-                    if exc.code == 404:
+                    if exc.code == 404:  # the node is gone: no more heartbeats
                         with self.lock:
                             self.nodes.discard(name)
+                        continue
+                self.heartbeat(name)
 
     # -- pods ----------------------------------------------------------------------------------
     def pod_seen(self, pod: dict[str, Any]) -> None:

@@ -151,8 +151,9 @@ def _node_term(rng: random.Random, node_names: list[str]) -> dict[str, Any]:
             "matchFields": [
                 {
                     "key": "metadata.name",
-                    "operator": "In",
-                    "values": rng.sample(node_names, k=min(len(node_names), rng.randint(1, 2))),
+                    "operator": rng.choice(("In", "NotIn")),
+                    # the API allows one value in a metadata.name field selector (core validation)
+                    "values": [rng.choice(node_names)],
                 }
             ]
         }

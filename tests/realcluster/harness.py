@@ -141,7 +141,12 @@ class Api:
             except ValueError:
                 parsed = raw.decode(errors="replace")
             raise ApiError(exc.code, parsed, f"{method} {path}") from None
-        return json.loads(raw) if raw else None
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw.decode(errors="replace")  # /readyz, /healthz answer text
 
     def get(self, path: str, **params: str) -> Any:
         return self.request("GET", path, params=params or None)
@@ -190,15 +195,25 @@ class Api:
                 yield json.loads(line)
 
     def wait_for(
-        self, path: str, predicate: Callable[[dict[str, Any]], bool], *, timeout: float = 60, what: str = ""
+        self,
+        path: str,
+        predicate: Callable[[dict[str, Any]], bool],
+        *,
+        timeout: float = 60,
+        what: str = "",
+        since: str | None = None,
     ) -> dict[str, Any]:
-        """The first object of the list ``path`` satisfying ``predicate``: list, then watch."""
+        """The first object of the list ``path`` satisfying ``predicate``: list, then watch
+        (or only watch from resourceVersion ``since``)."""
         deadline = time.monotonic() + timeout
-        listing = self.get(path)
-        for item in listing.get("items", []):
-            if predicate(item):
-                return item
-        rv = listing["metadata"]["resourceVersion"]
+        if since is None:
+            listing = self.get(path)
+            for item in listing.get("items", []):
+                if predicate(item):
+                    return item
+            rv = listing["metadata"]["resourceVersion"]
+        else:
+            rv = since  # every change after ``since``, in order: no intermediate state is missed
         while (left := deadline - time.monotonic()) > 0:
             try:
                 for event in self.watch(path, rv, left):
@@ -442,12 +457,15 @@ class ControlPlane:
                 "--profiling=false",
                 f"--cert-dir={w}",
                 "--endpoint-reconciler-type=none",
+                # TaintNodesByCondition would taint every new Node not-ready until the node lifecycle
+                # controller (not run here: no real kubelets) lifts it; the fake kubelet's Nodes are Ready.
+                "--disable-admission-plugins=TaintNodesByCondition",
                 # served from etcd, so a watch from a compacted revision really gets 410 Gone
                 "--watch-cache-sizes=poddisruptionbudgets.policy#0",
                 "--v=1",
             ],
         )
-        self._wait(apiserver, lambda: self.api.request("GET", "/readyz", timeout=2) is not None, 60)
+        self._wait(apiserver, lambda: self.api.request("GET", "/readyz", timeout=2) == "ok", 60)
 
         self.kubeconfig = self._kubeconfig("admin", admin)
         kcm = self._spawn(

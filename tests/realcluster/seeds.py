@@ -62,6 +62,7 @@ class Seed:
     stick: list[str] = field(default_factory=list)  # kubectl args (namespace added) that make it stick
     cluster_scoped: list[dict[str, Any]] = field(default_factory=list)
     ready_first: bool = False  # wait for the Deployment's first rollout before ``stick``
+    waited: float = 0.0  # analyse as if this many seconds had passed (rules with a time threshold)
 
 
 def seeds() -> list[Seed]:
@@ -228,6 +229,7 @@ def seeds() -> list[Seed]:
             stuck_label={"app": "gated"},
             message="Scheduling is blocked due to non-empty scheduling gates",
             rule_id="scheduling-gated",
+            waited=3600.0,  # a gate is normal for a while; the rule speaks up once it has stayed
         ),
         Seed(
             id="pv-in-another-zone",

@@ -25,15 +25,26 @@ from typing import Any
 import pytest
 import yaml
 
+from agent.dryrun import patch_of
+from analyzers.report import build_report
+from analyzers.snapshot import ClusterState
 from tests.realcluster.conftest import Cluster, scheduled_condition
 from tests.realcluster.generator import PRIORITY_CLASSES, make_case
-from tests.realcluster.harness import ApiError, ControlPlane
+from tests.realcluster.harness import KUBE_VERSION, ApiError, ControlPlane, object_path
 from tests.realcluster.stats import DIFFERENTIAL
 from tests.realcluster.verdicts import Comparison, cluster_objects, compare
 
 pytestmark = pytest.mark.realcluster
 
 PROBES_PER_CLUSTER = 8
+API_VERSIONS = {
+    "Deployment": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "DaemonSet": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "Pod": "v1",
+    "PodDisruptionBudget": "policy/v1",
+}
 STATS = DIFFERENTIAL
 
 
@@ -58,7 +69,10 @@ def clear_pods(cluster: Cluster) -> None:
         cluster.api.delete(f"/api/v1/namespaces/{cluster.ns}/pods/{pod['metadata']['name']}", grace=0)
 
 
-def verdict_of(cluster: Cluster, name: str) -> dict[str, Any]:
+def verdict_of(cluster: Cluster, name: str, since: str) -> dict[str, Any]:
+    """The scheduler's first verdict on the pod: watched from its creation's resourceVersion,
+    so a PodScheduled=False before a preemption and a bind is seen even when both are quick."""
+
     def decided(p: dict[str, Any]) -> bool:
         cond = scheduled_condition(p)
         return bool(p["spec"].get("nodeName")) or (cond is not None and cond.get("status") == "False")
@@ -68,7 +82,14 @@ def verdict_of(cluster: Cluster, name: str) -> dict[str, Any]:
         decided,
         timeout=30,
         what=f"the scheduler's verdict on {cluster.ns}/{name}",
+        since=since,
     )
+
+
+def existing_intact(cluster: Cluster, existing: list[dict[str, Any]]) -> bool:
+    pods = cluster.api.get(f"/api/v1/namespaces/{cluster.ns}/pods")["items"]
+    alive = {p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")}
+    return all(e["metadata"]["name"] in alive for e in existing)
 
 
 def record(out: Path, seed: int, objects: list[dict[str, Any]], pod: dict[str, Any], cmp: Comparison) -> Path:
@@ -93,6 +114,7 @@ def record(out: Path, seed: int, objects: list[dict[str, Any]], pod: dict[str, A
                 "real_fits": cmp.real_fits,
                 "real_message": cmp.real_message,
                 "real_nominated": cmp.real_nominated,
+                "real_node": pod["spec"].get("nodeName"),
                 "simulated_message": cmp.sim_message,
                 "differences": cmp.differences(),
             },
@@ -101,6 +123,38 @@ def record(out: Path, seed: int, objects: list[dict[str, Any]], pod: dict[str, A
         )
     )
     return folder
+
+
+def dry_run_report_remedies(cluster: Cluster, objects: list[dict[str, Any]]) -> tuple[int, list[str]]:
+    """Every patch remedy unstick's report gives for the namespace, sent with dryRun=All:
+    (how many were sent, the API server's refusals)."""
+    state = ClusterState(KUBE_VERSION)
+    state.load(objects)
+    report = build_report(state.snapshot(), now=time.time())
+    sent, refused = 0, []
+    for finding in report.findings:
+        for remedy in finding.remedies:
+            found = patch_of(remedy)
+            if found is None or remedy.target is None or remedy.target.namespace != cluster.ns:
+                continue
+            body, patch_type = found
+            kind = {"strategic": "strategic-merge-patch", "merge": "merge-patch", "json": "json-patch"}[
+                patch_type
+            ]
+            target = remedy.target
+            path = object_path(
+                {
+                    "apiVersion": API_VERSIONS.get(target.kind, "v1"),
+                    "kind": target.kind,
+                    "metadata": {"name": target.name, "namespace": target.namespace},
+                }
+            )
+            sent += 1
+            try:
+                cluster.api.patch(path, body, kind=kind, dry_run=True)
+            except ApiError as exc:
+                refused.append(f"{finding.rule_id} remedy {remedy.title!r} refused by the API server: {exc}")
+    return sent, refused
 
 
 def test_simulator_agrees_with_the_real_scheduler_on_random_clusters(
@@ -129,10 +183,12 @@ def test_simulator_agrees_with_the_real_scheduler_on_random_clusters(
         for probe in case.probes:
             if STATS["cases"] >= wanted:
                 break
+            if not existing_intact(cluster, case.existing):
+                break  # an earlier probe's preemption removed victims: this cluster is spent
             probe["metadata"]["namespace"] = cluster.ns
             created = cluster.api.create(probe)
             name = created["metadata"]["name"]
-            real = verdict_of(cluster, name)
+            real = verdict_of(cluster, name, created["metadata"]["resourceVersion"])
             created["apiVersion"], created["kind"] = "v1", "Pod"
             cmp = compare([*objects, created], real, cluster.ns, name)
             STATS["cases"] += 1
@@ -142,6 +198,11 @@ def test_simulator_agrees_with_the_real_scheduler_on_random_clusters(
             else:
                 folder = record(out, seed, [*objects, created], real, cmp)
                 disagreements.append(f"{folder}: " + "; ".join(cmp.differences()))
+            if not cmp.real_fits:
+                refusals = dry_run_report_remedies(cluster, [*objects, real])
+                STATS["remedies"] = STATS.get("remedies", 0) + refusals[0]
+                for refusal in refusals[1]:
+                    disagreements.append(f"{cluster.ns}/{name}: {refusal}")
             cluster.api.delete(f"/api/v1/namespaces/{cluster.ns}/pods/{name}", grace=0)
             if real.get("status", {}).get("nominatedNodeName"):
                 preempted += 1
@@ -150,7 +211,7 @@ def test_simulator_agrees_with_the_real_scheduler_on_random_clusters(
     STATS.update(fits=fits, preempted=preempted, clusters=index)
     print(
         f"differential run: seed {seed}: {STATS['cases']} cases on {index} clusters, {STATS['agree']} agree "
-        f"({fits} fit, {preempted} preempted), {STATS['seconds']:.1f} s"
+        f"({fits} fit, {preempted} preempted), {STATS.get('remedies', 0)} remedies dry-run, {STATS['seconds']:.1f} s"
     )
     assert not disagreements, f"{len(disagreements)} disagreement(s) (seed {seed}):\n" + "\n".join(
         disagreements[:20]

@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from tests.realcluster.verdicts import (
 )
 
 pytestmark = pytest.mark.realcluster
+REPO = Path(__file__).resolve().parents[2]
 
 SEEDS = seeds()
 API_VERSIONS = {
@@ -74,6 +76,17 @@ def set_up(cluster: Cluster, seed: Seed) -> list[str]:
         obj = substitute(obj, cluster.ns)
         obj["metadata"]["namespace"] = cluster.ns
         cluster.api.create(obj)
+        if obj["kind"] == "PersistentVolumeClaim" and obj["spec"].get("volumeName"):
+            # pre-bound: wait for the PV controller, else the pod meets an unbound claim
+            name = obj["metadata"]["name"]
+            cluster.api.wait_for(
+                f"/api/v1/namespaces/{cluster.ns}/persistentvolumeclaims",
+                lambda c, name=name: (
+                    c["metadata"]["name"] == name and c.get("status", {}).get("phase") == "Bound"
+                ),
+                timeout=30,
+                what=f"claim {name} to bind",
+            )
     return cleanup
 
 
@@ -130,7 +143,7 @@ def dry_run_remedies(cluster: Cluster, seed: Seed) -> int:
     dryRun=All; each must be accepted. Returns how many were sent."""
     state = ClusterState(KUBE_VERSION)
     state.load(cluster_objects_with_workloads(cluster))
-    report = build_report(state.snapshot(), now=time.time())
+    report = build_report(state.snapshot(), now=time.time() + seed.waited)
     findings = [f for f in report.findings if f.subject.namespace == cluster.ns]
     if seed.rule_id:
         assert seed.rule_id in {f.rule_id for f in findings}, [f.rule_id for f in findings]
@@ -161,12 +174,45 @@ def dry_run_remedies(cluster: Cluster, seed: Seed) -> int:
     return sent
 
 
+def record_and_reanalyse(cluster: Cluster, seed: Seed, out: Path) -> None:
+    """scripts/record_scenario.py writes the stuck cluster in both fixture formats; the
+    golden one analysed offline finds the seed's rule, the demo one loads as a scenario."""
+    from agent.fakecluster.scenario import Scenario
+    from analyzers.ingest import parse_documents
+
+    base = [
+        sys.executable,
+        str(REPO / "scripts/record_scenario.py"),
+        "-n",
+        cluster.ns,
+        f"--kubectl={cluster.plane.bin_dir / 'kubectl'}",
+        f"--kubeconfig={cluster.plane.kubeconfig}",
+    ]
+    for fmt in ("golden", "demo"):
+        proc = subprocess.run(
+            [*base, f"--format={fmt}", f"--out={out / fmt}"], capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr
+    objects = []
+    for name in ("nodes.yaml", "workloads.yaml", "events.yaml"):
+        objects.extend(parse_documents((out / "golden" / name).read_text(), name))
+    state = ClusterState()
+    state.load(objects)
+    assert not state.warnings, state.warnings
+    report = build_report(state.snapshot(), now=time.time() + seed.waited)
+    if seed.rule_id:
+        assert seed.rule_id in {f.rule_id for f in report.findings}
+    scenario = Scenario.load(out / "demo")
+    assert scenario.name == "demo"
+
+
 @pytest.mark.parametrize("seed", SEEDS, ids=[s.id for s in SEEDS])
-def test_the_real_scheduler_says_what_unstick_simulates(cluster: Cluster, seed: Seed) -> None:
+def test_the_real_scheduler_says_what_unstick_simulates(cluster: Cluster, seed: Seed, tmp_path: Path) -> None:
     cleanup = set_up(cluster, seed)
     try:
         check_verdict(cluster, seed, stick(cluster, seed))
         dry_run_remedies(cluster, seed)
+        record_and_reanalyse(cluster, seed, tmp_path)
     finally:
         for path in cleanup:
             cluster.api.delete(path)

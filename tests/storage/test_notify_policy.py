@@ -91,10 +91,11 @@ async def test_updated_on_severity_and_on_a_new_first_remedy_only(sessions: Sess
     await step(sessions, finding(remedies=(c, a), severity=Severity.WARNING), 3)
     ob = await rows(sessions)
     assert [n.event for n in ob] == ["opened", "updated", "updated"]
-    assert ob[1].payload["changes"] == ["remedy"] and ob[1].payload["previous"] == {"remedy": "a"}
-    assert ob[2].payload["changes"] == ["severity"] and ob[2].payload["previous"] == {"severity": "critical"}
+    assert ob[1].payload["changed"] == ["new first remedy: c"] and ob[1].payload["previous"] == {"remedy": "a"}
+    assert ob[2].payload["changed"] == ["severity critical → warning"]
+    assert ob[2].payload["previous"] == {"severity": "critical"}
     assert ob[2].payload["incident"]["severity"] == "warning"
-    assert set(ob[2].payload) == {"event", "cluster", "incident", "changes", "previous"}
+    assert set(ob[2].payload) == {"event", "cluster", "incident", "changed", "previous"}
 
 
 async def test_updated_only_when_the_pod_count_first_crosses_a_threshold(sessions: Sessions) -> None:
@@ -103,11 +104,11 @@ async def test_updated_only_when_the_pod_count_first_crosses_a_threshold(session
     for minute, n in enumerate(counts):
         await step(sessions, finding(pods=pods(n)), minute)
     ob = await rows(sessions)
-    assert [(n.event, n.payload.get("previous")) for n in ob] == [
+    assert [(n.event, n.payload.get("changed")) for n in ob] == [
         ("opened", None),
-        ("updated", {"pods": 1}),  # 1 → 2
-        ("updated", {"pods": 4}),  # 4 → 5; 4 → 5 again later is no new crossing
-        ("updated", {"pods": 9}),  # 9 → 10; 3 → 10 later is not either
+        ("updated", ["affected pods 1 → 2"]),
+        ("updated", ["affected pods 4 → 5"]),  # 4 → 5 again later is no new crossing
+        ("updated", ["affected pods 9 → 10"]),  # 3 → 10 later is not either
     ]
     assert (await one(sessions)).peak_pods == 11
 
@@ -276,29 +277,47 @@ async def test_invalid_silences_name_the_field(sessions: Sessions, spec: Silence
     assert err.value.field == field
 
 
-async def test_a_resolve_keeps_the_diagnosis_and_records_what_changed(sessions: Sessions) -> None:
+@pytest.mark.parametrize("healing", [True, False])
+async def test_a_healing_cluster_never_overwrites_the_diagnosis_and_the_resolve_says_what_changed(
+    sessions: Sessions, healing: bool
+) -> None:
     seen: list[tuple[Any, ...]] = []
 
     def explain(subject: Any, pod_names: Any, evidence: Any, remedies: Any) -> Resolution:
         seen.append((subject, tuple(pod_names), dict(evidence), [r["title"] for r in remedies]))
+        causes = ("node n was uncordoned",) if healing else ()
         return Resolution(
-            "Pod x was scheduled on node n after node n was uncordoned.", ("node n was uncordoned",)
+            "Pod x was scheduled on node n after node n was uncordoned.", causes, ("pod x ran",)
         )
 
-    a, b = remedy("Uncordon node n"), remedy("Or add a node")
-    await step(sessions, finding(remedies=(a, b), pods=("ml/x",), evidence={"fits": False}), 0)
-    # Healing: the applied remedy disappears, the re-analysis says "now fits".
+    a, b, c = remedy("Uncordon node n"), remedy("Or add a node like m"), remedy("Or add a node like o")
     await step(
-        sessions, finding(remedies=(b,), pods=("ml/x",), explanation="now fits", evidence={"fits": True}), 1
+        sessions,
+        finding(remedies=(a, b), pods=("ml/x",), evidence={"fits": False}),
+        0,
+        explain_resolution=explain,
     )
-    await step(sessions, [], 2, explain_resolution=explain)
+    # The re-analysis after the uncordon: the applied remedy is gone, another is first, "now fits".
+    now_fits = finding(remedies=(c,), pods=("ml/x",), explanation="now fits", evidence={"fits": True})
+    await step(sessions, now_fits, 1, explain_resolution=explain)
     inc = await one(sessions)
-    assert inc.explanation.startswith("25% of 1 replica") and inc.evidence == {"fits": False}
-    assert [r["title"] for r in inc.remedies] == ["Uncordon node n", "Or add a node"]
-    assert seen == [(deployment(), ("ml/x",), {"fits": False}, ["Uncordon node n", "Or add a node"])]
-    [_, resolved] = await rows(sessions)
+    if healing:
+        # Something the incident recorded changed the way its remedy said: the diagnosis stays.
+        assert inc.explanation.startswith("25% of 1 replica") and inc.evidence == {"fits": False}
+        assert [r["title"] for r in inc.remedies] == ["Uncordon node n", "Or add a node like m"]
+        assert [e for _, e, _ in await events(sessions)] == ["opened"]
+    else:
+        # A genuinely new first remedy with nothing recorded changed: a new diagnosis, announced.
+        assert inc.explanation == "now fits" and [r["title"] for r in inc.remedies] == [
+            "Or add a node like o"
+        ]
+        assert [e for _, e, _ in await events(sessions)] == ["opened", "updated"]
+    await step(sessions, [], 2, explain_resolution=explain)
+    resolved = (await rows(sessions))[-1]
     assert resolved.event == "resolved"
+    assert seen[-1][:3] == (deployment(), ("ml/x",), {"fits": False} if healing else {"fits": True})
     assert resolved.payload["incident"]["resolution"] == {
         "summary": "Pod x was scheduled on node n after node n was uncordoned.",
-        "changes": ["node n was uncordoned"],
+        "changes": [*(["node n was uncordoned"] if healing else []), "pod x ran"],
     }
+    assert resolved.payload["incident"]["explanation"] == inc.explanation

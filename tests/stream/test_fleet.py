@@ -112,6 +112,7 @@ async def test_takeover_rebuilds_from_the_table_and_redelivery_duplicates_nothin
     snap = rt2.cache.state.snapshot()
     assert (len(snap.pods), len(snap.deployments)) == objects
     assert rt2.synced and rt2.cache.state.kube_version == "1.30"
+    assert rt2.applied_seq == codec.decode((initial + deadlock)[-1]).seq  # how far it was applied
     # …and the records after the last commit arrive again: applied again, nothing duplicated.
     await feed(second, deadlock, offset - len(deadlock))
     await rt2.pipeline.run_pass()

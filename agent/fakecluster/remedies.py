@@ -1,0 +1,147 @@
+"""Apply a remedy's command to the in-process cluster, as ``kubectl`` would (``unstick demo`` only).
+
+The demo's "apply this remedy" action runs the remedy a user would paste into
+a shell, against the fake API's objects instead of a real cluster. Understood:
+
+* ``kubectl patch KIND NAME -n NS [--type strategic|merge] -p 'JSON'``: the
+  patch merged into the object (maps merge, ``null`` deletes a key, lists are
+  replaced: what a strategic merge patch does for the fields remedies touch);
+* ``kubectl uncordon NODE``: ``spec.unschedulable`` cleared and the
+  ``node.kubernetes.io/unschedulable`` taint removed (what the node lifecycle
+  controller does after it);
+* ``kubectl label node NODE KEY=VALUE``;
+* ``kubectl set resources KIND/NAME -n NS --requests=cpu=…,memory=…``: every
+  container of the pod template gets those requests.
+
+Anything else (``kubectl describe``, ``kubectl apply -f -`` of a manifest for a
+kind the fake API does not serve, a pipeline) is reported as not applied.
+"""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from agent.fakecluster.server import FakeCluster
+from agent.kube.kinds import kind_for
+
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+_SHORT = {
+    "deploy": "Deployment",
+    "sts": "StatefulSet",
+    "ds": "DaemonSet",
+    "rs": "ReplicaSet",
+    "pdb": "PodDisruptionBudget",
+    "no": "Node",
+}
+
+
+class NotApplicable(ValueError):
+    """The remedy's command is not one the demo can apply."""
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: maps merge recursively, ``null`` removes, anything else replaces."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def _kind(word: str) -> str:
+    name = _SHORT.get(word.lower(), word)
+    for candidate in (name, name.lower(), name.lower() + "s"):
+        try:
+            return kind_for(candidate).kind
+        except KeyError:
+            continue
+    raise NotApplicable(f"unknown kind {word!r}")
+
+
+def _options(args: list[str]) -> tuple[list[str], dict[str, str]]:
+    positional: list[str] = []
+    options: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith("--") and "=" in arg:
+            key, _, value = arg[2:].partition("=")
+            options[key] = value
+        elif arg in ("-n", "--namespace", "-p", "--patch", "--type"):
+            if i + 1 >= len(args):
+                raise NotApplicable(f"{arg} without a value")
+            options[{"-n": "namespace", "-p": "patch"}.get(arg, arg.lstrip("-"))] = args[i + 1]
+            i += 1
+        else:
+            positional.append(arg)
+        i += 1
+    return positional, options
+
+
+def _get(cluster: FakeCluster, kind: str, name: str, namespace: str | None) -> dict[str, Any]:
+    found = cluster.get(kind, name, namespace)
+    if found is None:
+        where = f"{namespace}/" if namespace else ""
+        raise NotApplicable(f"there is no {kind} {where}{name} in the demo cluster")
+    obj: dict[str, Any] = orjson.loads(orjson.dumps(found))
+    return obj
+
+
+def apply_command(cluster: FakeCluster, command: str) -> str:
+    """Run one remedy command against ``cluster``; returns what changed, or raises :class:`NotApplicable`."""
+    try:
+        words = shlex.split(command.split(" | ", 1)[0].split("  #", 1)[0])
+    except ValueError as exc:
+        raise NotApplicable(f"cannot parse the command: {exc}") from None
+    if len(words) < 3 or words[0] != "kubectl":
+        raise NotApplicable("not a kubectl command")
+    verb, (positional, options) = words[1], _options(words[2:])
+    namespace = options.get("namespace")
+    if verb == "uncordon" and positional:
+        node = _get(cluster, "Node", positional[0], None)
+        node.setdefault("spec", {}).pop("unschedulable", None)
+        taints = [t for t in node["spec"].get("taints") or () if t.get("key") != UNSCHEDULABLE_TAINT]
+        if taints:
+            node["spec"]["taints"] = taints
+        else:
+            node["spec"].pop("taints", None)
+        cluster.apply(node)
+        return f"node {positional[0]} uncordoned"
+    if verb == "label" and len(positional) >= 3 and _kind(positional[0]) == "Node":
+        node = _get(cluster, "Node", positional[1], None)
+        labels = node.setdefault("metadata", {}).setdefault("labels", {})
+        for pair in positional[2:]:
+            key, eq, value = pair.partition("=")
+            if not eq:
+                raise NotApplicable(f"label {pair!r} is not KEY=VALUE")
+            labels[key] = value
+        cluster.apply(node)
+        return f"node {positional[1]} labelled {' '.join(positional[2:])}"
+    if verb == "patch" and len(positional) >= 2 and "patch" in options:
+        kind = _kind(positional[0])
+        obj = _get(cluster, kind, positional[1], namespace)
+        try:
+            patch = orjson.loads(options["patch"])
+        except orjson.JSONDecodeError as exc:
+            raise NotApplicable(f"the patch is not JSON: {exc}") from None
+        cluster.apply(merge_patch(obj, patch))
+        return f"{kind} {positional[1]} patched with {options['patch']}"
+    if verb == "set" and positional[:1] == ["resources"] and len(positional) >= 2 and "requests" in options:
+        kind_word, _, name = positional[1].partition("/")
+        kind = _kind(kind_word)
+        obj = _get(cluster, kind, name, namespace)
+        requests = dict(pair.split("=", 1) for pair in options["requests"].split(",") if "=" in pair)
+        for container in obj.get("spec", {}).get("template", {}).get("spec", {}).get("containers") or ():
+            container.setdefault("resources", {}).setdefault("requests", {}).update(requests)
+        cluster.apply(obj)
+        return f"{kind} {name} now requests {options['requests']}"
+    raise NotApplicable(f"the demo cannot apply `kubectl {verb}` commands")
