@@ -24,11 +24,12 @@ from prometheus_client import CollectorRegistry, Histogram
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from agent.agent_metrics import AgentCollector, analysis_histogram
-from agent.api.app import create_app
+from agent.api.app import app_runner, create_app
 from agent.cache import ClusterCache
 from agent.dryrun import DryRunVerifier
 from agent.kube.gateway import Gateway
 from agent.kube.watcher import MetricsPoller, MetricsSample, MetricsUnavailable, Watcher
+from agent.leader import LeaderElector
 from agent.notify.metrics import NotifyCollector
 from agent.notify.render import Renderer
 from agent.notify.settings import NotifySettings
@@ -169,6 +170,17 @@ class ClusterAgent:
         gc.freeze()  # the initial objects live for long; keep the collector off them
         await self.pipeline.run(stop)
 
+    async def halt(self) -> None:
+        """Stop everything at once, the pipeline mid-pass included (its open transaction rolls
+        back): what a leader does the moment it loses the Lease."""
+        tasks = [*self.watch_tasks, *([self.pipeline_task] if self.pipeline_task is not None else [])]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.gateway.close()
+
     async def stop(self) -> None:
         """Stop watching, let the pipeline drain (it runs a final pass), close the connection."""
         for task in self.watch_tasks:
@@ -194,6 +206,11 @@ class AgentHost:
     agents: list[ClusterAgent] = field(default_factory=list)
     runner: web.AppRunner | None = None
     url: str = ""
+    # Leader election (``watch --leader-elect``): None means this process always leads.
+    elector: LeaderElector | None = None
+    # Called with True when this replica starts leading and False the moment it stops
+    # (on a lost Lease, before anything else): what sends must start and stop with it.
+    leadership_hooks: list[Callable[[bool], Awaitable[None] | None]] = field(default_factory=list)
     notifier: OutboxWorker | None = None
 
     @classmethod
@@ -236,17 +253,44 @@ class AgentHost:
         self.histogram.observe(seconds)
 
     def synced(self) -> bool:
+        if self.elector is not None and not self.elector.is_leader():
+            return True  # a follower serves the API and pages; it watches nothing
         return bool(self.agents) and all(a.watcher.synced for a in self.agents)
+
+    def is_leader(self) -> bool:
+        """The fence: whatever sends notifications asks this right before each send."""
+        return self.elector is None or self.elector.is_leader()
+
+    def role(self) -> dict[str, str | None]:
+        """``/readyz``'s role: standalone (no election), leader or follower, and who leads."""
+        if self.elector is None:
+            return {"role": "standalone"}
+        return {
+            "role": self.elector.role,
+            "identity": self.elector.config.identity,
+            "leader": self.elector.config.identity if self.elector.is_leader() else self.elector.holder,
+        }
+
+    async def leadership_changed(self, leading: bool) -> None:
+        for hook in self.leadership_hooks:
+            with contextlib.suppress(Exception):
+                maybe = hook(leading)
+                if maybe is not None:
+                    await maybe
 
     async def serve(self, api: ApiSettings, configure: Callable[[web.Application], None] | None = None) -> str:
         """Serve the API and pages; ``configure`` may add routes before the app is frozen (the demo's)."""
         if self.runner is None:  # built once; a retry on another port reuses it
             app = create_app(
-                sessions=self.sessions, settings=api, readiness=self.synced, registry=self.registry
+                sessions=self.sessions,
+                settings=api,
+                readiness=self.synced,
+                registry=self.registry,
+                role=self.role,
             )
             if configure is not None:
                 configure(app)
-            self.runner = web.AppRunner(app, access_log=None)
+            self.runner = app_runner(app, api)
             await self.runner.setup()
         site = web.TCPSite(self.runner, api.host, api.port)
         await site.start()

@@ -15,6 +15,7 @@ flag                       environment                   meaning
 ``--api-token-file PATH``  ``UNSTICK_API_TOKEN_FILE``    bearer tokens, one per line
 \\-                         ``UNSTICK_API_TOKENS``        bearer tokens, comma-separated
 ``--no-auth``              \\-                            serve without authentication (local use)
+``--no-pages``             ``UNSTICK_PAGES=false``       only ``/healthz`` and ``/metrics`` (a sidecar)
 =========================  ============================  =========================================
 """
 
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from agent.cli import UserError
 
 if TYPE_CHECKING:
+    from agent.leader import LeaseConfig
     from agent.pipeline import PipelineConfig
 
 from storage.engine import DEFAULT_DB_URL, DatabaseURLError, parse_db_url, redact_db_url
@@ -99,6 +101,19 @@ class ApiSettings:
     """Largest ``limit`` a list request may ask for; larger is a 400, not a silent cut."""
     max_request_bytes: int = 64 * 1024
     """Largest request body (the API is read-only; only the login form has a body)."""
+    pages: bool = True
+    """False with ``--no-pages``: only ``/healthz`` and ``/metrics`` (a sidecar), no API, no pages."""
+    header_timeout: float = 15.0
+    """Seconds a connection may take to send a complete request head (idle keep-alive too)."""
+    body_timeout: float = 10.0
+    """Seconds a request body may take to arrive."""
+    auth_failures_per_minute: float = 10.0
+    """Failed authentications a client may make (a burst of as many, refilled per minute) before
+    every request from it is answered 429 for a while (a correct guess included)."""
+    trust_forwarded_headers: bool = False
+    """Believe ``X-Forwarded-Proto``/``-For`` from a TLS-terminating proxy (Secure cookie, client address)."""
+    public_url: str = ""
+    """Where people open the pages (``UNSTICK_PUBLIC_URL``); ``https://`` makes the cookie Secure."""
 
     def __repr__(self) -> str:
         return (
@@ -155,7 +170,12 @@ class Settings:
                 f"API token(s) number {', '.join(map(str, short))} shorter than {MIN_TOKEN_LENGTH} characters"
             )
         auth = not flags.get("no_auth", False)
-        if flags.get("require_tokens") and auth and not tokens:
+        pages = not flags.get("no_pages") and _bool(env, "UNSTICK_PAGES", True, errors)
+        trust_forwarded = bool(flags.get("trust_forwarded_headers")) or _bool(
+            env, "UNSTICK_TRUST_FORWARDED_HEADERS", False, errors
+        )
+        public_url = env.get("UNSTICK_PUBLIC_URL", "").strip()
+        if flags.get("require_tokens") and auth and pages and not tokens:
             errors.append(
                 "no API tokens: give --api-token-file PATH or UNSTICK_API_TOKEN_FILE (one token per line), "
                 "or --no-auth to serve without authentication"
@@ -165,7 +185,15 @@ class Settings:
             raise SettingsError(errors)
         return cls(
             db=DbSettings(url=url, auto_migrate=auto_migrate),
-            api=ApiSettings(host=host, port=port, tokens=tuple(dict.fromkeys(tokens)), auth=auth),
+            api=ApiSettings(
+                host=host,
+                port=port,
+                tokens=tuple(dict.fromkeys(tokens)),
+                auth=auth,
+                pages=pages,
+                trust_forwarded_headers=trust_forwarded,
+                public_url=public_url,
+            ),
         )
 
 
@@ -222,6 +250,16 @@ def add_api_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-migrate", action="store_true", help="do not upgrade the database schema at start-up"
+    )
+    parser.add_argument(
+        "--trust-forwarded-headers",
+        action="store_true",
+        help="behind a TLS-terminating proxy: believe X-Forwarded-Proto/-For (env UNSTICK_TRUST_FORWARDED_HEADERS)",
+    )
+    parser.add_argument(
+        "--no-pages",
+        action="store_true",
+        help="serve only /healthz and /metrics: no API, no pages (a sidecar; env UNSTICK_PAGES=false)",
     )
 
 
@@ -548,4 +586,133 @@ def add_stream_arguments(parser: argparse.ArgumentParser, *, url_flag: str) -> N
         "--partitions",
         metavar="N",
         help="partitions of the delta topic when created (env UNSTICK_STREAM_PARTITIONS; 12)",
+    )
+
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
+
+
+def parse_duration(raw: str) -> float:
+    """Seconds from ``15s``, ``1.5s``, ``500ms``, ``1m`` or a bare number of seconds (kube-style flags)."""
+    match = _DURATION.match(raw.strip())
+    if not match:
+        raise ValueError(raw)
+    value, unit = float(match.group(1)), match.group(2) or "s"
+    return value * {"ms": 0.001, "s": 1.0, "m": 60.0}[unit]
+
+
+_SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderSettings:
+    """Leader election on a Lease (``watch`` with several replicas), kube-scheduler's flag names.
+
+    =====================================  =================================  ==========================================
+    flag                                   environment                        meaning
+    =====================================  =================================  ==========================================
+    ``--leader-elect``                     ``UNSTICK_LEADER_ELECT``           only the Lease holder watches, analyses, sends
+    ``--leader-elect-lease-duration D``    ``UNSTICK_LEASE_DURATION``         a follower takes over after this (15s)
+    ``--leader-elect-renew-deadline D``    ``UNSTICK_RENEW_DEADLINE``         the leader stops when it cannot renew (10s)
+    ``--leader-elect-retry-period D``      ``UNSTICK_RETRY_PERIOD``           between attempts (2s)
+    ``--leader-elect-resource-name N``     ``UNSTICK_LEASE_NAME``             the Lease's name (``unstick-leader``)
+    ``--leader-elect-resource-namespace``  ``POD_NAMESPACE``                  its namespace (default: the pod's own)
+    \\-                                     ``POD_NAME``                       this replica's identity (default: host name)
+    =====================================  =================================  ==========================================
+    """
+
+    enabled: bool = False
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    name: str = "unstick-leader"
+    namespace: str = "default"
+    identity: str = ""
+
+    @classmethod
+    def from_args(
+        cls,
+        args: argparse.Namespace | None = None,
+        environ: Mapping[str, str] | None = None,
+        *,
+        hostname: str | None = None,
+        sa_namespace_file: str = _SA_NAMESPACE_FILE,
+    ) -> LeaderSettings:
+        env = os.environ if environ is None else environ
+        flags: dict[str, Any] = vars(args) if args is not None else {}
+        errors: list[str] = []
+        enabled = bool(flags.get("leader_elect")) or _bool(env, "UNSTICK_LEADER_ELECT", False, errors)
+
+        def duration(flag: str, name: str, default: float) -> float:
+            raw = flags.get(flag)
+            raw = raw if raw is not None else env.get(name)
+            if raw is None or raw == "":
+                return default
+            try:
+                value = parse_duration(str(raw))
+            except ValueError:
+                errors.append(f"--{flag.replace('_', '-')}: expected a duration such as 15s, got {raw!r}")
+                return default
+            if value <= 0:
+                errors.append(f"--{flag.replace('_', '-')}: must be positive, got {raw!r}")
+            return value
+
+        lease = duration("leader_elect_lease_duration", "UNSTICK_LEASE_DURATION", 15.0)
+        renew = duration("leader_elect_renew_deadline", "UNSTICK_RENEW_DEADLINE", 10.0)
+        retry = duration("leader_elect_retry_period", "UNSTICK_RETRY_PERIOD", 2.0)
+        namespace = flags.get("leader_elect_resource_namespace") or env.get("POD_NAMESPACE") or ""
+        if not namespace:
+            try:
+                with open(sa_namespace_file, encoding="utf-8") as fh:
+                    namespace = fh.read().strip()
+            except OSError:
+                namespace = "default"
+        if hostname is None:
+            import socket
+
+            hostname = socket.gethostname()
+        settings = cls(
+            enabled=enabled,
+            lease_duration=lease,
+            renew_deadline=renew,
+            retry_period=retry,
+            name=flags.get("leader_elect_resource_name") or env.get("UNSTICK_LEASE_NAME") or "unstick-leader",
+            namespace=namespace,
+            identity=env.get("POD_NAME") or hostname,
+        )
+        if enabled and not errors:
+            errors += settings.lease_config().problems()
+        if errors:
+            raise SettingsError(errors)
+        return settings
+
+    def lease_config(self) -> LeaseConfig:
+        from agent.leader import LeaseConfig
+
+        return LeaseConfig(
+            namespace=self.namespace,
+            identity=self.identity,
+            name=self.name,
+            lease_duration=self.lease_duration,
+            renew_deadline=self.renew_deadline,
+            retry_period=self.retry_period,
+        )
+
+
+def add_leader_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("leader election (several replicas)")
+    group.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="only the holder of a coordination.k8s.io Lease watches, analyses and notifies; "
+        "every replica serves the API and pages (env UNSTICK_LEADER_ELECT)",
+    )
+    group.add_argument("--leader-elect-lease-duration", metavar="DURATION", help="lease duration (15s)")
+    group.add_argument("--leader-elect-renew-deadline", metavar="DURATION", help="renew deadline (10s)")
+    group.add_argument("--leader-elect-retry-period", metavar="DURATION", help="retry period (2s)")
+    group.add_argument("--leader-elect-resource-name", metavar="NAME", help="the Lease's name (unstick-leader)")
+    group.add_argument(
+        "--leader-elect-resource-namespace",
+        metavar="NS",
+        help="the Lease's namespace (env POD_NAMESPACE; default: the pod's own, else default)",
     )

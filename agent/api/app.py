@@ -10,27 +10,34 @@ stored under typed :class:`aiohttp.web.AppKey` s::
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime
 from typing import Any
 
 import jinja2
 from aiohttp import web
-from prometheus_client import CollectorRegistry
+from aiohttp.http_exceptions import HttpProcessingError
+from prometheus_client import CollectorRegistry, Counter
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from agent.api import auth, errors, health, incidents, openapi, pages, silences
 from agent.api.keys import (
+    AUTH_FAILURES,
     CLOCK,
     JINJA,
+    LIMITER,
     METRICS,
     OPENAPI,
     READINESS,
+    ROLE,
     SESSIONS,
     SETTINGS,
+    SIGNINS,
     TOKENS,
     Clock,
     Readiness,
+    Role,
 )
 from agent.api.metrics import HttpMetrics, metrics_middleware
 from agent.settings import ApiSettings
@@ -54,11 +61,69 @@ def _size_limit(max_bytes: int) -> Any:
     return middleware
 
 
+def _body_within(seconds: float) -> Any:
+    """Read a request's body within ``seconds`` (408 otherwise): a client trickling bytes must not
+    hold a handler, its connection and its file descriptor for ever."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.body_exists:
+            try:
+                async with asyncio.timeout(seconds):
+                    await request.read()  # kept by aiohttp for request.post()/json()
+            except TimeoutError:
+                raise errors.ApiError(408, f"request body not received within {seconds:g} s") from None
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    return middleware
+
+
+class _NoRequestEcho(logging.Filter):
+    """aiohttp logs a request it cannot parse at ERROR with the offending bytes (an oversized
+    ``Authorization`` or ``Cookie`` header: the first bytes of a token). Keep the fact, drop the bytes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.msg = "rejected a request that could not be parsed (HTTP %s, %s); its bytes are not logged"
+            record.args = (exc.code, type(exc).__name__)
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def quiet_parse_errors() -> None:
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _NoRequestEcho) for f in server_log.filters):
+        server_log.addFilter(_NoRequestEcho())
+
+
+def app_runner(app: web.Application, settings: ApiSettings) -> web.AppRunner:
+    """The runner for ``app``: no access log, and ``settings.header_timeout`` as the keep-alive
+    timeout, which aiohttp also applies to a new connection until its first request is complete
+    (a client holding half-open connections loses them after that long)."""
+    quiet_parse_errors()
+    return web.AppRunner(app, access_log=None, keepalive_timeout=settings.header_timeout)
+
+
 def _auth(settings: ApiSettings, tokens: auth.TokenSet) -> Any:
     @web.middleware
     async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
         if settings.auth and not auth.is_open(request.path):
-            ok, err = auth.authenticate(request, tokens)
+            client = auth.client_address(request, trust_forwarded=settings.trust_forwarded_headers)
+            wait = request.app[LIMITER].blocked(client)
+            if wait > 0:
+                request.app[AUTH_FAILURES]("rate_limited")
+                return errors.error_response(
+                    429, "too many failed sign-ins; try again later", headers={"Retry-After": f"{int(wait) + 1}"}
+                )
+            ok, err = auth.authenticate(request, tokens, request.app[SIGNINS])
+            if not ok and err is not None:  # a credential was given and is wrong (a missing one is no attack)
+                request.app[LIMITER].failed(client)
+                request.app[AUTH_FAILURES](err)
+                log.warning("authentication failed (%s) from %s on %s", err, client, request.path)
             if not ok:
                 headers = {"WWW-Authenticate": auth.challenge(err)}
                 if errors.wants_json(request):
@@ -108,6 +173,7 @@ def create_app(
     readiness: Readiness | None = None,
     registry: CollectorRegistry | None = None,
     clock: Clock = utcnow,
+    role: Role | None = None,
 ) -> web.Application:
     """The API, its OpenAPI document, health/metrics and the pages, over ``sessions``.
 
@@ -118,11 +184,21 @@ def create_app(
         the database is always checked.
     :param registry: Prometheus registry for the HTTP metrics (default: a new one).
     :param clock: "now" for relative times on the pages.
+    :param role: this replica's leader-election role, reported by ``/readyz``.
     """
+    if not settings.pages:
+        return _health_only(settings, readiness, registry, role)
     tokens = auth.TokenSet(t.reveal() for t in settings.tokens)
     if settings.auth and not len(tokens):
         log.warning("API authentication is on but no token is configured: every protected request gets 401")
-    metrics = HttpMetrics(registry or CollectorRegistry(auto_describe=True))
+    registry = registry or CollectorRegistry(auto_describe=True)
+    metrics = HttpMetrics(registry)
+    failures = Counter(
+        "unstick_auth_failures",
+        "Failed authentications (wrong token or session, rate-limited), by reason.",
+        ["reason"],
+        registry=registry,
+    )
     app = web.Application(
         client_max_size=settings.max_request_bytes,
         middlewares=[
@@ -130,20 +206,48 @@ def create_app(
             _security_headers,
             errors.error_middleware,
             _size_limit(settings.max_request_bytes),
+            _body_within(settings.body_timeout),
             _auth(settings, tokens),
         ],
     )
     app[SESSIONS] = sessions
     app[SETTINGS] = settings
     app[TOKENS] = tokens
+    app[SIGNINS] = auth.Sessions()
+    rate = settings.auth_failures_per_minute
+    app[LIMITER] = auth.FailureLimiter(burst=max(1, int(rate)), per_minute=rate)
+    app[AUTH_FAILURES] = lambda reason: failures.labels(reason).inc()
     app[JINJA] = jinja or pages.build_jinja_env()
     app[READINESS] = [readiness] if readiness is not None else []
     app[METRICS] = metrics
     app[CLOCK] = clock
+    app[ROLE] = role or (lambda: {"role": "standalone"})
     app[OPENAPI] = openapi.document_bytes(settings)
     app.add_routes(health.routes)
     app.add_routes(incidents.routes)
     app.add_routes(silences.routes)
     app.add_routes(pages.routes)
     pages.add_static(app)
+    return app
+
+
+def _health_only(
+    settings: ApiSettings,
+    readiness: Readiness | None,
+    registry: CollectorRegistry | None,
+    role: Role | None,
+) -> web.Application:
+    """``--no-pages``: ``/healthz`` and ``/metrics`` only (a sidecar must not make its pod unready,
+    so no ``/readyz`` either); everything else is 404, nothing needs a token."""
+    metrics = HttpMetrics(registry or CollectorRegistry(auto_describe=True))
+    app = web.Application(
+        client_max_size=settings.max_request_bytes,
+        middlewares=[metrics_middleware(metrics), _security_headers, errors.error_middleware],
+    )
+    app[SETTINGS] = settings
+    app[METRICS] = metrics
+    app[READINESS] = [readiness] if readiness is not None else []
+    app[ROLE] = role or (lambda: {"role": "standalone"})
+    app.router.add_get("/healthz", health.healthz)
+    app.router.add_get("/metrics", health.metrics)
     return app

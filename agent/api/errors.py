@@ -24,6 +24,7 @@ _CODES = {
     404: "not_found",
     405: "method_not_allowed",
     413: "request_too_large",
+    408: "request_timeout",
     415: "unsupported_media_type",
     429: "too_many_requests",
     500: "internal_error",

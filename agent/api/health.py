@@ -1,5 +1,6 @@
 """``/healthz`` (the process is alive), ``/readyz`` (it can serve: database reachable and
-the embedding agent's own check passing) and ``/metrics``. All three are open."""
+the embedding agent's own check passing; it also says the replica's leader-election role:
+``standalone``, ``leader`` or ``follower``, and who leads) and ``/metrics``. All three are open."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from agent.api.errors import json_response
-from agent.api.keys import CLOCK, METRICS, READINESS, SESSIONS
+from agent.api.keys import CLOCK, METRICS, READINESS, ROLE, SESSIONS
 from storage.silences import silence_counts
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ async def healthz(request: web.Request) -> web.Response:
 @routes.get("/readyz")
 async def readyz(request: web.Request) -> web.Response:
     ok, why = await check_ready(request.app)
-    return json_response({"status": why}, status=200 if ok else 503)
+    return json_response({"status": why, **request.app[ROLE]()}, status=200 if ok else 503)
 
 
 @routes.get("/metrics")

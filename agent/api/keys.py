@@ -9,11 +9,13 @@ import jinja2
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from agent.api.auth import TokenSet
+from agent.api.auth import FailureLimiter, Sessions, TokenSet
 from agent.api.metrics import HttpMetrics
 from agent.settings import ApiSettings
 
 Readiness = Callable[[], Awaitable[bool] | bool]
+# What /readyz says about this replica's part in leader election ({"role": "leader", ...}).
+Role = Callable[[], dict[str, str | None]]
 Clock = Callable[[], datetime]
 # ``unstick demo`` only: applies remedy n of incident id to the in-process cluster (see agent/commands/demo.py).
 DemoApply = Callable[[int, int], Awaitable[str]]
@@ -26,4 +28,8 @@ READINESS: web.AppKey[list[Readiness]] = web.AppKey("readiness")
 METRICS = web.AppKey("metrics", HttpMetrics)
 CLOCK: web.AppKey[Clock] = web.AppKey("clock")
 OPENAPI = web.AppKey("openapi", bytes)
+ROLE: web.AppKey[Role] = web.AppKey("role")
+SIGNINS = web.AppKey("signins", Sessions)
+LIMITER = web.AppKey("limiter", FailureLimiter)
+AUTH_FAILURES: web.AppKey[Callable[[str], None]] = web.AppKey("auth_failures")
 DEMO_APPLY: web.AppKey[DemoApply] = web.AppKey("demo_apply")  # set by the demo alone

@@ -37,6 +37,10 @@ _UNAUTHORIZED = _error(
     "Missing or invalid bearer token.",
     {"WWW-Authenticate": {"schema": {"type": "string"}, "description": 'Bearer realm="unstick"'}},
 )
+_RATE_LIMITED = _error(
+    "Too many failed authentications from this client; wait `Retry-After` seconds.",
+    {"Retry-After": {"schema": {"type": "string"}, "description": "seconds"}},
+)
 _BAD = _error("A parameter is invalid; `error.parameter` names it.")
 _NOT_FOUND = _error("No such incident (or remedy).")
 
@@ -353,6 +357,21 @@ SCHEMAS: dict[str, Any] = {
         "additionalProperties": False,
         "properties": {"status": {"type": "string"}},
     },
+    "Readiness": {
+        "type": "object",
+        "required": ["status", "role"],
+        "additionalProperties": False,
+        "properties": {
+            "status": {"type": "string"},
+            "role": {
+                "type": "string",
+                "enum": ["standalone", "leader", "follower"],
+                "description": "Leader election: only the leader watches, analyses and notifies.",
+            },
+            "identity": {"type": "string", "description": "This replica's identity (its pod name)."},
+            "leader": {"type": ["string", "null"], "description": "Who holds the Lease, as last seen."},
+        },
+    },
 }
 
 
@@ -422,7 +441,7 @@ def _id_param(name: str, description: str) -> dict[str, Any]:
 
 def build_document(settings: ApiSettings) -> dict[str, Any]:
     secured: list[dict[str, list[str]]] = [{"bearer": []}] if settings.auth else []
-    protected_errors = {"401": _UNAUTHORIZED} if settings.auth else {}
+    protected_errors = {"401": _UNAUTHORIZED, "429": _RATE_LIMITED} if settings.auth else {}
     paths: dict[str, Any] = {
         "/api/v1/incidents": {
             "get": {
@@ -561,9 +580,12 @@ def build_document(settings: ApiSettings) -> dict[str, Any]:
         "/readyz": {
             "get": {
                 "operationId": "readyz",
-                "summary": "Readiness: the database answers and the embedding agent is ready.",
+                "summary": "Readiness: the database answers and the embedding agent is ready; the replica's role.",
                 "security": [],
-                "responses": {"200": _json_ok("Ready.", "Status"), "503": _json_ok("Not ready.", "Status")},
+                "responses": {
+                    "200": _json_ok("Ready.", "Readiness"),
+                    "503": _json_ok("Not ready.", "Readiness"),
+                },
             }
         },
         "/metrics": {

@@ -9,6 +9,7 @@ one small stylesheet and script, no front-end framework.
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,17 @@ from multidict import MultiDict
 
 from agent.api import auth
 from agent.api.errors import ApiError
-from agent.api.keys import CLOCK, DEMO_APPLY, JINJA, SESSIONS, SETTINGS, TOKENS
+from agent.api.keys import (
+    AUTH_FAILURES,
+    CLOCK,
+    DEMO_APPLY,
+    JINJA,
+    LIMITER,
+    SESSIONS,
+    SETTINGS,
+    SIGNINS,
+    TOKENS,
+)
 from agent.api.params import SEVERITIES, parse_id, parse_list
 from storage.outbox import notification_dict, notifications_of
 from storage.queries import (
@@ -35,6 +46,7 @@ from storage.queries import (
 from storage.silences import InvalidSilence, delete_silence, list_silences
 from storage.views import remedy_dict, rfc3339
 
+log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -96,8 +108,15 @@ def render(
     def static_url(filename: str) -> str:
         return str(static.url_for(filename=filename))
 
+    session = request.cookies.get(auth.COOKIE) if settings.auth else None
+    signed_in = bool(session) and request.app[SIGNINS].valid(str(session), request.app[TOKENS])
     body = env.get_template(template).render(
-        now=request.app[CLOCK](), auth_enabled=settings.auth, static=static_url, **ctx
+        now=request.app[CLOCK](),
+        auth_enabled=settings.auth,
+        signed_in=signed_in,
+        signout_csrf=request.app[SIGNINS].csrf_token(str(session)) if signed_in else "",
+        static=static_url,
+        **ctx,
     )
     return web.Response(text=body, status=status, content_type="text/html", charset="utf-8", headers=headers)
 
@@ -106,7 +125,21 @@ def login_page(
     request: web.Request, *, status: int, headers: dict[str, str] | None = None, failed: bool = False
 ) -> web.Response:
     target = auth.safe_next(request.query.get("next") or request.path_qs)
-    return render(request, "login.html.j2", status=status, headers=headers, next=target, failed=failed)
+    csrf = auth.new_csrf_token()
+    resp = render(
+        request, "login.html.j2", status=status, headers=headers, next=target, failed=failed, csrf=csrf
+    )
+    resp.set_cookie(
+        auth.CSRF_COOKIE, csrf, httponly=True, samesite="Strict", secure=_tls(request), path="/login", max_age=3600
+    )
+    return resp
+
+
+def _tls(request: web.Request) -> bool:
+    settings = request.app[SETTINGS]
+    return auth.came_over_tls(
+        request, trust_forwarded=settings.trust_forwarded_headers, public_url=settings.public_url
+    )
 
 
 @routes.get("/")
@@ -122,27 +155,47 @@ async def login_form(request: web.Request) -> web.Response:
 @routes.post("/login")
 async def login(request: web.Request) -> web.Response:
     form = await request.post()
+    if not auth.csrf_ok(request.cookies.get(auth.CSRF_COOKIE), str(form.get("csrf", ""))):
+        request.app[AUTH_FAILURES]("csrf")
+        return login_page(request, status=403, failed=False)
     token = str(form.get("token", "")).strip()
     target = auth.safe_next(str(form.get("next", "")))
-    cookie = request.app[TOKENS].cookie_for(token) if token else None
-    if cookie is None:
-        return render(
-            request,
-            "login.html.j2",
-            status=401,
-            headers={"WWW-Authenticate": auth.challenge("invalid_token")},
-            next=target,
-            failed=True,
+    client = auth.client_address(request, trust_forwarded=request.app[SETTINGS].trust_forwarded_headers)
+    wait = request.app[LIMITER].blocked(client)
+    if wait > 0:
+        request.app[AUTH_FAILURES]("rate_limited")
+        raise web.HTTPTooManyRequests(headers={"Retry-After": f"{int(wait) + 1}"})
+    tokens = request.app[TOKENS]
+    if not token or not tokens.check_bearer(token):
+        request.app[LIMITER].failed(client)
+        request.app[AUTH_FAILURES]("sign_in")
+        log.warning("sign-in failed from %s", client)  # never the token
+        return login_page(
+            request, status=401, headers={"WWW-Authenticate": auth.challenge("invalid_token")}, failed=True
         )
     resp = web.HTTPSeeOther(target)
     resp.set_cookie(
-        auth.COOKIE, cookie, httponly=True, samesite="Lax", secure=request.secure, path="/", max_age=12 * 3600
+        auth.COOKIE,
+        request.app[SIGNINS].start(tokens),
+        httponly=True,
+        samesite="Lax",
+        secure=_tls(request),
+        path="/",
+        max_age=int(request.app[SIGNINS].ttl),
     )
+    resp.del_cookie(auth.CSRF_COOKIE, path="/login")
     raise resp
 
 
-@routes.get("/logout")
+@routes.post("/logout")
 async def logout(request: web.Request) -> web.Response:
+    """Sign out (a POST with the session's CSRF token): the session is revoked on the server."""
+    session = request.cookies.get(auth.COOKIE)
+    form = await request.post()
+    if session:
+        if not auth.csrf_ok(request.app[SIGNINS].csrf_token(session), str(form.get("csrf", ""))):
+            raise web.HTTPForbidden(text="sign-out needs the form's CSRF token")
+        request.app[SIGNINS].end(session)
     resp = web.HTTPSeeOther("/login")
     resp.del_cookie(auth.COOKIE, path="/")
     raise resp

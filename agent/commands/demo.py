@@ -91,8 +91,6 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--auto-fix-after must be zero or more seconds")
     if args.listen is None:
         args.listen = "127.0.0.1:0" if args.once else "127.0.0.1:8080"
-    if args.api_token_file is None and not args.no_auth:
-        args.no_auth = True  # localhost demo; give --api-token-file to require tokens
     with tempfile.TemporaryDirectory(prefix="unstick-demo-") as tmp:
         if args.db is None:
             args.db = f"sqlite+aiosqlite:///{tmp}/unstick-demo.db"
@@ -113,6 +111,16 @@ def run(args: argparse.Namespace) -> int:
             problems += exc.errors
         if problems:
             raise SettingsError(problems)
+        if not settings.api.tokens or not settings.api.auth:
+            if not _loopback(settings.api.host):
+                from agent.cli import UserError
+
+                raise UserError(
+                    f"--listen {args.listen}: not a loopback address, and without tokens the demo's pages "
+                    "need no sign-in; give --api-token-file PATH to serve beyond this machine"
+                )
+            # A loopback-only demo opens its pages without sign-in (--api-token-file requires tokens).
+            settings = dataclasses.replace(settings, api=dataclasses.replace(settings.api, auth=False))
         return asyncio.run(demo(settings, agent, Path(tmp), args, notify))
 
 
@@ -411,3 +419,15 @@ def _print_summary(incidents: list[dict[str, Any]]) -> None:
         if verified:
             print(f"  fix (verified): {verified[0]['title']}")
             print(f"    $ {verified[0]['command']}")
+
+
+def _loopback(host: str) -> bool:
+    """Whether the listen host binds only this machine (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # "" (all interfaces) or a name: not provably local

@@ -16,7 +16,7 @@ import sys
 
 from aiohttp import web
 
-from agent.api.app import create_app
+from agent.api.app import app_runner, create_app
 from agent.api.pages import build_jinja_env
 from agent.cli import UserError
 from agent.database import open_engine
@@ -65,7 +65,7 @@ async def serve(
             jinja=build_jinja_env(),
             readiness=lambda: schema_ok,
         )
-        runner = web.AppRunner(app, access_log=None)
+        runner = app_runner(app, settings.api)
         await runner.setup()
         try:
             site = web.TCPSite(runner, settings.api.host, settings.api.port)

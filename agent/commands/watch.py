@@ -14,11 +14,13 @@ import sys
 from agent.notify.settings import NotifySettings, add_notify_arguments
 from agent.settings import (
     AgentSettings,
+    LeaderSettings,
     Settings,
     StreamSettings,
     add_agent_arguments,
     add_api_arguments,
     add_db_arguments,
+    add_leader_arguments,
     add_stream_arguments,
 )
 
@@ -57,6 +59,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--buffer", metavar="N", help="with --publish: records held while the broker is away (100000)"
     )
+    add_leader_arguments(p)
     p.set_defaults(func=run, require_tokens=True)
 
 
@@ -71,16 +74,28 @@ def run(args: argparse.Namespace) -> int:
 
     problems: list[str] = []
     built: list[object] = []
-    for build in (Settings.from_args, AgentSettings.from_args, NotifySettings.from_args):
+    for build in (Settings.from_args, AgentSettings.from_args, NotifySettings.from_args, LeaderSettings.from_args):
         try:
             built.append(build(args))
         except SettingsError as exc:  # every problem of every group at once
             problems += exc.errors
     if problems:
         raise SettingsError(problems)
-    settings, agent, notify = built
+    settings, agent, notify, leader = built
     assert isinstance(settings, Settings) and isinstance(agent, AgentSettings)
-    assert isinstance(notify, NotifySettings)
+    assert isinstance(notify, NotifySettings) and isinstance(leader, LeaderSettings)
+    if leader.enabled:
+        return asyncio.run(
+            watch_elected(
+                settings,
+                agent,
+                leader,
+                kubeconfig=args.kubeconfig,
+                context=args.context,
+                notify=notify,
+                verify_with_dry_run=args.verify_with_dry_run,
+            )
+        )
     return asyncio.run(
         watch(
             settings,
@@ -146,6 +161,92 @@ async def watch(
         return 0
     finally:
         await host.close()
+
+
+async def watch_elected(
+    settings: Settings,
+    agent: AgentSettings,
+    leader: LeaderSettings,
+    *,
+    kubeconfig: str | None,
+    context: str | None,
+    notify: NotifySettings | None = None,
+    verify_with_dry_run: bool = False,
+) -> int:
+    """Several replicas: every one serves the API and pages; only the Lease holder watches,
+    analyses and notifies. Losing the Lease halts the pipeline at once (mid-pass included);
+    a clean shutdown lets the last pass finish, then releases the Lease."""
+    from agent.kube.errors import KubeError
+    from agent.kube.gateway import Gateway
+    from agent.leader import LeaderElector, lead
+    from agent.runner import AgentHost, ClusterAgent, install_signal_handlers
+
+    stop = asyncio.Event()
+    install_signal_handlers(stop)
+    host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
+    # The Lease has a connection of its own: renewals never queue behind watches.
+    elector = LeaderElector(Gateway(kubeconfig, context), leader.lease_config())
+    host.elector = elector
+    try:
+        try:
+            await elector.gateway.open()
+        except KubeError as exc:
+            print(f"unstick: error: cannot reach the cluster: {exc}", file=sys.stderr)
+            return 2
+        try:
+            url = await host.serve(settings.api)
+        except OSError as exc:
+            print(
+                f"unstick: error: cannot listen on {settings.api.host}:{settings.api.port}: {exc.strerror}",
+                file=sys.stderr,
+            )
+            return 2
+        cfg = elector.config
+        print(
+            f"unstick: {cfg.identity} campaigns for Lease {cfg.namespace}/{cfg.name} "
+            f"({elector.gateway.server or 'in-cluster'}); API and pages on {url}",
+            file=sys.stderr,
+        )
+
+        async def started() -> None:
+            # Only the leader sends: the outbox worker runs while this replica leads.
+            notifier = await host.start_notifier(notify) if notify is not None else None
+            cluster_agent = await ClusterAgent.connect(
+                cluster=agent.cluster or context or "default",
+                gateway=Gateway(kubeconfig, context),
+                sessions=host.sessions,
+                config=agent.pipeline_config(),
+                renderer=host.renderer,
+                namespaces=agent.namespaces or None,
+                observe_seconds=host.observe,
+                notifier=notifier,
+                verify_with_dry_run=verify_with_dry_run,
+            )
+            host.agents.append(cluster_agent)
+            cluster_agent.start(stop)
+            print(f"unstick: {cfg.identity} leads: watching {cluster_agent.cluster}", file=sys.stderr)
+            await host.leadership_changed(True)
+
+        async def stopped(lost: bool) -> None:
+            await host.leadership_changed(False)  # senders stop first
+            agents, host.agents = list(host.agents), []
+            for cluster_agent in agents:
+                await (cluster_agent.halt() if lost else cluster_agent.stop())
+            notifier, host.notifier = host.notifier, None
+            if notifier is not None:
+                if not lost:  # a clean stop: send what the last pass wrote, still the leader
+                    await notifier.drain(10.0)
+                # Lost: in-flight sends are cancelled now and handed back (same idempotency key).
+                await notifier.stop(grace=0.0 if lost else 20.0)
+            if lost:
+                print(f"unstick: {cfg.identity} lost the Lease: stopped watching", file=sys.stderr)
+
+        await lead(elector, on_started=started, on_stopped=stopped, stop=stop)
+        print("unstick: stopping", file=sys.stderr)
+        return 0
+    finally:
+        await host.close()
+        await elector.gateway.close()
 
 
 async def publish(settings: Settings, agent: AgentSettings, stream: StreamSettings, args: argparse.Namespace) -> int:

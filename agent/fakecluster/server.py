@@ -4,7 +4,9 @@ It serves what unstick's gateway uses, with the semantics a real API server has:
 
 - ``/version``, discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>``,
   ``/apis/<g>/<v>``), list, get and watch for the kinds in
-  ``agent.kube.kinds``, cluster-wide and per namespace.
+  ``agent.kube.kinds``, cluster-wide and per namespace; create (POST) and
+  update (PUT, resourceVersion-guarded: 409 on a stale one) for
+  coordination.k8s.io Leases, which leader election writes.
 - One global, monotonically increasing resourceVersion, as etcd's revision:
   every create, update and delete takes the next number; a list carries the
   revision it was read at; a DELETED event carries the deletion revision.
@@ -61,14 +63,16 @@ from aiohttp import web
 
 from agent.fakecluster.kubeconfig import write_kubeconfig
 from agent.fakecluster.selectors import FieldSelector, LabelSelector, SelectorError
-from agent.kube.kinds import ALL_KINDS, EVENT, METRICS_GROUP, NAMESPACE, Kind, kind_for
+from agent.kube.kinds import EVENT, LEASE, METRICS_GROUP, NAMESPACE, SERVED_KINDS, Kind, kind_for
 
 __all__ = ["FakeCluster", "Faults", "RequestRecord", "status_body"]
 
 logger = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-Verb = Literal["list", "watch", "get", "discovery"]
+Verb = Literal["list", "watch", "get", "create", "update", "discovery"]
+# Kinds clients may write (POST/PUT); every other kind answers 405 to a write.
+_WRITABLE = frozenset({LEASE})
 
 _CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. "
@@ -384,7 +388,7 @@ class FakeCluster:
         self._random = random.Random(seed)
         self._rv = 0
         # kind name -> (namespace, name) -> object
-        self._objects: dict[str, dict[tuple[str, str], Obj]] = {k.kind: {} for k in ALL_KINDS}
+        self._objects: dict[str, dict[tuple[str, str], Obj]] = {k.kind: {} for k in SERVED_KINDS}
         self._history: list[_Change] = []
         self._compacted = 0  # watches from a revision below this are too old
         self._snapshots: OrderedDict[tuple[str, int], list[tuple[str, tuple[str, str], Obj]]] = OrderedDict()
@@ -703,7 +707,7 @@ class FakeCluster:
             version, rest = parts[2], parts[3:]
         else:
             return self._error(404, _NOT_FOUND_PATH, details={})
-        kinds = [k for k in ALL_KINDS if k.group == group and k.version == version]
+        kinds = [k for k in SERVED_KINDS if k.group == group and k.version == version]
         if not kinds or (group == METRICS_GROUP and not self.metrics_enabled):
             return self._error(404, _NOT_FOUND_PATH, details={})
         if not rest:
@@ -716,7 +720,9 @@ class FakeCluster:
         if kind is None or len(rest) > 2 or (namespace is not None and not kind.namespaced):
             return self._error(404, _NOT_FOUND_PATH, details={})
         if len(rest) == 2:
-            return _Route("get", kind, namespace, rest[1])
+            return _Route("update" if request.method == "PUT" else "get", kind, namespace, rest[1])
+        if request.method == "POST":
+            return _Route("create", kind, namespace)
         watch = request.query.get("watch", "").lower() in ("true", "1")
         return _Route("watch" if watch else "list", kind, namespace)
 
@@ -740,7 +746,8 @@ class FakeCluster:
         )
         if not isinstance(routed, _Route):
             return routed
-        if request.method != "GET":
+        writes = routed.verb in ("create", "update") and routed.kind in _WRITABLE
+        if request.method != "GET" and not (writes and request.method in ("POST", "PUT")):
             return self._error(405, "the server does not allow this method on the requested resource")
         if routed.verb == "watch" and routed.kind is not None:
             self._watch_counts[routed.kind.kind] = self._watch_counts.get(routed.kind.kind, 0) + 1
@@ -765,6 +772,8 @@ class FakeCluster:
                 return self._serve_get(routed.kind, routed.namespace, routed.name or "")
             if routed.verb == "list":
                 return self._serve_list(routed.kind, routed.namespace, request.query)
+            if routed.verb in ("create", "update"):
+                return await self._serve_write(request, routed.verb, routed.kind, routed.namespace, routed.name)
             return await self._serve_watch(request, routed.kind, routed.namespace, fault)
         except SelectorError as exc:
             return self._error(400, str(exc))
@@ -789,21 +798,23 @@ class FakeCluster:
     def _group_served(self, group: str) -> bool:
         if group == METRICS_GROUP:
             return self.metrics_enabled
-        return any(k.group == group for k in ALL_KINDS)
+        return any(k.group == group for k in SERVED_KINDS)
 
     def _group(self, group: str) -> Obj:
-        versions = sorted({k.version for k in ALL_KINDS if k.group == group})
+        versions = sorted({k.version for k in SERVED_KINDS if k.group == group})
         entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
         return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": entries, "preferredVersion": entries[0]}
 
     def _group_list(self) -> Obj:
-        groups = sorted({k.group for k in ALL_KINDS if k.group and self._group_served(k.group)})
+        groups = sorted({k.group for k in SERVED_KINDS if k.group and self._group_served(k.group)})
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [self._group(g) for g in groups]}
 
     def _resource_list(self, group: str, version: str, kinds: Iterable[Kind]) -> Obj:
         resources = []
         for k in kinds:
             verbs = ["get", "list", "watch"] if k.watchable else ["get", "list"]
+            if k in _WRITABLE:
+                verbs = sorted({*verbs, "create", "update"})
             resources.append(
                 {
                     "name": k.plural,
@@ -824,6 +835,81 @@ class FakeCluster:
                 404, f'{kind.plural}{"." + kind.group if kind.group else ""} "{name}" not found', details={"name": name, "kind": kind.plural}
             )
         return self._json(obj)
+
+    async def _serve_write(
+        self, request: web.Request, verb: str, kind: Kind, namespace: str | None, name: str | None
+    ) -> web.Response:
+        """POST (create) and PUT (update) with the API server's checks and messages.
+
+        ``staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go``: a create of an
+        existing name is 409 AlreadyExists; an update is 404 when the object is gone and the kind
+        does not allow create-on-update, 422 when it carries no resourceVersion and the kind does
+        not allow unconditional updates (both false for Leases,
+        ``pkg/registry/coordination/lease/strategy.go``), and 409 Conflict with
+        ``OptimisticLockErrorMsg`` when its resourceVersion is not the stored one
+        (``staging/src/k8s.io/apimachinery/pkg/api/errors/errors.go`` NewConflict). A name or
+        namespace in the body that differs from the URL's is 400
+        (``staging/src/k8s.io/apiserver/pkg/endpoints/handlers/rest.go`` checkName).
+        """
+        resource = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+        try:
+            body = orjson.loads(await request.read())
+        except orjson.JSONDecodeError as exc:
+            return self._error(400, f"the body of the request was in an unknown format: {exc}")
+        if not isinstance(body, dict):
+            return self._error(400, "the body of the request is not an object")
+        meta = body.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            return self._error(400, "metadata must be an object")
+        ns = namespace or "default"
+        if meta.get("namespace") not in (None, "", ns):
+            return self._error(
+                400, "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        meta["namespace"] = ns
+        if body.get("kind") not in (None, kind.kind) or body.get("apiVersion") not in (None, kind.api_version):
+            return self._error(400, f"the object is not a {kind.api_version} {kind.kind}")
+        body["kind"], body["apiVersion"] = kind.kind, kind.api_version
+        if verb == "update":
+            assert name is not None
+            if meta.get("name") not in (None, "", name):
+                return self._error(
+                    400, f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+                )
+            meta["name"] = name
+            current = self._objects[kind.kind].get((ns, name))
+            if current is None:
+                return self._error(
+                    404, f'{resource} "{name}" not found', details={"name": name, "group": kind.group, "kind": kind.plural}
+                )
+            rv = meta.get("resourceVersion")
+            if not rv:
+                return self._error(
+                    422,
+                    f'{kind.kind}.{kind.group} "{name}" is invalid: metadata.resourceVersion: '
+                    "Invalid value: 0x0: must be specified for an update",
+                    details={"name": name, "group": kind.group, "kind": kind.kind},
+                )
+            if rv != current["metadata"]["resourceVersion"]:
+                return self._error(
+                    409,
+                    f'Operation cannot be fulfilled on {resource} "{name}": the object has been modified; '
+                    "please apply your changes to the latest version and try again",
+                    details={"name": name, "group": kind.group, "kind": kind.plural},
+                )
+            return self._json(self.apply(body, copy=False))
+        if not meta.get("name") and not meta.get("generateName"):
+            return self._error(422, f"{kind.kind}.{kind.group} is invalid: metadata.name: Required value: name or generateName is required")
+        if meta.get("resourceVersion"):
+            return self._error(500, "resourceVersion should not be set on objects to be created")
+        if meta.get("name") and (ns, meta["name"]) in self._objects[kind.kind]:
+            return self._error(
+                409,
+                f'{resource} "{meta["name"]}" already exists',
+                reason="AlreadyExists",
+                details={"name": meta["name"], "group": kind.group, "kind": kind.plural},
+            )
+        return self._json(self.apply(body, copy=False), status=201)
 
     def _serve_list(self, kind: Kind, namespace: str | None, query: Mapping[str, str]) -> web.Response:
         fields = FieldSelector.parse(query.get("fieldSelector"), kind)

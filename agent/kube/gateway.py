@@ -193,6 +193,12 @@ class WatchStream:
         )
 
 
+def _service_account_namespace() -> str | None:
+    try:
+        with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace", encoding="utf-8") as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
 def _check_kubeconfig(paths: str) -> None:
     """Each file of a kubeconfig path list exists, is readable and holds a YAML map;
     ConfigError naming the file and the problem otherwise."""
@@ -261,6 +267,8 @@ class Gateway:
         self._refresher: asyncio.Task[None] | None = None
         self._groups: dict[str, list[str]] | None = None
         self._groups_at = 0.0
+        self.namespace: str | None = None
+        """The kubeconfig context's namespace (in a pod: the service account's), as kubectl's default."""
 
     def __repr__(self) -> str:
         # Never the token: only where we point.
@@ -275,6 +283,7 @@ class Gateway:
         try:
             if self._in_cluster:
                 k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+                self.namespace = _service_account_namespace()
             else:
                 path = self._kubeconfig or os.path.expanduser(KUBE_CONFIG_DEFAULT_LOCATION)
                 if self._kubeconfig is None and self._in_cluster is None and not os.path.exists(path):
@@ -285,6 +294,7 @@ class Gateway:
                             f"no kubeconfig at {path} (give --kubeconfig or KUBECONFIG) "
                             f"and not inside a cluster: {exc}"
                         ) from None
+                    self.namespace = _service_account_namespace()
                 else:
                     _check_kubeconfig(path)
                     loader = await k8s_config.load_kube_config(
@@ -293,6 +303,8 @@ class Gateway:
                         client_configuration=configuration,
                         persist_config=False,
                     )
+                    context = loader.current_context or {}
+                    self.namespace = (context.get("context") or {}).get("namespace") or None
                     # exec plugins (EKS, AKS) and gcp tokens expire; the
                     # library re-runs the plugin in this loop (it returns at
                     # once for static tokens and certificates).
@@ -373,6 +385,48 @@ class Gateway:
                 resp.release()
             raise error_from_response(resp.status, payload, resp.headers)
         return resp
+
+    async def _send(self, method: Literal["POST", "PUT"], path: str, body: RawObject) -> RawObject:
+        """POST or PUT a JSON object and decode the answer; non-2xx answers are raised
+        (a 409 as ``Conflict``, a 404 as ``NotFound``)."""
+        api = self._api
+        if api is None:
+            raise RuntimeError("Gateway.open() was not awaited")
+        try:
+            resp: aiohttp.ClientResponse = await api.call_api(
+                path,
+                method,
+                header_params={**_ACCEPT, "Content-Type": "application/json"},
+                body=body,
+                auth_settings=_AUTH,
+                _preload_content=False,
+                _request_timeout=self._request_timeout,
+            )
+        except ApiException as exc:
+            headers: Mapping[str, str] = exc.headers or {}
+            raw = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
+            raise error_from_response(exc.status or 0, raw, headers) from exc
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            raise Timeout(f"{method} {path}: timed out") from exc
+        except aiohttp.ClientError as exc:
+            raise Unavailable(f"{method} {path}: {exc}") from exc
+        try:
+            payload = await resp.read()
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            raise Timeout(f"{method} {path}: timed out reading the body") from exc
+        except aiohttp.ClientError as exc:
+            raise Unavailable(f"{method} {path}: {exc}") from exc
+        finally:
+            resp.release()
+        if not 200 <= resp.status < 300:
+            raise error_from_response(resp.status, payload, resp.headers)
+        try:
+            obj = orjson.loads(payload)
+        except orjson.JSONDecodeError as exc:
+            raise ProtocolError(f"{method} {path}: body is not JSON ({payload[:80]!r})") from exc
+        if not isinstance(obj, dict):
+            raise ProtocolError(f"{method} {path}: body is not an object")
+        return obj
 
     async def get_json(self, path: str, params: Sequence[tuple[str, str]] = ()) -> Any:
         """GET a path and decode its JSON body."""
@@ -459,6 +513,23 @@ class Gateway:
             raise ProtocolError(f"GET {k.path(namespace, name)} is not an object")
         _fill_type(obj, k.kind, k.api_version)
         return obj
+
+    # -- writes (leader election's Lease only) -------------------------------
+    async def create(self, kind: Kind | str, obj: RawObject) -> RawObject:
+        """Create ``obj`` in its namespace; ``Conflict`` (409 AlreadyExists) when it exists."""
+        k = kind if isinstance(kind, Kind) else kind_for(kind)
+        created = await self._send("POST", k.path(obj.get("metadata", {}).get("namespace")), obj)
+        _fill_type(created, k.kind, k.api_version)
+        return created
+
+    async def replace(self, kind: Kind | str, obj: RawObject) -> RawObject:
+        """Update ``obj`` (PUT) guarded by its ``metadata.resourceVersion``: ``Conflict`` (409) when
+        someone else wrote it since, ``NotFound`` when it is gone."""
+        k = kind if isinstance(kind, Kind) else kind_for(kind)
+        meta = obj.get("metadata", {})
+        updated = await self._send("PUT", k.path(meta.get("namespace"), meta.get("name")), obj)
+        _fill_type(updated, k.kind, k.api_version)
+        return updated
 
     async def list_page(
         self,

@@ -19,9 +19,11 @@ from typing import Final
 __all__ = [
     "ALL_KINDS",
     "KINDS_BY_NAME",
+    "LEASE",
     "METRICS_GROUP",
     "METRICS_KINDS",
     "METRICS_VERSION",
+    "SERVED_KINDS",
     "WATCHED_KINDS",
     "Kind",
     "kind_for",
@@ -145,6 +147,13 @@ ALL_KINDS: Final[tuple[Kind, ...]] = (*WATCHED_KINDS, NAMESPACE, *METRICS_KINDS)
 
 KINDS_BY_NAME: Final[dict[str, Kind]] = {k.kind: k for k in ALL_KINDS}
 
+# Leader election's one object: written (get/create/update of one name in the
+# agent's own namespace), never listed or watched, so not in ALL_KINDS (whose
+# kinds the ClusterRole grants cluster-wide).
+LEASE: Final = Kind("Lease", "coordination.k8s.io", "v1", "leases", True, watchable=False)
+# Every kind the fake API endpoint serves and kind_for knows.
+SERVED_KINDS: Final[tuple[Kind, ...]] = (*ALL_KINDS, LEASE)
+
 
 def kind_for(name: str, api_version: str | None = None) -> Kind:
     """Look a kind up by its ``kind`` (``Pod``), plural (``pods``) or
@@ -153,7 +162,7 @@ def kind_for(name: str, api_version: str | None = None) -> Kind:
     found = KINDS_BY_NAME.get(name)
     if found is not None and (api_version is None or found.api_version == api_version):
         return found
-    for k in ALL_KINDS:
+    for k in SERVED_KINDS:
         if api_version is not None and k.api_version != api_version:
             continue
         if name in (k.kind, k.plural, str(k)):

@@ -64,7 +64,7 @@ _EVICTED_RE: Final = re.compile(r"\bpod/([^\s/]+) evicted\b", _I)
 _FAILED_TO_RE: Final = re.compile(
     r'failed to (?:evict|delete|drain) pods? "?([^\s/":,]+)/([^\s":,]+?)"?(?=[\s:,)]|$)', _I
 )
-_KLOG_POD_RE: Final = re.compile(r'\bpod="([^"/\s]+)/([^"\s]+)"')
+_KLOG_POD_RE: Final = re.compile(r'\bpod="([^"/\s]+)/([^"\s]+)')
 _PDB_NEEDS_RE: Final = re.compile(
     r"The disruption budget (\S+) needs ([0-9]{1,9}) healthy pods? and has ([0-9]{1,9}) currently", _I
 )

@@ -341,6 +341,18 @@ _PREFIX_CANDIDATES: Final[tuple[str, ...]] = tuple(
 )
 
 _OTHER: Final = ReasonInfo(OTHER, None)
+# The beginnings of the patterned reasons (classify_reason's prefixes), with their
+# meaning when the beginning alone gives it, else None.
+_PATTERN_STEMS: Final[tuple[tuple[str, ReasonInfo | None], ...]] = (
+    ("node(s) didn't satisfy plugin(s) [", None),
+    ("node(s) had untolerated taint {", ReasonInfo(UNTOLERATED_TAINT, TAINT_TOLERATION)),
+    ("node(s) had taint {", ReasonInfo(UNTOLERATED_TAINT, TAINT_TOLERATION)),
+    ("node(s) had condition", ReasonInfo(NODE_NOT_READY, NODE_CONDITION)),
+    ('persistentvolumeclaim "', None),
+    ("waiting for ", None),
+    ("resourceclaim", None),
+    ("max cluster ", None),
+)
 
 # --- patterned texts -----------------------------------------------------------------
 
@@ -364,7 +376,8 @@ _REPEATED_RE: Final = re.compile(r"\s*\(repeated \d+ times\)$")
 
 def _taint_info(text: str) -> ReasonInfo:
     match = _TAINT_RE.search(text)
-    if match is None:
+    if match is None or " " in match.group(1) or " " in (match.group(2) or ""):
+        # Keys and values have no spaces: a taint text that does is not named.
         return ReasonInfo(UNTOLERATED_TAINT, TAINT_TOLERATION)
     return ReasonInfo(UNTOLERATED_TAINT, TAINT_TOLERATION, taint=Taint(match.group(1), match.group(2) or ""))
 
@@ -397,6 +410,8 @@ def classify_reason(text: str) -> ReasonInfo:
         return info
     if text.startswith("Insufficient "):
         resource = text[13:].strip()
+        if " " in resource:
+            return _OTHER  # resource names have no spaces: not one reason (a line wrapped inside a word?)
         return ReasonInfo(INSUFFICIENT_RESOURCE, NODE_RESOURCES_FIT, resource=resource or None)
     if text.startswith(("node(s) had untolerated taint", "node(s) had taint")):
         return _taint_info(text)
@@ -451,8 +466,8 @@ def classify_reason(text: str) -> ReasonInfo:
 
 def classify_truncated(text: str, *, min_length: int = 8) -> ReasonInfo | None:
     """For the last reason of a message that was cut short: the known reason this
-    text is the beginning of, or None. Texts shorter than ``min_length`` are too
-    ambiguous to guess."""
+    text is the beginning of, or None when it begins none or reasons of different
+    meanings. Texts shorter than ``min_length`` are too ambiguous to guess."""
     text = text.strip()
     if len(text) < min_length:
         return None
@@ -463,10 +478,12 @@ def classify_truncated(text: str, *, min_length: int = 8) -> ReasonInfo | None:
         return ReasonInfo(INSUFFICIENT_RESOURCE, NODE_RESOURCES_FIT)
     if text.startswith(("node(s) had untolerated taint", "node(s) had taint")):
         return ReasonInfo(UNTOLERATED_TAINT, TAINT_TOLERATION)
-    for candidate in _PREFIX_CANDIDATES:
-        if candidate.startswith(text):
-            return _EXACT[candidate]
-    return None
+    found: set[ReasonInfo | None] = {_EXACT[c] for c in _PREFIX_CANDIDATES if c.startswith(text)}
+    # Patterned reasons begin the same way as catalogued ones ("node(s) didn't satisfy ").
+    found.update(info for stem, info in _PATTERN_STEMS if stem.startswith(text))
+    # "node(s) didn't match pod a" begins both pod affinity and anti-affinity
+    # reasons: a beginning shared by reasons of different meanings says nothing.
+    return found.pop() if len(found) == 1 else None  # None in the set: a stem of many meanings
 
 
 # --- plain words -----------------------------------------------------------------------

@@ -55,7 +55,9 @@ from analyzers.messages.reasons import (
     NO_NODES,
     OTHER,
     PREEMPTION_NO_VICTIMS,
+    PREEMPTION_NOT_ELIGIBLE,
     PREEMPTION_NOT_HELPFUL,
+    ReasonInfo,
     classify_reason,
     classify_truncated,
 )
@@ -124,6 +126,8 @@ _LEGACY_HEADER_RE: Final = re.compile(
 _LEGACY_TOKEN_RE: Final = re.compile(r"^(.*?)\s*\(([0-9]{1,9})\)$")
 _PREEMPTION: Final = "preemption:"
 _PREEMPTION_PREFIX: Final = "preemption: "
+# truncateMessage (pkg/scheduler/schedule_one.go) ends a cut event message with " ...".
+_CUT_MARK_RE: Final = re.compile(r" \.\.\.(?=\s|$)")
 # What no reason text ever contains: a header, or the preemption marker.
 _NOT_IN_A_REASON: Final = ("nodes are available", "are available:", "are unavailable:", "preemption:")
 
@@ -136,7 +140,7 @@ _TRAILING_COUNT_RE: Final = re.compile(r",\s*[0-9]*$")
 _COMMA_WITHOUT_COUNT_RE: Final = re.compile(r",(?!\s+[0-9]+ )")
 # PreFilter messages that hold ", <number> " themselves stay one reason.
 _HEAD_PIECE_RE: Final = re.compile(r"(?:pod has|persistentvolumeclaim|resourceclaim|waiting for)\b")
-_PREEMPTION_CODES: Final = frozenset({PREEMPTION_NO_VICTIMS, PREEMPTION_NOT_HELPFUL})
+_PREEMPTION_CODES: Final = frozenset({PREEMPTION_NO_VICTIMS, PREEMPTION_NOT_HELPFUL, PREEMPTION_NOT_ELIGIBLE})
 
 
 def _reason(count: int | None, text: str) -> Reason:
@@ -201,6 +205,9 @@ def parse_reason_list(text: str, *, truncated: bool = False) -> tuple[Reason, ..
             guess = classify_truncated(last.text)
             if guess is not None:
                 reasons[-1] = Reason(last.count, last.text, guess)
+        elif last.info.resource is not None:
+            # "Insufficient nvidia.com/g ...": the resource name may be cut.
+            reasons[-1] = Reason(last.count, last.text, ReasonInfo(last.info.code, last.info.plugin))
     return tuple(reasons)
 
 
@@ -262,7 +269,9 @@ def _until_end(text: str) -> tuple[str, str, bool, bool]:
     (before, after, found, cut). A text cut by ``truncateMessage`` ends in `` ...``,
     which looks like a terminator after a space."""
     before, after, found = until_terminator(text)
-    if found and before.endswith(" "):
+    if found and (before.endswith(" ") or after.startswith("...")):
+        # " ..." after a word, or after a full stop that was part of a name
+        # ("{example. ..." of example.com) or ended the sentence.
         return before.rstrip(), "", False, True
     return before, after, found, False
 
@@ -314,12 +323,22 @@ def parse_fit_error(
         if cut >= 0:
             body = body[:cut]
             preemption_at = body.find(_PREEMPTION)
+    mark = body.find(" ...")
+    if mark >= 0 and (found_mark := _CUT_MARK_RE.search(body, mark)) is not None:
+        mark = found_mark.start()
+    else:
+        mark = -1
+    if mark >= 0:
+        # truncateMessage's mark: the message ends there, whatever follows in the paste.
+        body = body[: mark + 4]
+        if preemption_at > mark:
+            preemption_at = -1
+    filter_cut = False
     if preemption_at < 0:
         reasons_text, rest, found, cut_mark = _until_end(body)
         # Only kube-scheduler ends its message with a full stop (Volcano does not).
-        truncated = cut_mark or (not found and text.endswith(" available:", start, end))
-        if found and rest.startswith("..."):
-            truncated = True  # cut right after the filter part, before its PostFilter part
+        filter_cut = cut_mark or (not found and text.endswith(" available:", start, end))
+        truncated = filter_cut or mark >= 0
         preemption = None
         notes: tuple[str, ...] = ()
     else:
@@ -329,8 +348,9 @@ def parse_fit_error(
             # "… selector, preemption: …" without a full stop: no notes to split off.
             reasons_text, rest = filter_part, ""
         preemption, truncated = _parse_preemption(body[preemption_at + 11 :])
+        truncated = truncated or mark >= 0
         notes = _notes(rest) if rest and not rest.isspace() else ()
-    reasons = parse_reason_list(reasons_text, truncated=truncated and preemption is None)
+    reasons = parse_reason_list(reasons_text, truncated=filter_cut)
     prefilter = bool(reasons) and all(r.count is None for r in reasons)
     stop = end + len(body)
     return make_scheduling(
@@ -346,11 +366,11 @@ def parse_fit_error(
     )
 
 
-def _parse_preemption_only(text: str, marker: int) -> ParsedMessage:
-    """A text whose only header is the preemption part's (``text[marker:]`` starts
-    with ``preemption:``): the PostFilter verdict, and of the filter part only the
-    reasons that are whole."""
-    preemption, truncated = _parse_preemption(text[marker + 11 :])
+def _parse_preemption_only(text: str, marker: int, header: int) -> ParsedMessage:
+    """A text whose only header is the preemption part's (at ``header``, after the
+    ``preemption:`` marker at ``marker``): the PostFilter verdict, and of the
+    filter part only the reasons that are whole."""
+    preemption, truncated = _parse_preemption(text[header:])
     fragment = text[:marker]
     reasons_text, rest, found, _ = _until_end(fragment)
     if not found:
@@ -480,13 +500,19 @@ def _is_preemption_histogram(reasons: tuple[Reason, ...]) -> bool:
 
 
 def _preemption_only(parsed: ParsedMessage) -> ParsedMessage:
-    """``parsed`` (a filter-looking parse of a preemption histogram) as what it is."""
+    """``parsed`` (a filter-looking parse of a preemption histogram or note) as what it is."""
+    eligible = next((x for x in parsed.reasons if x.info.code == PREEMPTION_NOT_ELIGIBLE), None)
+    preemption = (
+        Preemption(None, (), eligible.text, eligible.info)
+        if eligible is not None
+        else Preemption(parsed.total_nodes, parsed.reasons, None)
+    )
     return make_scheduling(
         "preemption-only",
         parsed.message,
         None,
         (),
-        Preemption(parsed.total_nodes, parsed.reasons, None),
+        preemption,
         (),
         None,
         parsed.truncated,
@@ -519,7 +545,8 @@ def _parse_headed(text: str) -> ParsedMessage | None:
             return old
     limit = len(text)
     if preemption_header is not None:
-        limit = text.rfind(_PREEMPTION, 0, preemption_header.start())
+        # Where the marker ("preemption:", or what a cut left of it) begins.
+        limit = text.rfind(" ", 0, preemption_header.start() - 1) + 1
     partial = _PARTIAL_HEADER_RE.search(text, 0, limit)
     if partial is not None:
         parsed = parse_fit_error(
@@ -528,7 +555,7 @@ def _parse_headed(text: str) -> ParsedMessage | None:
         if any(r.info.code != OTHER for r in parsed.reasons):
             return parsed
     if preemption_header is not None:
-        return _parse_preemption_only(text, limit)
+        return _parse_preemption_only(text, limit, preemption_header.start())
     return None
 
 

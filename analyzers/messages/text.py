@@ -6,14 +6,13 @@ over indented lines), ``kubectl get events`` rows, JSON or YAML dumps (quotes,
 terminal UIs (k9s, Lens, ``column``, Markdown): box-drawing borders and table
 pipes, colour codes, the event recorder's ``(combined from similar events): ``
 prefix and `` (repeated N times)`` suffix, kubectl's ``(x3 over 10m)`` age
-column, and lines a terminal or table cell wrapped at a fixed width (inside a
-word, too). The parsers work on one line with single spaces; this module
+column, lines a table cell wrapped at its width (inside a word, too), a word
+wrapper's break after a hyphen, and a list continued one reason per line. The parsers work on one line with single spaces; this module
 produces it.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 from typing import Final
 
@@ -41,51 +40,76 @@ _INNER_CELL_RE: Final = re.compile(r"[ \t]+[|" + _BOX_CHARS + r"][ \t]+|[" + _BO
 # A line that starts with "<count> <word>" continues a reason list (cluster-autoscaler
 # prints one reason per line in newer releases).
 _COUNTED_LINE_RE: Final = re.compile(r"[0-9]{1,9} [A-Za-z(]")
-_MIN_WRAP_WIDTH: Final = 30
+_CELL_SPLIT_RE: Final = re.compile(r"[|" + _BOX_CHARS + r"]")
 
 
 def _is_box(ch: str) -> bool:
     return "\u2500" <= ch <= "\u257f"
 
 
-def _join_lines(text: str) -> str:
-    """Join the lines of a paste into one, undoing table borders and fixed-width wraps.
+def _cells(line: str) -> list[str] | None:
+    """The cells of a table row (``| a | b |``, ``│ a │ b │``) without the one space
+    of padding on each side, or None when ``line`` is not a bordered row."""
+    stripped = line.strip()
+    if len(stripped) < 2 or _CELL_SPLIT_RE.fullmatch(stripped[0]) is None:
+        return None
+    if _CELL_SPLIT_RE.fullmatch(stripped[-1]) is None:
+        return None
+    cells = _CELL_SPLIT_RE.split(stripped[1:-1])
+    return [c[1:] if c.startswith(" ") else c for c in (c[:-1] if c.endswith(" ") else c for c in cells)]
 
-    A terminal or a table cell wraps at a fixed width W: every wrapped line is
-    exactly W long, and a word cut there continues at the start of the next line
-    (with copy-paste trimming the trailing space, a break between words leaves a
-    line shorter than W). So a line of the block's full width that ends and
-    whose successor starts inside a word is joined without a space, when the
-    block is a bordered table or has two or more full-width lines.
-    """
-    boxed = False
-    lines: list[str] = []
+
+def _join_cells(text: str, tail: str, cell: str) -> str:
+    """``text`` (a cell's text so far, ``tail`` its last row as printed) continued by
+    ``cell``. A table wraps at the cell's width: a break inside a word leaves a
+    full row (no padding before the border) and a continuation that does not
+    start with a space."""
+    if not cell.strip():
+        return text
+    if tail and not tail.endswith(" ") and not cell.startswith(" "):
+        return text.rstrip() + cell.rstrip()  # cut inside a word
+    return (text.rstrip() + " " + cell.strip()).strip()
+
+
+def _join_lines(text: str) -> str:
+    """Join the lines of a paste into one, undoing table borders and the wraps
+    inside table cells (k9s, Lens, ``column``, Markdown)."""
+    rows: list[list[str]] = []  # a bordered row's cells; a plain line is a row of one
+    tails: list[str | None] = []  # a bordered row's last cell as printed; None for a plain line
     for line in text.splitlines():
         if not line.strip():
             continue
         has_box = any(_is_box(ch) for ch in line)
         if (has_box or "|" in line or "+-" in line) and _BORDER_LINE_RE.fullmatch(line):
-            boxed = True
             continue  # a border or a rule between rows
-        if has_box or "|" in line:
-            stripped = _RIGHT_BORDER_RE.sub("", _LEFT_BORDER_RE.sub("", line))
-            if stripped != line:
-                boxed = True
-                line = _INNER_CELL_RE.sub("  ", stripped)
-        lines.append(line.rstrip())
-    if not lines:
-        return ""
-    width = max(len(line) for line in lines)
-    wrapped = width >= _MIN_WRAP_WIDTH and (boxed or sum(len(line) == width for line in lines) >= 2)
-    out = [lines[0]]
-    for prev, line in itertools.pairwise(lines):
-        if wrapped and len(prev) == width and prev[-1].isalnum() and line[:1].isalnum():
-            out.append(line)
-        elif prev[-1:].isalpha() and _COUNTED_LINE_RE.match(line.lstrip()) is not None:
-            out.append(", " + line)
-        else:
-            out.append(" " + line)
-    return "".join(out)
+        cells = _cells(line) if (has_box or "|" in line) else None
+        if cells is None:
+            rows.append([line.rstrip()])
+            tails.append(None)
+            continue
+        tail = tails[-1] if tails else None
+        if tail is not None and len(rows[-1]) == len(cells) and not any(c.strip() for c in cells[:-1]):
+            # A continuation row: only the last (message) column goes on.
+            rows[-1][-1] = _join_cells(rows[-1][-1], tail, cells[-1])
+            tails[-1] = cells[-1]
+            continue
+        rows.append(cells)
+        tails.append(cells[-1])
+    out: list[str] = []
+    for cells, tail in zip(rows, tails, strict=True):
+        line = cells[0] if tail is None else "  ".join(c.strip() for c in cells)
+        if out:
+            prev = out[-1]
+            if prev[-1:] == "-" and prev[-2:-1].isalnum() and line.lstrip()[:1].isalnum():
+                out[-1] = (
+                    prev + line.lstrip()
+                )  # a word wrapper's break after the hyphen of "ephemeral-storage"
+                continue
+            if prev[-1:].isalpha() and _COUNTED_LINE_RE.match(line.lstrip()) is not None:
+                out[-1] = prev + ", " + line.lstrip()
+                continue
+        out.append(line)
+    return " ".join(out)
 
 
 def clean(text: str) -> str:
@@ -102,7 +126,7 @@ def clean(text: str) -> str:
         text = text.replace("\\n", "\n").replace("\\t", " ").replace('\\"', '"').replace("\\'", "'")
     if "\n" in text or "\r" in text:
         if "#" in text or ">" in text or "//" in text:
-            text = _LINE_MARKER_RE.sub(" ", text)
+            text = _LINE_MARKER_RE.sub("", text)
         text = " ".join(_join_lines(text).split())
     elif "|" in text or not text.isascii():
         text = " ".join(
@@ -142,10 +166,22 @@ def cut_at_next_event(text: str) -> str:
     return text[: match.start()] if match is not None else text
 
 
+def _inside_a_name(text: str, after: int) -> bool:
+    """Whether the ". " ending before ``after`` is a dot of a name a line wrap broke
+    ("nvidia. com/gpu, ...", "{example. com/team: x}"): what follows is the rest of
+    a resource, taint key or value, not a sentence."""
+    if not text[after : after + 1].islower():
+        return False
+    word = text[after : after + 64].split(" ", 1)[0]
+    return "/" in word or word.endswith((":", "}", "},", "}."))
+
+
 def until_terminator(text: str) -> tuple[str, str, bool]:
     """Split a cleaned text at its first sentence end: (before, after, found).
     Repeated full stops (``..`` of 1.26-1.28) belong to the terminator."""
     i = text.find(". ")
+    while i >= 0 and _inside_a_name(text, i + 2):
+        i = text.find(". ", i + 2)
     if i >= 0:
         return text[:i].rstrip("."), text[i + 2 :], True
     if text.endswith("."):

@@ -46,3 +46,23 @@ async def eventually(check: Callable[[], Any], timeout: float = 15.0, interval: 
             if value:
                 return value
             await asyncio.sleep(interval)
+
+
+async def start_unstick(*args: str, env: dict[str, str] | None = None) -> tuple[asyncio.subprocess.Process, str]:
+    """``python -m agent ARGS`` until it says where it serves (``… on http://…`` on stderr): the
+    process and that URL."""
+    import re
+    import sys
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agent", *args, env=env,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    async with asyncio.timeout(60):
+        while True:
+            line = (await proc.stderr.readline()).decode()
+            assert line, f"unstick {args[0]} exited before serving"
+            match = re.search(r"API and pages on (http://\S+)", line)
+            if match:
+                return proc, match.group(1)

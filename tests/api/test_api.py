@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -95,18 +96,24 @@ async def test_pages_ask_browsers_to_sign_in_and_the_cookie_works(client: TestCl
     html = await resp.text()
     assert 'name="token"' in html and 'value="/incidents/1?x=1"' in html
 
+    csrf = await login_csrf(client)
     bad = await client.post(
-        "/login", data={"token": "wrong-token-wrong-token", "next": "/incidents/1"}, allow_redirects=False
+        "/login",
+        data={"token": "wrong-token-wrong-token", "next": "/incidents/1", "csrf": csrf},
+        allow_redirects=False,
     )
     assert bad.status == 401 and "not valid" in await bad.text()
     assert "unstick_session" not in bad.cookies
 
     # An open redirect is refused: after login, only local paths.
-    ok = await client.post("/login", data={"token": TOKEN, "next": "//evil.example/x"}, allow_redirects=False)
+    csrf = await login_csrf(client)
+    ok = await client.post(
+        "/login", data={"token": TOKEN, "next": "//evil.example/x", "csrf": csrf}, allow_redirects=False
+    )
     assert ok.status == 303 and ok.headers["Location"] == "/incidents"
     cookie = ok.cookies["unstick_session"]
     assert cookie["httponly"] and cookie["samesite"] == "Lax"
-    assert TOKEN not in cookie.value  # a digest, never the token itself
+    assert TOKEN not in cookie.value  # a random session id, never the token itself
 
     page = await client.get("/incidents/1", headers={"Accept": "text/html"})
     assert page.status == 200 and "Rollout of ml/trainer" in await page.text()
@@ -114,10 +121,20 @@ async def test_pages_ask_browsers_to_sign_in_and_the_cookie_works(client: TestCl
     raw = await client.get("/api/v1/incidents/1/remedies/0.yaml")
     assert raw.status == 200
 
-    out = await client.get("/logout", allow_redirects=False)
+    signout = re.search(r'name="csrf" value="([^"]+)"', await page.text())
+    assert signout is not None
+    out = await client.post("/logout", data={"csrf": signout.group(1)}, allow_redirects=False)
     assert out.status == 303
-    client.session.cookie_jar.clear()
+    client.session.cookie_jar.update_cookies({"unstick_session": cookie.value})  # replayed after sign-out
     assert (await client.get("/api/v1/incidents")).status == 401
+
+
+async def login_csrf(client: TestClient) -> str:
+    """GET /login: the form's CSRF token (its cookie lands in the client's jar)."""
+    form = await client.get("/login")
+    found = re.search(r'name="csrf" value="([^"]+)"', await form.text())
+    assert found is not None
+    return found.group(1)
 
 
 async def test_forged_cookie_is_refused(client: TestClient) -> None:
@@ -409,7 +426,7 @@ async def test_readiness_follows_the_callback_and_the_database(
     app = create_app(sessions=sessions, settings=api_settings, readiness=ready)
     async with TestClient(TestServer(app)) as c:
         resp = await c.get("/readyz")
-        assert resp.status == 503 and (await resp.json()) == {"status": "not ready"}
+        assert resp.status == 503 and (await resp.json()) == {"status": "not ready", "role": "standalone"}
         state["ready"] = True
         assert (await c.get("/readyz")).status == 200
         assert (await c.get("/healthz")).status == 200
@@ -426,7 +443,7 @@ async def test_readiness_follows_the_callback_and_the_database(
             app2 = create_app(sessions=create_sessionmaker(broken), settings=api_settings)
             async with TestClient(TestServer(app2)) as c2:
                 resp = await c2.get("/readyz")
-                assert resp.status == 503 and (await resp.json()) == {"status": "database unavailable"}
+                assert resp.status == 503 and (await resp.json()) == {"status": "database unavailable", "role": "standalone"}
                 assert (await c2.get("/healthz")).status == 200
             await broken.dispose()
 

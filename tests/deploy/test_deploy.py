@@ -339,8 +339,10 @@ def test_dockerfile() -> None:
         if line and not line.startswith("#"):
             name, _, arg = line.partition(" ")
             first.setdefault(name.upper(), []).append(arg.strip())
-    assert first["FROM"][-1].startswith("python:3.11-slim")
-    assert any("pip install ." in run for run in first["RUN"])
+    assert first["ARG"] == ["PYTHON_IMAGE=python:3.11-slim"] and first["FROM"][-1] == "${PYTHON_IMAGE}"
+    assert len(first["FROM"]) == 2 and first["FROM"][0].endswith(" AS build")  # multi-stage
+    # The build stage builds the wheel (as tests/deploy/test_wheel.py does) and installs it.
+    assert any("pip wheel --no-deps -w /wheels ." in run and "pip install /wheels/" in run for run in first["RUN"])
     assert first["USER"][-1].split(":")[0] not in ("0", "root")
     assert first["ENTRYPOINT"] == ['["unstick"]'] and first["CMD"] == ['["watch"]']
     assert first["EXPOSE"] == ["8080"] and "/data" in first["VOLUME"][0]
@@ -349,7 +351,7 @@ def test_dockerfile() -> None:
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     folders = {setuptools["package-dir"].get(p, p.replace(".", "/")).split("/")[0] for p in setuptools["packages"]}
     assert "alembic" in folders
-    copied = {arg.split()[0] for arg in first["COPY"] if not arg.startswith("--from")}
+    copied = {src for arg in first["COPY"] if not arg.startswith("--from") for src in arg.split()[:-1]}
     assert folders <= copied
     ignore = (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
     assert {f"!{folder}/" for folder in folders} <= set(ignore)
@@ -401,3 +403,31 @@ def test_templates_are_balanced_and_include_defined_helpers() -> None:
         opened = len(re.findall(r"\{\{-?\s*(?:if|with|range|define)\b", text))
         assert opened == len(re.findall(r"\{\{-?\s*end\s*-?\}\}", text)), template.name
         assert set(re.findall(r'include "([^"]+)"', text)) <= defined, template.name
+
+
+# -- sidecar snippet -------------------------------------------------------------------------
+
+
+def test_sidecar_snippet() -> None:
+    """deploy/sidecar/sidecar.yaml: read-only RBAC for the host pod's ServiceAccount, the container's
+    args accepted by the real parser with --no-pages, probes only on /healthz (never readiness)."""
+    objects = _load(DEPLOY / "sidecar" / "sidecar.yaml")
+    (binding,) = [o for o in objects if o["kind"] == "ClusterRoleBinding"]
+    (host,) = [o for o in objects if o["kind"] == "Deployment"]
+    pod = host["spec"]["template"]["spec"]
+    assert binding["roleRef"]["name"] == _one("ClusterRole")["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": pod["serviceAccountName"], "namespace": host["metadata"]["namespace"]}
+    ]
+    assert pod.get("automountServiceAccountToken", True) is True
+    (sidecar,) = [c for c in pod["containers"] if c["name"] == "unstick"]
+    args = build_parser("watch").parse_args(sidecar["args"])
+    env = {e["name"]: e["value"] for e in sidecar["env"]}
+    settings = Settings.from_args(args, env)
+    assert settings.api.pages is False and settings.api.port == sidecar["ports"][0]["containerPort"]
+    assert "readinessProbe" not in sidecar and sidecar["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    sc = sidecar["securityContext"]
+    assert sc["readOnlyRootFilesystem"] and sc["runAsNonRoot"] and sc["capabilities"]["drop"] == ["ALL"]
+    mounted = {m["name"] for m in sidecar["volumeMounts"]}
+    assert mounted <= {v["name"] for v in pod["volumes"]}
+    assert env["UNSTICK_DB_URL"].endswith("/data/unstick.db") and {"mountPath": "/data", "name": "unstick-data"} in sidecar["volumeMounts"]

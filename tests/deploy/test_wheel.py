@@ -34,11 +34,17 @@ def dockerfile_sources() -> list[str]:
     """What the Dockerfile's build stage COPYs from the context (files and folders)."""
     text = DOCKERFILE.read_text()
     build_stage = text.split("\nFROM ", 2)[1]
-    return [m.group(1) for m in re.finditer(r"^COPY (?!--from)(\S+) ", build_stage, re.M)]
+    return [src for m in re.finditer(r"^COPY (?!--from)(.+)$", build_stage, re.M) for src in m.group(1).split()[:-1]]
 
 
 def _ignored(path: Path) -> bool:
     return "__pycache__" in path.parts or path.suffix == ".pyc"
+
+
+def test_the_dockerfile_builds_this_wheel() -> None:
+    """The build stage runs the same `pip wheel` as the fixture below, on the same files."""
+    assert "RUN pip wheel --no-deps -w /wheels ." in DOCKERFILE.read_text()
+    assert {"pyproject.toml", "README.md", "agent", "analyzers", "storage", "alembic"} == set(dockerfile_sources())
 
 
 def _copy_context(dest: Path) -> None:

@@ -53,3 +53,63 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "unstick.claimName" -}}
 {{- default (printf "%s-data" (include "unstick.fullname" .)) .Values.persistence.existingClaim }}
 {{- end }}
+
+{{/* The Secret holding the database URL: the user's, or the chart's made from database.url. */}}
+{{- define "unstick.dbSecretName" -}}
+{{- default (printf "%s-database" (include "unstick.fullname" .)) .Values.database.existingSecret }}
+{{- end }}
+
+{{- define "unstick.dbSecretKey" -}}
+{{- if .Values.database.existingSecret }}{{ .Values.database.existingSecretKey }}{{ else }}url{{ end }}
+{{- end }}
+
+{{/* Replicas: the value, else 2 with PostgreSQL and 1 with SQLite. */}}
+{{- define "unstick.replicas" -}}
+{{- if kindIs "invalid" .Values.replicas }}{{ if include "unstick.sqlite" . }}1{{ else }}2{{ end }}{{ else }}{{ int .Values.replicas }}{{ end }}
+{{- end }}
+
+{{- define "unstick.slackSecretName" -}}
+{{- default (printf "%s-slack" (include "unstick.fullname" .)) .Values.slack.existingSecret }}
+{{- end }}
+
+{{- define "unstick.webhookSecretName" -}}
+{{- default (printf "%s-webhook" (include "unstick.fullname" .)) .Values.webhook.existingSecret }}
+{{- end }}
+
+{{/* Impossible combinations, refused at install with the value named. */}}
+{{- define "unstick.checks" -}}
+{{- $replicas := int (include "unstick.replicas" .) }}
+{{- if eq .Values.mode "sidecar" }}
+{{- if not .Values.sidecar.serviceAccount.name }}
+{{- fail "mode=sidecar: set sidecar.serviceAccount.name (and .namespace), the ServiceAccount of the pod the sidecar joins: it reads the cluster with that token" }}
+{{- end }}
+{{- if not .Values.sidecar.automountServiceAccountToken }}
+{{- fail "mode=sidecar: sidecar.automountServiceAccountToken=false leaves the sidecar without a ServiceAccount token to read the cluster with" }}
+{{- end }}
+{{- else }}
+{{- if and (gt $replicas 1) (include "unstick.sqlite" .) }}
+{{- fail (printf "replicas=%d needs PostgreSQL: SQLite has one writer; set database.existingSecret (or database.url), or replicas=1" $replicas) }}
+{{- end }}
+{{- if and (gt $replicas 1) (not .Values.database.existingSecret) (not .Values.database.url) }}
+{{- fail "replicas > 1 (high availability) needs database.existingSecret: a Secret with the PostgreSQL URL" }}
+{{- end }}
+{{- if and .Values.database.url (not (hasPrefix "postgresql" .Values.database.url)) }}
+{{- fail "database.url: only postgresql+asyncpg://… URLs go here (SQLite is the default: leave it empty)" }}
+{{- end }}
+{{- if not (or .Values.apiTokens.existingSecret .Values.apiTokens.tokens) }}
+{{- fail "set apiTokens.existingSecret or apiTokens.tokens: unstick serves its API only with bearer tokens" }}
+{{- end }}
+{{- if not .Values.serviceAccount.automountServiceAccountToken }}
+{{- fail "serviceAccount.automountServiceAccountToken=false leaves the agent without a token to read the cluster with" }}
+{{- end }}
+{{- if and .Values.slack.webhookUrl .Values.slack.botToken }}
+{{- fail "slack: set slack.webhookUrl or slack.botToken, not both" }}
+{{- end }}
+{{- if and .Values.slack.botToken (not .Values.slack.channel) }}
+{{- fail "slack.botToken needs slack.channel (where to post)" }}
+{{- end }}
+{{- if and .Values.webhook.urls (not (or .Values.webhook.secret .Values.webhook.existingSecret)) }}
+{{- fail "webhook.urls: set webhook.secret or webhook.existingSecret (the HMAC key the receivers verify)" }}
+{{- end }}
+{{- end }}
+{{- end }}

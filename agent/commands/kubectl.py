@@ -1,0 +1,377 @@
+"""``kubectl unstick``: one-shot live diagnosis with the user's kubeconfig, as a kubectl plugin.
+
+kubectl runs ``kubectl-unstick`` from ``$PATH`` for ``kubectl unstick …``. It reads only
+what the question needs, through the one gateway, and prints the same report as
+``unstick analyze``:
+
+* ``pod/NAME``: the pod, its events, its owners (ReplicaSet → Deployment, …), the nodes
+  and the pods bound to them (what the scheduler weighs), the namespace's budgets and claims;
+* ``deploy/NAME``: the Deployment, its ReplicaSets and pods (by its selector), the same
+  cluster-wide placement inputs, the namespace's events and budgets;
+* ``node/NAME``: why a drain of it hangs: the pods on it, the budgets and workloads of
+  their namespaces, whether replacements fit elsewhere; a node that is not cordoned yet is
+  analysed as cordoned (the first step of ``kubectl drain``), said on stderr;
+* no target: everything stuck in the namespace (``-n``, else the context's); ``-A``: in all.
+
+Flags follow kubectl (``-n``, ``-A``, ``--context``, ``--kubeconfig``, ``-o json|yaml``);
+exit codes too: 0 on success, 1 on any error (``error: …`` or ``Error from server
+(NotFound): …`` on stderr), as ``k8s.io/kubectl/pkg/cmd/util/helpers.go`` CheckErr does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import yaml
+
+if TYPE_CHECKING:
+    from agent.kube.gateway import Gateway, RawObject
+    from analyzers.report import Report
+
+EXIT_OK = 0
+EXIT_ERROR = 1  # kubectl's DefaultErrorExitCode
+
+# kubectl's names and short names for the kinds a target may name.
+_TARGET_KINDS = {
+    "pod": "Pod",
+    "pods": "Pod",
+    "po": "Pod",
+    "deployment": "Deployment",
+    "deployments": "Deployment",
+    "deploy": "Deployment",
+    "deployment.apps": "Deployment",
+    "deployments.apps": "Deployment",
+    "node": "Node",
+    "nodes": "Node",
+    "no": "Node",
+}
+# Cluster-scoped inputs every placement question reads (small next to pods).
+_CLUSTER_KINDS = ("Node", "PriorityClass", "StorageClass", "PersistentVolume")
+# Per-namespace inputs for a question about something in that namespace.
+_NAMESPACE_KINDS = (
+    "PersistentVolumeClaim",
+    "PodDisruptionBudget",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "DaemonSet",
+    "Job",
+)
+_LIVE_PHASES = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+class PluginError(Exception):
+    """Printed as kubectl prints errors; exit code 1."""
+
+
+@dataclass
+class Target:
+    kind: str | None  # None: everything stuck in the namespace(s)
+    name: str = ""
+
+
+@dataclass
+class Reads:
+    """The objects read, and a count of requests (what ``--v`` would show)."""
+
+    objects: list[RawObject] = field(default_factory=list)
+    requests: int = 0
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # kubectl: "error: …", exit 1 (argparse would exit 2)
+        self.print_usage(sys.stderr)
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="kubectl unstick",
+        description=(
+            "Explain why a pod is Pending, a rollout stalls or a drain hangs, live, in kube-scheduler's terms, "
+            "with verified fixes. Reads only what the question needs."
+        ),
+        epilog=(
+            "examples:\n"
+            "  kubectl unstick pod/web-7d9c -n shop\n"
+            "  kubectl unstick deploy/vision-object-tracker -n vision -o yaml\n"
+            "  kubectl unstick node/gpu-node-1          # why draining it hangs\n"
+            "  kubectl unstick -A                       # everything stuck, every namespace"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "target", nargs="*", metavar="TYPE/NAME", help="pod/NAME, deploy/NAME or node/NAME (or TYPE NAME)"
+    )
+    p.add_argument("-n", "--namespace", help="namespace (default: the kubeconfig context's)")
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="everything stuck in every namespace")
+    p.add_argument(
+        "--kubeconfig", metavar="PATH", help="kubeconfig file (env KUBECONFIG; default ~/.kube/config)"
+    )
+    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
+    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
+    p.add_argument(
+        "--request-timeout", metavar="SECONDS", type=float, default=30.0, help="per request (default 30)"
+    )
+    return p
+
+
+def parse_target(words: Sequence[str]) -> Target:
+    if not words:
+        return Target(None)
+    if len(words) == 1 and "/" in words[0]:
+        kind_word, _, name = words[0].partition("/")
+    elif len(words) == 2 and "/" not in words[0]:
+        kind_word, name = words
+    else:
+        raise PluginError(
+            f"expected one TYPE/NAME (pod/NAME, deploy/NAME, node/NAME), got {' '.join(words)!r}"
+        )
+    kind = _TARGET_KINDS.get(kind_word.lower())
+    if kind is None:
+        raise PluginError(
+            f'the server doesn\'t have a resource type "{kind_word}" that unstick explains (pod, deploy, node)'
+        )
+    if not name or "/" in name:
+        raise PluginError(
+            f"resource name may not be empty or contain '/': {words[0] if len(words) == 1 else name!r}"
+        )
+    return Target(kind, name)
+
+
+async def _list(gw: Gateway, reads: Reads, kind: str, **kw: Any) -> list[RawObject]:
+    reads.requests += 1
+    items = (await gw.list_objects(kind, **kw))["items"]
+    reads.objects.extend(items)
+    return items
+
+
+async def _placement_inputs(gw: Gateway, reads: Reads) -> None:
+    """What the scheduler weighs for any pod: nodes, classes, volumes, the pods bound to nodes."""
+    for kind in _CLUSTER_KINDS:
+        await _list(gw, reads, kind)
+    await _list(gw, reads, "Pod", field_selector=f"spec.nodeName!=,{_LIVE_PHASES}")
+
+
+async def _namespace_inputs(gw: Gateway, reads: Reads, namespace: str, *, pending: bool = True) -> None:
+    for kind in _NAMESPACE_KINDS:
+        await _list(gw, reads, kind, namespace=namespace)
+    if pending:
+        await _list(gw, reads, "Pod", namespace=namespace, field_selector=f"spec.nodeName=,{_LIVE_PHASES}")
+    await _list(gw, reads, "Event", namespace=namespace)
+
+
+def _selector(labels: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+async def read(gw: Gateway, target: Target, namespace: str | None) -> Reads:
+    from agent.kube.errors import NotFound
+
+    reads = Reads()
+    try:
+        if target.kind is None:
+            await _placement_inputs(gw, reads)
+            if namespace is None:  # -A: every namespaced input, cluster-wide
+                for kind in _NAMESPACE_KINDS:
+                    await _list(gw, reads, kind)
+                await _list(gw, reads, "Pod", field_selector=f"spec.nodeName=,{_LIVE_PHASES}")
+                await _list(gw, reads, "Event")
+            else:
+                await _namespace_inputs(gw, reads, namespace)
+        elif target.kind == "Pod":
+            assert namespace is not None
+            reads.requests += 1
+            pod = await gw.get("Pod", target.name, namespace)
+            await _placement_inputs(gw, reads)
+            reads.objects.append(pod)
+            for kind in ("PersistentVolumeClaim", "PodDisruptionBudget"):
+                await _list(gw, reads, kind, namespace=namespace)
+            await _owners(gw, reads, pod)
+            await _list(
+                gw, reads, "Event", namespace=namespace, field_selector=f"involvedObject.name={target.name}"
+            )
+        elif target.kind == "Deployment":
+            assert namespace is not None
+            reads.requests += 1
+            dep = await gw.get("Deployment", target.name, namespace)
+            reads.objects.append(dep)
+            labels = ((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            await _placement_inputs(gw, reads)
+            for kind in ("PersistentVolumeClaim", "PodDisruptionBudget"):
+                await _list(gw, reads, kind, namespace=namespace)
+            selector = _selector(labels) if labels else None
+            await _list(gw, reads, "ReplicaSet", namespace=namespace, label_selector=selector)
+            await _list(
+                gw,
+                reads,
+                "Pod",
+                namespace=namespace,
+                label_selector=selector,
+                field_selector="spec.nodeName=",
+            )
+            await _list(gw, reads, "Event", namespace=namespace)
+        else:  # Node: why would a drain of it hang
+            reads.requests += 1
+            await gw.get("Node", target.name)
+            await _placement_inputs(gw, reads)
+            on_node = [
+                o
+                for o in reads.objects
+                if o.get("kind") == "Pod" and (o.get("spec") or {}).get("nodeName") == target.name
+            ]
+            for ns in sorted({(o.get("metadata") or {}).get("namespace", "") for o in on_node}):
+                await _namespace_inputs(gw, reads, ns)
+    except NotFound as exc:
+        raise PluginError(f"Error from server (NotFound): {exc}") from None
+    return reads
+
+
+async def _owners(gw: Gateway, reads: Reads, obj: RawObject) -> None:
+    """The owner chain of ``obj`` (controller references), read one by one."""
+    from agent.kube.errors import NotFound
+
+    meta = obj.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if not ref.get("controller"):
+            continue
+        kind = ref.get("kind")
+        if kind not in ("ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job"):
+            continue
+        reads.requests += 1
+        try:
+            owner = await gw.get(kind, ref.get("name", ""), meta.get("namespace"))
+        except NotFound:
+            continue
+        reads.objects.append(owner)
+        await _owners(gw, reads, owner)
+
+
+def _as_cordoned(objects: list[RawObject], node: str) -> bool:
+    """Mark ``node`` unschedulable in the read objects (the first step of a drain); True if it was not."""
+    for obj in objects:
+        if obj.get("kind") == "Node" and (obj.get("metadata") or {}).get("name") == node:
+            spec = obj.setdefault("spec", {})
+            if spec.get("unschedulable"):
+                return False
+            spec["unschedulable"] = True
+            return True
+    return False
+
+
+def report_for(
+    objects: list[RawObject], target: Target, *, kube_version: str | None, now: float
+) -> tuple[Report, int]:
+    from analyzers.findings import ObjectRef
+    from analyzers.report import build_report
+    from analyzers.snapshot import ClusterState
+
+    state = ClusterState(kube_version)
+    for obj in objects:
+        state.apply_object(obj, source="the API server")
+    snapshot = state.snapshot()
+    pod_filter = None
+    scope = None
+    if target.kind == "Pod":
+        pods = [p for p in snapshot.pods.values() if p.name == target.name]
+        name = target.name
+        pod_filter = lambda pod: pod.name == name  # noqa: E731
+        if pods:
+            scope = frozenset({snapshot.workload_of(pods[0]).ref, ObjectRef("Pod", pods[0].namespace, name)})
+    elif target.kind == "Deployment":
+        dep = next(iter(d for d in snapshot.deployments.values() if d.name == target.name), None)
+        if dep is not None:
+            scope = frozenset({ObjectRef("Deployment", dep.namespace, dep.name)})
+    report = build_report(snapshot, now=now, kube_version=kube_version, pod_filter=pod_filter, scope=scope)
+    if scope is not None:
+        findings = tuple(f for f in report.findings if f.subject in scope)
+        deployments = tuple(
+            d
+            for d in report.deployments
+            if ObjectRef("Deployment", d.deployment.namespace, d.deployment.name) in scope
+        )
+        from dataclasses import replace
+
+        report = replace(report, findings=findings, deployments=deployments)
+    return report, len(snapshot.nodes)
+
+
+async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str]]:
+    from agent.kube.errors import ConfigError, KubeError
+    from agent.kube.gateway import Gateway
+    from agent.runner import minor_version
+
+    target = parse_target(args.target)
+    if args.all_namespaces and target.kind is not None:
+        raise PluginError("a resource cannot be retrieved by name across all namespaces")
+    notes: list[str] = []
+    gw = Gateway(
+        args.kubeconfig, args.context, request_timeout=args.request_timeout, user_agent="kubectl-unstick/0.1"
+    )
+    try:
+        try:
+            await gw.open()
+        except ConfigError as exc:
+            raise PluginError(f"error: {exc}") from None
+        namespace = (
+            None
+            if args.all_namespaces or target.kind == "Node"
+            else (args.namespace or gw.namespace or "default")
+        )
+        try:
+            version = minor_version(await gw.version())
+            reads = await read(gw, target, namespace)
+        except KubeError as exc:
+            raise PluginError(f"error: {exc}") from None
+    finally:
+        await gw.close()
+    if target.kind == "Node" and _as_cordoned(reads.objects, target.name):
+        notes.append(
+            f"node/{target.name} is not cordoned: analysed as `kubectl drain` would leave it (cordoned)"
+        )
+    report, nodes = report_for(reads.objects, target, kube_version=version, now=time.time())
+    return report, nodes, notes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from agent.commands.analyze import print_human
+    from agent.logs import configure_logging
+
+    configure_logging("ERROR", "text")  # the report and kubectl-style errors only
+    try:
+        report, nodes, notes = asyncio.run(diagnose(args))
+    except PluginError as exc:
+        message = str(exc)
+        print(
+            message if message.startswith(("error: ", "Error from server")) else f"error: {message}",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    try:
+        if args.output == "json":
+            sys.stdout.buffer.write(orjson.dumps(report.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+        elif args.output == "yaml":
+            yaml.safe_dump(report.as_dict(), sys.stdout, sort_keys=False, allow_unicode=True)
+        else:
+            print_human(report, nodes, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
