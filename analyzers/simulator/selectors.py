@@ -182,9 +182,9 @@ def _aggregate(messages: Sequence[str]) -> str:
 
 def node_term_valid(term: NodeSelectorTerm) -> bool:
     """Whether nodeaffinity.newNodeSelectorTerm parses ``term`` without errors."""
-    for req in term.match_expressions:
-        if req.operator not in NODE_SELECTOR_OPERATORS or requirement_errors(req):
-            return False
+    # requirement_errors refuses operators outside NODE_SELECTOR_OPERATORS too.
+    if any(requirement_errors(req) for req in term.match_expressions):
+        return False
     return all(req.operator in ("In", "NotIn") and len(req.values) == 1 for req in term.match_fields)
 
 

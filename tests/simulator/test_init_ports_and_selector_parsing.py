@@ -224,3 +224,50 @@ def test_valid_selectors_are_not_rejected() -> None:
         ]
     )
     assert v.prefilter is None and v.fits
+
+
+# --- the limits of apimachinery's validation, at their boundaries ------------------------
+
+
+def test_label_value_and_name_lengths_at_63_and_64() -> None:
+    from analyzers.simulator.selectors import label_value_errors, qualified_name_errors
+
+    assert label_value_errors("a" * 63) == []
+    assert label_value_errors("a" * 64) == ["must be no more than 63 characters"]
+    assert qualified_name_errors("a" * 63) == []
+    assert qualified_name_errors("a" * 64) == ["name part must be no more than 63 characters"]
+
+
+def test_dns_prefix_length_at_253_and_254() -> None:
+    from analyzers.simulator.selectors import qualified_name_errors
+
+    prefix = ".".join(["a" * 63] * 3) + "." + "a" * 61  # 253 characters
+    assert len(prefix) == 253 and qualified_name_errors(prefix + "/app") == []
+    assert qualified_name_errors(prefix + "a/app") == ["prefix part must be no more than 253 characters"]
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("9223372036854775807", True),
+        ("9223372036854775808", False),
+        ("-9223372036854775808", True),
+        ("-9223372036854775809", False),
+    ],
+)
+def test_gt_value_parses_as_int64_exactly(value: str, ok: bool) -> None:
+    from analyzers.records import Requirement
+    from analyzers.simulator.selectors import requirement_errors
+
+    errors = requirement_errors(Requirement("gen", "Gt", (value,)))
+    int_error = [e for e in errors if "the value must be an integer" in e]
+    assert (not int_error) is ok
+
+
+def test_match_fields_with_in_and_one_value_is_valid_and_with_two_is_not() -> None:
+    from analyzers.records import NodeSelectorTerm, Requirement
+    from analyzers.simulator.selectors import node_term_valid
+
+    assert node_term_valid(NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", ("a",)),)))
+    assert not node_term_valid(NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", ("a", "b")),)))
+    assert not node_term_valid(NodeSelectorTerm(match_fields=(Requirement("metadata.name", "Exists", ("a",)),)))
