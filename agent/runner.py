@@ -243,6 +243,7 @@ class AgentHost:
             policy=RetryPolicy(max_attempts=settings.max_attempts),
             lease=settings.lease_seconds,
             secrets=settings.secrets(),
+            fence=self.is_leader,
         )
         await worker.start()
         self.notifier = worker

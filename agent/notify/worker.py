@@ -93,6 +93,7 @@ class OutboxWorker:
         clock: Callable[[], datetime] = utcnow,
         rng: random.Random | None = None,
         count_interval: float = 5.0,
+        fence: Callable[[], bool] | None = None,
     ) -> None:
         names = [s.name for s in sinks]
         if len(set(names)) != len(names):
@@ -105,6 +106,9 @@ class OutboxWorker:
         self._clock = clock
         self._rng = rng or random.Random()
         self.count_interval = count_interval
+        # Asked right before each send (HA: "do I still hold the Lease?"); a fenced
+        # worker hands the claim back instead of sending.
+        self._fence = fence
         self._lanes = {s.name: _Lane(s) for s in sinks}
         self._outcomes: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._recorder: asyncio.Task[None] | None = None
@@ -279,6 +283,18 @@ class OutboxWorker:
         sink, stats = lane.sink, lane.stats
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
+        if self._fence is not None and not self._fence():
+            log.warning("notify %s: not the leader any more; row %d handed back unsent", sink.name, d.row_id)
+            self._outcomes.put_nowait(
+                failed_values(
+                    d.row_id,
+                    now=self._clock(),
+                    error="handed back unsent: this replica lost the leader Lease",
+                    retry_at=self._clock(),
+                    attempts=max(0, d.attempt - 1),
+                )
+            )
+            return
         try:
             try:
                 # Never outlive the lease: past it another worker may claim the row.

@@ -178,6 +178,26 @@ async def test_shutdown_gives_unfinished_claims_back(
     assert (row.status, row.attempts, row.last_error) == ("pending", 0, "interrupted by shutdown")
 
 
+async def test_a_fenced_worker_sends_nothing_and_hands_its_claims_back(
+    sessions: async_sessionmaker[AsyncSession], receiver: WebhookReceiver
+) -> None:
+    """HA: a replica that lost the leader Lease never sends, even a row it had claimed."""
+    outbox = await open_incidents(sessions, 3, ["webhook"])
+    leader = False
+    worker = OutboxWorker(sessions, [webhook(receiver)], policy=FAST, fence=lambda: leader)
+    await worker.start()
+    try:
+        await asyncio.sleep(1.5)  # several claim rounds while fenced
+        assert receiver.arrivals == []
+        assert all(r.status in ("pending", "sending") and r.attempts <= 1 for r in await rows(sessions))
+        leader = True  # the Lease is (re)gained: everything goes out, once
+        assert await worker.drain(30.0) == 0
+    finally:
+        await worker.stop()
+    assert set(receiver.deliveries) == {delivery_id(r) for r in outbox}
+    assert set(receiver.seen.values()) == {1}
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
 async def test_two_workers_on_postgresql_never_send_a_row_twice(
