@@ -77,7 +77,7 @@ async def test_lists_are_paginated_by_the_real_api_server(cluster: Cluster) -> N
     assert names == [f"budget-{i:02d}" for i in range(23)]
 
 
-async def test_watch_gets_bookmarks_and_relists_after_a_compaction(cluster: Cluster) -> None:
+async def test_watch_relists_after_a_compaction(cluster: Cluster) -> None:
     """PodDisruptionBudgets have the watch cache off in the harness
     (--watch-cache-sizes=poddisruptionbudgets.policy#0): their watches are served by
     etcd, so a watch from a compacted revision gets 410 Gone, as on a busy cluster."""
@@ -91,13 +91,6 @@ async def test_watch_gets_bookmarks_and_relists_after_a_compaction(cluster: Clus
         )
         await watcher.list_once()
         assert [d.object["metadata"]["name"] for d in sink.deltas] == ["before"]
-        # Bookmarks: pods have the watch cache on; a watch with a deadline gets one before it.
-        pods = KindWatcher(
-            gateway, kind_for("Pod"), Recorder(), namespace=ns, watch_timeout=4, min_watch_duration=0
-        )
-        await pods.list_once()
-        await asyncio.wait_for(pods.step(), 20)
-        assert pods.stats.bookmarks >= 1, pods.stats
 
         listed_at = watcher.resource_version
         for name in ("after-1", "after-2"):
