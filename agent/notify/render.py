@@ -237,6 +237,15 @@ def what_changed(payload: Mapping[str, Any], incident: Mapping[str, Any]) -> lis
     return words
 
 
+def message_remedy(remedy: Mapping[str, Any]) -> dict[str, Any]:
+    """The remedy as a message shows it. A ``command`` remedy's YAML only repeats its
+    command in comments, so messages show the command alone (the page keeps both)."""
+    shown = dict(remedy)
+    if shown.get("kind") == "command":
+        shown["yaml"] = ""
+    return shown
+
+
 def first_remedy(incident: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:
     """The first verified remedy (with its index), else the first remedy, else None."""
     remedies = list(incident.get("remedies") or ())
@@ -311,7 +320,7 @@ class Renderer:
                 or (incident.get("evidence") or {}).get("scheduler_message")
                 or ""
             ),
-            "remedy": dict(remedy[1]) if remedy else None,
+            "remedy": message_remedy(remedy[1]) if remedy else None,
             "remedy_link": self._remedy_link(incident, remedy[0]) if remedy else None,
             "links": links_for(self.public_url, incident),
             "replaces": list(payload.get("replaces") or ()),
