@@ -27,10 +27,11 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 ENV_BINDIR = "UNSTICK_PG_BINDIR"
 
@@ -242,3 +243,16 @@ def release() -> None:
         _shared.stop()
         _shared = None
         _users = 0
+
+
+def serve() -> Iterator[PostgresServer]:
+    """The body of a ``pg_server`` fixture (``yield from pg.serve()``): the shared server,
+    released afterwards; a test that needs it fails (never skips) without the binaries."""
+    try:
+        server = acquire()
+    except PostgresNotFound as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield server
+    finally:
+        release()

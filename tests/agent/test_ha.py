@@ -30,14 +30,7 @@ LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 3.0, 2.0, 0.5
 
 @pytest.fixture(scope="module")
 def pg_server() -> Iterator[pg.PostgresServer]:
-    try:
-        server = pg.acquire()
-    except pg.PostgresNotFound as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield server
-    finally:
-        pg.release()
+    yield from pg.serve()
 
 
 @pytest.fixture

@@ -26,14 +26,7 @@ OTHER_TOKEN = "another-valid-token-abcdefghijkl"
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[pg.PostgresServer]:
-    try:
-        server = pg.acquire()
-    except pg.PostgresNotFound as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield server
-    finally:
-        pg.release()
+    yield from pg.serve()
 
 
 async def _migrate_and_seed(url: str) -> None:

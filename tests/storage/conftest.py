@@ -14,14 +14,7 @@ from tests import pg
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[pg.PostgresServer]:
-    try:
-        server = pg.acquire()
-    except pg.PostgresNotFound as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield server
-    finally:
-        pg.release()
+    yield from pg.serve()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
