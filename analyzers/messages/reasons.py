@@ -486,6 +486,19 @@ def classify_truncated(text: str, *, min_length: int = 8) -> ReasonInfo | None:
     return found.pop() if len(found) == 1 else None  # None in the set: a stem of many meanings
 
 
+def beginning_codes(text: str) -> frozenset[str | None]:
+    """The codes of every known reason ``text`` is the beginning of, however short
+    (None stands for a patterned stem of many meanings); empty when it begins none."""
+    text = text.strip()
+    if not text:
+        return frozenset()
+    found = {_EXACT[c].code for c in _PREFIX_CANDIDATES if c.startswith(text)}
+    found.update(
+        info.code if info is not None else None for stem, info in _PATTERN_STEMS if stem.startswith(text)
+    )
+    return frozenset(found)
+
+
 # --- plain words -----------------------------------------------------------------------
 
 _MEANINGS: Final[dict[str, str]] = {

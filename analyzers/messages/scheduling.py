@@ -58,6 +58,7 @@ from analyzers.messages.reasons import (
     PREEMPTION_NOT_ELIGIBLE,
     PREEMPTION_NOT_HELPFUL,
     ReasonInfo,
+    beginning_codes,
     classify_reason,
     classify_truncated,
 )
@@ -493,10 +494,17 @@ def _find_headers(text: str) -> tuple[re.Match[str] | None, re.Match[str] | None
     return None, first_preemption
 
 
-def _is_preemption_histogram(reasons: tuple[Reason, ...]) -> bool:
+def _is_preemption_histogram(reasons: tuple[Reason, ...], truncated: bool) -> bool:
     """Preemption's own reasons never appear in a filter histogram: a list holding
-    one is the preemption part, pasted without its ``preemption:`` marker."""
-    return any(r.info.code in _PREEMPTION_CODES for r in reasons)
+    one is the preemption part, pasted without its ``preemption:`` marker. So is a
+    list cut short inside a reason that only preemption's reasons begin with
+    (``0/3 nodes are available: 3 P ...``): no filter reason starts that way."""
+    if any(r.info.code in _PREEMPTION_CODES for r in reasons):
+        return True
+    if not (truncated and reasons and reasons[-1].info.code == OTHER):
+        return False
+    begun = beginning_codes(reasons[-1].text)
+    return bool(begun) and begun <= _PREEMPTION_CODES
 
 
 def _preemption_only(parsed: ParsedMessage) -> ParsedMessage:
@@ -524,7 +532,11 @@ def parse_headed(text: str) -> ParsedMessage | None:
     """Parse a cleaned text as a FitError of any generation, whole or in pieces;
     None when it carries no FitError header or piece of one."""
     parsed = _parse_headed(text)
-    if parsed is not None and parsed.preemption is None and _is_preemption_histogram(parsed.reasons):
+    if (
+        parsed is not None
+        and parsed.preemption is None
+        and _is_preemption_histogram(parsed.reasons, parsed.truncated)
+    ):
         return _preemption_only(parsed)
     return parsed
 
@@ -581,7 +593,7 @@ def parse_reasons_only(text: str) -> ParsedMessage | None:
         truncated=cut,
         head_missing=head_missing,
     )
-    return _preemption_only(parsed) if _is_preemption_histogram(reasons) else parsed
+    return _preemption_only(parsed) if _is_preemption_histogram(reasons, cut) else parsed
 
 
 def parse_scheduling(text: str) -> ParsedMessage | None:

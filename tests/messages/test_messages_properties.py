@@ -10,6 +10,7 @@ never a wrong reason, count, total or preemption verdict.
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
@@ -31,8 +32,9 @@ from analyzers.messages.model import CANNOT_HELP, NOT_ELIGIBLE
 from analyzers.simulator import render
 from analyzers.simulator.versions import wording_for
 
+# UNSTICK_PROPERTY_EXAMPLES raises the count for a deep local run (CI draws 400 new ones each time).
 PROPERTY = settings(
-    max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=int(os.environ.get("UNSTICK_PROPERTY_EXAMPLES", "400")), deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 # Every minor the simulator words (1.18 is the oldest framework scheduler), and 1.34.2
