@@ -63,6 +63,9 @@ class Seed:
     cluster_scoped: list[dict[str, Any]] = field(default_factory=list)
     ready_first: bool = False  # wait for the Deployment's first rollout before ``stick``
     waited: float = 0.0  # analyse as if this many seconds had passed (rules with a time threshold)
+    # The remedy adds capacity, which no kubectl command does: the test registers these Nodes
+    # instead (the fake kubelet runs them), as a node group scaling up would.
+    adds_nodes: list[dict[str, Any]] = field(default_factory=list)
 
 
 def seeds() -> list[Seed]:
@@ -147,6 +150,7 @@ def seeds() -> list[Seed]:
             ),
             rule_id="insufficient-resources",
             subject="trino",
+            remedy_contains="--requests=cpu=8,memory=32Gi",
         ),
         Seed(
             id="anti-affinity-more-replicas-than-nodes",
@@ -211,6 +215,7 @@ def seeds() -> list[Seed]:
             ),
             rule_id="topology-spread-infeasible",
             subject="web",
+            remedy_contains="whenUnsatisfiable: ScheduleAnyway",
         ),
         Seed(
             id="scheduling-gates",
@@ -229,6 +234,8 @@ def seeds() -> list[Seed]:
             stuck_label={"app": "gated"},
             message="Scheduling is blocked due to non-empty scheduling gates",
             rule_id="scheduling-gated",
+            subject="gated",
+            remedy_contains='"path":"/spec/schedulingGates"',
             waited=3600.0,  # a gate is normal for a while; the rule speaks up once it has stayed
         ),
         Seed(
@@ -284,6 +291,9 @@ def seeds() -> list[Seed]:
                 "to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
             ),
             rule_id="volume-binding",
+            subject="db",
+            remedy_contains="-l topology.kubernetes.io/zone=a",
+            adds_nodes=[node("a-1", labels={ZONE: "a"})],
         ),
         Seed(
             id="wait-for-first-consumer-no-usable-node",
@@ -343,5 +353,7 @@ def seeds() -> list[Seed]:
                 "scheduling."
             ),
             rule_id="volume-binding",
+            subject="etl",
+            remedy_contains="claimRef:",
         ),
     ]

@@ -7,8 +7,10 @@ For each seed (tests/realcluster/seeds.py), in its own namespace:
     preemption reason codes and counts;
 (b) the live agent (``unstick watch``'s ClusterAgent, in process) watching the real API
     server opens the expected incident with a verified remedy;
-(c) that remedy, applied with kubectl, really unsticks the workload and the agent
-    resolves the incident.
+(c) that remedy, applied with kubectl, really unsticks the workload (every pod of it
+    bound) and the agent resolves the incident. Every seed is covered; where the remedy
+    is capacity (a PV's zone has no node) the command only lists the zone's nodes, and
+    the test registers the Node a node group would add (``Seed.adds_nodes``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from sqlalchemy import select
 
 from agent.dryrun import ACCEPTED, patch_of
@@ -34,7 +37,7 @@ from analyzers.report import build_report
 from analyzers.snapshot import ClusterState
 from storage.models import Incident
 from tests.realcluster.conftest import Cluster, scheduled_condition
-from tests.realcluster.harness import KUBE_VERSION, ApiError, ControlPlane, object_path
+from tests.realcluster.harness import CLUSTER_SCOPED, KUBE_VERSION, ApiError, ControlPlane, object_path
 from tests.realcluster.seeds import Seed, deployment, seeds
 from tests.realcluster.verdicts import (
     cluster_objects,
@@ -240,13 +243,51 @@ async def eventually(check: Any, timeout: float, what: str) -> Any:
         raise AssertionError(f"timed out after {timeout:.0f}s: {what}") from None
 
 
-def run_remedy(plane: ControlPlane, command: str) -> subprocess.CompletedProcess[str]:
+def run_remedy(
+    plane: ControlPlane, command: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a remedy's command as a user pastes it (``kubectl apply -f -`` reads the YAML on stdin)."""
     env = {
         **os.environ,
         "PATH": f"{plane.bin_dir}:{os.environ.get('PATH', '')}",
         "KUBECONFIG": str(plane.kubeconfig),
     }
-    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, env=env, timeout=60, input=stdin
+    )
+
+
+def all_scheduled(cluster: Cluster, labels: dict[str, str], timeout: float) -> None:
+    """Wait (watching pods) until every live pod with ``labels`` is bound to a node."""
+    path = f"/api/v1/namespaces/{cluster.ns}/pods"
+    deadline = time.monotonic() + timeout
+    while True:
+        listing = cluster.api.get(path)
+        live = [
+            p for p in listing["items"] if matches(p, labels) and not p["metadata"].get("deletionTimestamp")
+        ]
+        if live and all(p["spec"].get("nodeName") for p in live):
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            names = sorted(p["metadata"]["name"] for p in live if not p["spec"].get("nodeName"))
+            raise AssertionError(f"pods {labels} still unscheduled after {timeout:.0f}s: {names}")
+        with contextlib.suppress(TimeoutError):  # any change to the namespace's pods: look again
+            next(iter(cluster.api.watch(path, listing["metadata"]["resourceVersion"], min(left, 5))), None)
+
+
+def apply_remedy(cluster: Cluster, seed: Seed, remedy: dict[str, Any], cleanup: list[str]) -> None:
+    """Apply ``remedy`` as a user would: its command (a manifest's YAML piped to it), then, for a
+    remedy that adds capacity, the seed's new Nodes registered as a node group would."""
+    manifest = remedy["kind"] == "manifest"
+    applied = run_remedy(cluster.plane, remedy["command"], remedy["yaml"] if manifest else None)
+    assert applied.returncode == 0, f"`{remedy['command']}`: {applied.stderr}"
+    if manifest:
+        for doc in yaml.safe_load_all(remedy["yaml"]):
+            if doc and doc.get("kind") in CLUSTER_SCOPED:
+                cleanup.append(object_path(doc))
+    for new in seed.adds_nodes:
+        cluster.api.create(new)
 
 
 AGENT_SEEDS = [s for s in SEEDS if s.rule_id and s.remedy_contains]
@@ -270,6 +311,8 @@ async def test_watch_opens_the_incident_and_the_remedy_resolves_it(
             verify_with_dry_run=True,
         )
         host.agents.append(agent)
+        if seed.waited:  # a rule with a time threshold: the agent looks as if that long had passed
+            agent.pipeline.clock = lambda: time.time() + seed.waited
         agent.start(stop)
         assert agent.pipeline.config.kube_version == "1.35.4"  # read from the real /version
         await asyncio.to_thread(stick, cluster, seed)
@@ -289,8 +332,8 @@ async def test_watch_opens_the_incident_and_the_remedy_resolves_it(
         assert remedies, f"no verified remedy with {seed.remedy_contains!r}: {incident.remedies}"
         if remedies[0]["kind"] == "patch":  # --verify-with-dry-run recorded the API server's answer
             assert ACCEPTED in remedies[0]["verification"], remedies[0]["verification"]
-        applied = await asyncio.to_thread(run_remedy, cluster.plane, remedies[0]["command"])
-        assert applied.returncode == 0, applied.stderr
+        await asyncio.to_thread(apply_remedy, cluster, seed, remedies[0], cleanup)
+        await asyncio.to_thread(all_scheduled, cluster, seed.stuck_label, 60)
 
         async def resolved() -> bool:
             rows = [i for i in await open_incidents(host) if i.id == incident.id]
