@@ -124,6 +124,31 @@ def seeds() -> list[Seed]:
             remedy_contains="gpu-type: a10g",
         ),
         Seed(
+            id="bare-pod-selector-typo",
+            nodes=[node(f"gpu-{i}", labels={"gpu-type": "a10g"}) for i in range(3)],
+            objects=[
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": "notebook", "labels": {"app": "notebook"}},
+                    "spec": {
+                        "terminationGracePeriodSeconds": 0,
+                        "nodeSelector": {"gpu-typ": "a10g"},
+                        "containers": [container(cpu="100m")],
+                    },
+                }
+            ],
+            stuck_label={"app": "notebook"},
+            message=(
+                "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. no new claims to "
+                "deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+            ),
+            rule_id="node-selector-mismatch",
+            subject="notebook",
+            # a pod's nodeSelector is immutable: the remedy re-creates the pod with the fix
+            remedy_contains="kubectl replace --force",
+        ),
+        Seed(
             id="untolerated-taint",
             nodes=[
                 node(f"pool-{i}", taints=[{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}])

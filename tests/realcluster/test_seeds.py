@@ -29,7 +29,7 @@ import pytest
 import yaml
 from sqlalchemy import select
 
-from agent.dryrun import ACCEPTED, patch_of
+from agent.dryrun import ACCEPTED
 from agent.kube.gateway import Gateway
 from agent.pipeline import PipelineConfig
 from agent.runner import AgentHost, ClusterAgent
@@ -42,6 +42,7 @@ from tests.realcluster.seeds import Seed, deployment, seeds
 from tests.realcluster.verdicts import (
     cluster_objects,
     cluster_objects_with_workloads,
+    dry_run_every_remedy,
     preemption_histogram,
     simulate_objects,
     split_message,
@@ -51,16 +52,6 @@ pytestmark = pytest.mark.realcluster
 REPO = Path(__file__).resolve().parents[2]
 
 SEEDS = seeds()
-API_VERSIONS = {
-    "Deployment": "apps/v1",
-    "StatefulSet": "apps/v1",
-    "DaemonSet": "apps/v1",
-    "ReplicaSet": "apps/v1",
-    "Pod": "v1",
-    "PodDisruptionBudget": "policy/v1",
-    "Node": "v1",
-    "PersistentVolumeClaim": "v1",
-}
 
 
 def substitute(obj: Any, ns: str) -> Any:
@@ -142,38 +133,17 @@ def check_verdict(cluster: Cluster, seed: Seed, pod: dict[str, Any]) -> None:
 
 
 def dry_run_remedies(cluster: Cluster, seed: Seed) -> int:
-    """Send every patch remedy unstick produces for the cluster to the API server with
-    dryRun=All; each must be accepted. Returns how many were sent."""
+    """Send every remedy unstick produces for the cluster that it can dry-run (patches,
+    re-created pods, manifests) to the API server with dryRun=All; each must be
+    accepted. Returns how many requests were sent."""
     state = ClusterState(KUBE_VERSION)
     state.load(cluster_objects_with_workloads(cluster))
     report = build_report(state.snapshot(), now=time.time() + seed.waited)
     findings = [f for f in report.findings if f.subject.namespace == cluster.ns]
     if seed.rule_id:
         assert seed.rule_id in {f.rule_id for f in findings}, [f.rule_id for f in findings]
-    sent = 0
-    for finding in findings:
-        for remedy in finding.remedies:
-            found = patch_of(remedy)
-            if found is None or remedy.target is None:
-                continue
-            body, patch_type = found
-            kind = {"strategic": "strategic-merge-patch", "merge": "merge-patch", "json": "json-patch"}[
-                patch_type
-            ]
-            path = object_path(
-                {
-                    "apiVersion": API_VERSIONS[remedy.target.kind],
-                    "kind": remedy.target.kind,
-                    "metadata": {"name": remedy.target.name, "namespace": remedy.target.namespace},
-                }
-            )
-            try:
-                cluster.api.patch(path, body, kind=kind, dry_run=True)
-            except ApiError as exc:
-                raise AssertionError(
-                    f"{finding.rule_id}: remedy {remedy.title!r} refused: {exc}\n{remedy.yaml}"
-                ) from exc
-            sent += 1
+    sent, refused = dry_run_every_remedy(cluster.plane.kubeconfig, findings, cluster.ns)
+    assert not refused, "\n".join(refused)
     return sent
 
 
@@ -330,7 +300,7 @@ async def test_watch_opens_the_incident_and_the_remedy_resolves_it(
             r for r in incident.remedies if r["verified"] and seed.remedy_contains in r["yaml"] + r["command"]
         ]
         assert remedies, f"no verified remedy with {seed.remedy_contains!r}: {incident.remedies}"
-        if remedies[0]["kind"] == "patch":  # --verify-with-dry-run recorded the API server's answer
+        if remedies[0]["kind"] in ("patch", "manifest"):  # --verify-with-dry-run recorded the server's answer
             assert ACCEPTED in remedies[0]["verification"], remedies[0]["verification"]
         await asyncio.to_thread(apply_remedy, cluster, seed, remedies[0], cleanup)
         await asyncio.to_thread(all_scheduled, cluster, seed.stuck_label, 60)
