@@ -58,6 +58,7 @@ class Seed:
     message: str  # kube-scheduler 1.35's PodScheduled=False message, as Kubernetes' format strings give it
     rule_id: str | None = None
     subject: str | None = None  # the Deployment (or other workload) the finding names
+    severity: str = "warning"  # the finding's (critical: a Deployment with no ready pod left)
     remedy_contains: str = ""  # picks the remedy to apply among the finding's verified ones
     stick: list[str] = field(default_factory=list)  # kubectl args (namespace added) that make it stick
     cluster_scoped: list[dict[str, Any]] = field(default_factory=list)
@@ -97,6 +98,7 @@ def seeds() -> list[Seed]:
                 "affinity/selector. no new claims to deallocate, preemption: 0/10 nodes are available: "
                 "1 No preemption victims found for incoming pod, 9 Preemption is not helpful for scheduling."
             ),
+            severity="critical",
             rule_id="rollout-surge-deadlock",
             subject="tracker",
             remedy_contains="maxSurge: 0",
@@ -119,6 +121,7 @@ def seeds() -> list[Seed]:
                 "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. no new claims to "
                 "deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
             ),
+            severity="critical",
             rule_id="node-selector-mismatch",
             subject="embedder",
             remedy_contains="gpu-type: a10g",
@@ -160,6 +163,7 @@ def seeds() -> list[Seed]:
                 "0/3 nodes are available: 3 node(s) had untolerated taint(s). no new claims to deallocate, "
                 "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
             ),
+            severity="critical",
             rule_id="untolerated-taint",
             subject="api",
             remedy_contains="tolerations",
@@ -173,6 +177,7 @@ def seeds() -> list[Seed]:
                 "0/3 nodes are available: 3 Insufficient cpu, 3 Insufficient memory. no new claims to deallocate, "
                 "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
             ),
+            severity="critical",
             rule_id="insufficient-resources",
             subject="trino",
             remedy_contains="--requests=cpu=8,memory=32Gi",
