@@ -31,7 +31,13 @@ from tests.realcluster.conftest import Cluster, scheduled_condition
 from tests.realcluster.generator import PRIORITY_CLASSES, make_case
 from tests.realcluster.harness import KUBE_VERSION, ApiError, ControlPlane
 from tests.realcluster.stats import DIFFERENTIAL
-from tests.realcluster.verdicts import Comparison, cluster_objects, compare, dry_run_every_remedy
+from tests.realcluster.verdicts import (
+    Comparison,
+    cluster_objects,
+    compare,
+    dry_run_every_remedy,
+    known_refusal,
+)
 
 pytestmark = pytest.mark.realcluster
 
@@ -137,6 +143,7 @@ def test_simulator_agrees_with_the_real_scheduler_on_random_clusters(
     rng = random.Random(seed)
     started = time.monotonic()
     disagreements: list[str] = []
+    known: list[str] = []  # refusals of remedies with a regression case (verdicts.KNOWN_REFUSALS)
     fits = preempted = 0
     index = 0
     while STATS["cases"] < wanted:
@@ -170,7 +177,10 @@ def test_simulator_agrees_with_the_real_scheduler_on_random_clusters(
                 refusals = dry_run_report_remedies(cluster, [*objects, real])
                 STATS["remedies"] = STATS.get("remedies", 0) + refusals[0]
                 for refusal in refusals[1]:
-                    disagreements.append(f"{cluster.ns}/{name}: {refusal}")
+                    if (case := known_refusal(refusal)) is not None:
+                        known.append(f"{cluster.ns}/{name}: {refusal.splitlines()[0]} (known: {case})")
+                    else:
+                        disagreements.append(f"{cluster.ns}/{name}: {refusal}")
             cluster.api.delete(f"/api/v1/namespaces/{cluster.ns}/pods/{name}", grace=0)
             if real.get("status", {}).get("nominatedNodeName"):
                 preempted += 1
@@ -181,6 +191,9 @@ def test_simulator_agrees_with_the_real_scheduler_on_random_clusters(
         f"differential run: seed {seed}: {STATS['cases']} cases on {index} clusters, {STATS['agree']} agree "
         f"({fits} fit, {preempted} preempted), {STATS.get('remedies', 0)} remedies dry-run, {STATS['seconds']:.1f} s"
     )
+    STATS["known_refusals"] = len(known)
+    for line in known:
+        print(f"KNOWN BUG, remedy refused by the real API server: {line}")
     assert not disagreements, f"{len(disagreements)} disagreement(s) (seed {seed}):\n" + "\n".join(
         disagreements[:20]
     )
