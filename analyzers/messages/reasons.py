@@ -492,7 +492,7 @@ def beginning_codes(text: str) -> frozenset[str | None]:
     text = text.strip()
     if not text:
         return frozenset()
-    found = {_EXACT[c].code for c in _PREFIX_CANDIDATES if c.startswith(text)}
+    found: set[str | None] = {_EXACT[c].code for c in _PREFIX_CANDIDATES if c.startswith(text)}
     found.update(
         info.code if info is not None else None for stem, info in _PATTERN_STEMS if stem.startswith(text)
     )

@@ -66,7 +66,15 @@ def test_read_only_commands_never_create_the_database(tmp_path: Path, argv: tupl
         ("sqlite:///x.db?journal=wal", "unknown option(s) journal"),
     ],
 )
-@pytest.mark.parametrize("argv", [("db", "current"), ("incidents", "list"), ("serve", "--no-auth")])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("db", "current"),
+        ("incidents", "list"),
+        ("serve", "--no-auth"),
+        ("worker", "--broker", "kafka://127.0.0.1:9"),
+    ],
+)
 def test_a_malformed_database_url_is_one_line_naming_db_with_the_password_masked(
     argv: tuple[str, ...], url: str, says: str
 ) -> None:
