@@ -54,7 +54,14 @@ TESTS: dict[str, list[str]] = {
     ],
     "analyzers/simulator/": ["tests/simulator"],
     "storage/tracker.py": ["tests/storage"],
-    "agent/pipeline.py": ["tests/agent/test_pipeline.py"],
+    "agent/pipeline.py": [
+        "tests/agent/test_pipeline_units.py",
+        "tests/agent/test_pipeline_scope.py",
+        "tests/agent/test_pipeline_boundaries.py",
+        "tests/agent/test_pipeline_reminders.py",
+        "tests/agent/test_scale_up_waiting.py",
+        "tests/stream/test_fleet.py",
+    ],
 }
 DEFAULT_TARGETS = ["analyzers/rollout.py", "analyzers/disruption.py", "analyzers/simulator/"]
 
@@ -107,6 +114,8 @@ def _points(func: ast.FunctionDef | ast.AsyncFunctionDef, skipped_lines: set[int
             in_fstring.update(id(n) for n in ast.walk(node))
         if isinstance(node, ast.arguments):  # defaults are evaluated once, at definition
             in_fstring.update(id(n) for d in [*node.defaults, *node.kw_defaults] if d for n in ast.walk(d))
+        if isinstance(node, ast.AnnAssign):  # annotations are never evaluated (PEP 563)
+            in_fstring.update(id(n) for n in ast.walk(node.annotation))
     for stmt in func.body:
         for node in ast.walk(stmt):
             if getattr(node, "lineno", None) in skipped_lines or id(node) in in_fstring:

@@ -56,6 +56,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
+from analyzers.taints import describe_well_known
+
 # --- codes -------------------------------------------------------------------
 
 INSUFFICIENT_RESOURCE: Final = "insufficient-resource"
@@ -255,6 +257,7 @@ CATALOGUE: Final[tuple[tuple[str, str, str | None], ...]] = (
     ("cannot allocate all claims", DRA_CANNOT_ALLOCATE, DYNAMIC_RESOURCES),
     ("resourceclaim not available on the node", DRA_CLAIM_UNAVAILABLE, DYNAMIC_RESOURCES),
     ("resourceclaim in use", DRA_CLAIM_UNAVAILABLE, DYNAMIC_RESOURCES),
+    ("timed out trying to allocate devices", DRA_CANNOT_ALLOCATE, DYNAMIC_RESOURCES),
     ("waiting for resource driver to allocate resource", DRA_CLAIM_UNAVAILABLE, DYNAMIC_RESOURCES),
     ("waiting for resource driver to provide information", DRA_CLAIM_UNAVAILABLE, DYNAMIC_RESOURCES),
     ("no nodes available to schedule pods", NO_NODES, None),
@@ -371,6 +374,12 @@ _RESOURCECLAIM_ALLOCATING_RE: Final = re.compile(
     r"^resource claim (\S+) is in the process of being allocated$"
 )
 _DEVICE_CLASS_RE: Final = re.compile(r"^request (\S+): device class (\S+) does not exist$")
+# nativedynamicresources.go: a native resource served through DRA, with its figures.
+_INSUFFICIENT_NATIVE_RE: Final = re.compile(r"^Insufficient resources: (\S+) \(requested: [^()]*\)$")
+# dynamicresources.go (1.36, PR 137607): the timeout as an Error naming the node.
+_NODE_ALLOCATE_TIMEOUT_RE: Final = re.compile(r"^node \S+: timed out trying to allocate devices$")
+# dynamicresources.go PreEnqueue (ErrClaimNotFound): the pod's claim does not exist yet.
+_CLAIM_NOT_CREATED_RE: Final = re.compile(r'^pod "([^"/]+)/([^"]+)": ResourceClaim not created yet$')
 _REPEATED_RE: Final = re.compile(r"\s*\(repeated \d+ times\)$")
 
 
@@ -408,6 +417,17 @@ def classify_reason(text: str) -> ReasonInfo:
     info = _EXACT.get(text)
     if info is not None:
         return info
+    if text.startswith("Insufficient resources: "):
+        match = _INSUFFICIENT_NATIVE_RE.match(text)
+        if match is not None:
+            return ReasonInfo(INSUFFICIENT_RESOURCE, DYNAMIC_RESOURCES, resource=match.group(1))
+    if text.startswith("node ") and text.endswith("timed out trying to allocate devices"):
+        if _NODE_ALLOCATE_TIMEOUT_RE.match(text) is not None:
+            return ReasonInfo(DRA_CANNOT_ALLOCATE, DYNAMIC_RESOURCES)
+    if text.startswith("pod ") and text.endswith("ResourceClaim not created yet"):
+        match = _CLAIM_NOT_CREATED_RE.match(text)
+        if match is not None:
+            return ReasonInfo(DRA_CLAIM_MISSING, DYNAMIC_RESOURCES)
     if text.startswith("Insufficient "):
         resource = text[13:].strip()
         if " " in resource:
@@ -492,7 +512,7 @@ def beginning_codes(text: str) -> frozenset[str | None]:
     text = text.strip()
     if not text:
         return frozenset()
-    found = {_EXACT[c].code for c in _PREFIX_CANDIDATES if c.startswith(text)}
+    found: set[str | None] = {_EXACT[c].code for c in _PREFIX_CANDIDATES if c.startswith(text)}
     found.update(
         info.code if info is not None else None for stem, info in _PATTERN_STEMS if stem.startswith(text)
     )
@@ -582,10 +602,11 @@ def describe(info: ReasonInfo) -> str:
     if info.code == INSUFFICIENT_RESOURCE:
         return template.format(resource=info.resource or "resource")
     if info.code == UNTOLERATED_TAINT:
-        taint = ""
-        if info.taint is not None:
-            taint = f" ({info.taint.key}={info.taint.value})" if info.taint.value else f" ({info.taint.key})"
-        return template.format(taint=taint)
+        if info.taint is None:
+            return template.format(taint="")
+        taint = f" ({info.taint.key}={info.taint.value})" if info.taint.value else f" ({info.taint.key})"
+        component = describe_well_known(info.taint.key)
+        return template.format(taint=taint) + (f"; {component}" if component else "")
     if "{name}" in template:
         return template.format(name=f" {info.object_name!r}" if info.object_name else "")
     return template
