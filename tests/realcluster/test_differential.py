@@ -173,12 +173,13 @@ def test_simulator_agrees_with_the_real_scheduler_on_random_clusters(
             else:
                 folder = record(out, seed, [*objects, created], real, cmp)
                 disagreements.append(f"{folder}: " + "; ".join(cmp.differences()))
-            if not cmp.real_fits:
+            if not cmp.real_fits and not real.get("status", {}).get("nominatedNodeName"):
+                # (a nominated probe's victims are being evicted: remedies naming them are stale)
                 refusals = dry_run_report_remedies(cluster, [*objects, real])
                 STATS["remedies"] = STATS.get("remedies", 0) + refusals[0]
                 for refusal in refusals[1]:
-                    if (case := known_refusal(refusal)) is not None:
-                        known.append(f"{cluster.ns}/{name}: {refusal.splitlines()[0]} (known: {case})")
+                    if (regression := known_refusal(refusal)) is not None:
+                        known.append(f"{cluster.ns}/{name}: {refusal.splitlines()[0]} (known: {regression})")
                     else:
                         disagreements.append(f"{cluster.ns}/{name}: {refusal}")
             cluster.api.delete(f"/api/v1/namespaces/{cluster.ns}/pods/{name}", grace=0)
