@@ -312,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", nargs="+", help="pytest arguments to run instead of the known tests")
     parser.add_argument("--show-survivors", action="store_true", help="list every surviving mutant")
     parser.add_argument("--only", help="only functions whose qualified name contains this")
+    parser.add_argument("-k", dest="keyword", help="pytest -k expression for the tests (e.g. 'not postgres')")
     parser.add_argument("--fail-under", type=float, default=0.0, help="exit 1 under this score (percent)")
     args = parser.parse_args(argv)
 
@@ -326,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     for target in args.targets:
         for path in _modules(target):
             tests = args.tests or _tests_for(path)
+            if args.keyword:
+                tests = [*tests, "-k", args.keyword]
             rel = path.relative_to(ROOT).as_posix()
             module_name = rel[:-3].replace("/", ".")
             importlib.import_module(module_name)

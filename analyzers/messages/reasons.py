@@ -421,9 +421,8 @@ def classify_reason(text: str) -> ReasonInfo:
         match = _INSUFFICIENT_NATIVE_RE.match(text)
         if match is not None:
             return ReasonInfo(INSUFFICIENT_RESOURCE, DYNAMIC_RESOURCES, resource=match.group(1))
-    if text.startswith("node ") and text.endswith("timed out trying to allocate devices"):
-        if _NODE_ALLOCATE_TIMEOUT_RE.match(text) is not None:
-            return ReasonInfo(DRA_CANNOT_ALLOCATE, DYNAMIC_RESOURCES)
+    if text.startswith("node ") and _NODE_ALLOCATE_TIMEOUT_RE.match(text) is not None:
+        return ReasonInfo(DRA_CANNOT_ALLOCATE, DYNAMIC_RESOURCES)
     if text.startswith("pod ") and text.endswith("ResourceClaim not created yet"):
         match = _CLAIM_NOT_CREATED_RE.match(text)
         if match is not None:

@@ -7,7 +7,11 @@ test's clock (the boundaries found by ``bench/mutation.py agent/pipeline.py``)."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from agent.fakecluster.samples import deployment, pod, replicaset
 from agent.pipeline import PassOutcome, open_incidents, pending_since, scale_up_state
@@ -192,3 +196,21 @@ async def test_the_loop_survives_a_failing_pass_and_checks_reminders_on_time(hos
     finally:
         stop.set()
         await asyncio.wait_for(loop, 10)
+
+
+async def test_incidents_without_a_sink_are_logged_once_per_pass(
+    host: AgentHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    cluster = Cluster(host, Clock(T0 + 1000), grace=0)
+    cluster.pending_pod(0, since=T0)
+    cluster.pipeline.config = dataclasses.replace(cluster.pipeline.config, sinks=())
+    with caplog.at_level(logging.WARNING, logger="agent.pipeline"):
+        await cluster.pipeline.run_pass()
+    assert [r.getMessage() for r in caplog.records] == [
+        "incidents: 1 opened, 0 resolved, 0 root cause changed (no notification sink configured)"
+    ]
+    caplog.clear()
+    cluster.pending_pod(1, since=T0)  # nothing opens, resolves or changes cause: nothing to say
+    with caplog.at_level(logging.WARNING, logger="agent.pipeline"):
+        assert await cluster.pipeline.run_pass() is not None
+    assert caplog.records == []
