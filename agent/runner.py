@@ -35,6 +35,7 @@ from agent.notify.render import Renderer
 from agent.notify.settings import NotifySettings
 from agent.notify.worker import OutboxWorker, RetryPolicy
 from agent.pipeline import PassOutcome, Pipeline, PipelineConfig
+from agent.scales import ScaleReader
 from agent.settings import ApiSettings
 from analyzers.findings import Finding
 from analyzers.remedies import RemedyRenderer
@@ -114,6 +115,7 @@ class ClusterAgent:
                     await maybe
 
         check_remedies = DryRunVerifier(gateway).check if verify_with_dry_run else None
+        scales = ScaleReader(gateway)
         pipeline = Pipeline(
             cache,
             sessions,
@@ -122,6 +124,7 @@ class ClusterAgent:
             on_pass=_on_pass,
             observe_seconds=observe_seconds,
             check_remedies=check_remedies,
+            before_pass=lambda: scales.refresh(cache.state),
         )
         cache.on_event = pipeline.on_event
         watcher = Watcher(gateway, cache, namespaces=namespaces)
@@ -279,7 +282,9 @@ class AgentHost:
                 if maybe is not None:
                     await maybe
 
-    async def serve(self, api: ApiSettings, configure: Callable[[web.Application], None] | None = None) -> str:
+    async def serve(
+        self, api: ApiSettings, configure: Callable[[web.Application], None] | None = None
+    ) -> str:
         """Serve the API and pages; ``configure`` may add routes before the app is frozen (the demo's)."""
         if self.runner is None:  # built once; a retry on another port reuses it
             app = create_app(

@@ -379,6 +379,31 @@ def scale_sources(snapshot: ClusterSnapshot, namespace: str) -> list[Record]:
     ]
 
 
+def scale_targets(snapshot: ClusterSnapshot) -> frozenset[tuple[str, OwnerRef]]:
+    """``(namespace, controllerRef)`` of the custom controllers whose ``/scale`` a budget's
+    arithmetic needs: controllers of pods selected by a PDB with ``maxUnavailable`` or a
+    percentage ``minAvailable`` (getExpectedPodCount reads the scale only then)."""
+
+    def build() -> frozenset[tuple[str, OwnerRef]]:
+        targets: set[tuple[str, OwnerRef]] = set()
+        for pdb in snapshot.pdbs.values():
+            if pdb.max_unavailable is None and not isinstance(pdb.min_available, str):
+                continue
+            for pod in selected_pods(snapshot, pdb):
+                ref = pod.owner
+                if (
+                    ref is not None
+                    and ref.controller
+                    and is_custom_kind(ref.group)
+                    and ref.api_version.count("/") == 1
+                ):
+                    targets.add((pod.namespace, ref))
+        return frozenset(targets)
+
+    found: frozenset[tuple[str, OwnerRef]] = snapshot.derived("disruption:scale_targets", build)
+    return found
+
+
 def pdbs_for_pod(snapshot: ClusterSnapshot, pod: Pod) -> tuple[PodDisruptionBudget, ...]:
     """PDBs the eviction subresource applies to a pod: same namespace, and a
     selector that is neither nil nor empty ("it should match nothing, not everything")."""

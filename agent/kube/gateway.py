@@ -199,6 +199,8 @@ def _service_account_namespace() -> str | None:
             return fh.read().strip() or None
     except OSError:
         return None
+
+
 def _check_kubeconfig(paths: str) -> None:
     """Each file of a kubeconfig path list exists, is readable and holds a YAML map;
     ConfigError naming the file and the problem otherwise."""
@@ -267,6 +269,7 @@ class Gateway:
         self._refresher: asyncio.Task[None] | None = None
         self._groups: dict[str, list[str]] | None = None
         self._groups_at = 0.0
+        self._resources: dict[tuple[str, str], tuple[float, list[dict[str, Any]]]] = {}
         self.namespace: str | None = None
         """The kubeconfig context's namespace (in a pod: the service account's), as kubectl's default."""
 
@@ -652,6 +655,66 @@ class Gateway:
                     groups[name] = [v.get("version") for v in group.get("versions") or [] if v.get("version")]
             self._groups, self._groups_at = groups, now
         return dict(self._groups)
+
+    async def api_resources(self, group: str, version: str) -> list[dict[str, Any]]:
+        """Discovery of one group version (``/apis/GROUP/VERSION``; ``/api/v1`` for the core
+        group): its APIResourceList's ``resources``, cached for ``discovery_ttl`` seconds."""
+        now = time.monotonic()
+        held = self._resources.get((group, version))
+        if held is not None and now - held[0] <= self._discovery_ttl:
+            return held[1]
+        doc = await self.get_json(f"/apis/{group}/{version}" if group else f"/api/{version}")
+        found = doc.get("resources") if isinstance(doc, dict) else None
+        resources = [r for r in found if isinstance(r, dict)] if isinstance(found, list) else []
+        self._resources[(group, version)] = (now, resources)
+        return resources
+
+    async def get_scale(self, group: str, version: str, namespace: str, plural: str, name: str) -> RawObject:
+        """GET a custom resource's ``/scale`` subresource (an autoscaling/v1 Scale) through
+        kubernetes-asyncio's ``CustomObjectsApi.get_namespaced_custom_object_scale``."""
+        api = self._api
+        if api is None:
+            raise RuntimeError("Gateway.open() was not awaited")
+        path = f"/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}/scale"
+        try:
+            resp: aiohttp.ClientResponse = await k8s_client.CustomObjectsApi(
+                api
+            ).get_namespaced_custom_object_scale(
+                group,
+                version,
+                namespace,
+                plural,
+                name,
+                _preload_content=False,
+                _request_timeout=self._request_timeout,
+            )
+        except ApiException as exc:
+            headers: Mapping[str, str] = exc.headers or {}
+            body = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
+            raise error_from_response(exc.status or 0, body, headers) from exc
+        except ApiValueError as exc:
+            raise ProtocolError(f"GET {path}: {exc}") from exc
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            raise Timeout(f"GET {path}: timed out") from exc
+        except aiohttp.ClientError as exc:
+            raise Unavailable(f"GET {path}: {exc}") from exc
+        try:
+            payload = await resp.read()
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            raise Timeout(f"GET {path}: timed out reading the body") from exc
+        except aiohttp.ClientError as exc:
+            raise Unavailable(f"GET {path}: {exc}") from exc
+        finally:
+            resp.release()
+        if not 200 <= resp.status < 300:
+            raise error_from_response(resp.status, payload, resp.headers)
+        try:
+            obj = orjson.loads(payload)
+        except orjson.JSONDecodeError as exc:
+            raise ProtocolError(f"GET {path}: body is not JSON ({payload[:80]!r})") from exc
+        if not isinstance(obj, dict):
+            raise ProtocolError(f"GET {path}: body is not an object")
+        return obj
 
     async def has_api(self, group: str, version: str) -> bool:
         return version in (await self.api_groups()).get(group, [])
