@@ -127,13 +127,20 @@ def _identity(uid: str, kind: str, namespace: str, name: str) -> object:
     return uid or (kind, namespace, name)
 
 
+def _owned(records: Mapping[tuple[str, str], Any], ref: OwnerRef, ns: str) -> Any:
+    """The lister's Get by the controllerRef's name, and its UID check."""
+    record = records.get((ns, ref.name))
+    return record if record is not None and _same_uid(record.uid, ref.uid) else None
+
+
+def _scale_of(record: Any, kind: str, ns: str) -> _Found | None:
+    return None if record is None else (_identity(record.uid, kind, ns, record.name), record.replicas)
+
+
 def _find_replication_controller(snap: ClusterSnapshot, ref: OwnerRef, ns: str) -> _Found | None:
     if not _is(ref, "ReplicationController", ("",)):
         return None
-    rc = snap.replication_controllers.get((ns, ref.name))
-    if rc is None or not _same_uid(rc.uid, ref.uid):
-        return None
-    return _identity(rc.uid, "ReplicationController", ns, rc.name), rc.replicas
+    return _scale_of(_owned(snap.replication_controllers, ref, ns), "ReplicationController", ns)
 
 
 def _find_deployment(snap: ClusterSnapshot, ref: OwnerRef, ns: str) -> _Found | None:
@@ -141,40 +148,30 @@ def _find_deployment(snap: ClusterSnapshot, ref: OwnerRef, ns: str) -> _Found | 
     missing from a dump is resolved to its Deployment by name (``<deployment>-<hash>``)."""
     if not _is(ref, "ReplicaSet", ("apps", "extensions")):
         return None
-    rs = snap.replicasets.get((ns, ref.name))
-    if rs is None:
+    if (ns, ref.name) not in snap.replicasets:
         dep = snap.deployments.get((ns, ref.name.rsplit("-", 1)[0])) if "-" in ref.name else None
-        return None if dep is None else (_identity(dep.uid, "Deployment", ns, dep.name), dep.replicas)
-    owner = rs.owner
-    if not _same_uid(rs.uid, ref.uid) or owner is None or not owner.controller:
+        return _scale_of(dep, "Deployment", ns)
+    rs = _owned(snap.replicasets, ref, ns)
+    owner = None if rs is None else rs.owner
+    if owner is None or not owner.controller or not _is(owner, "Deployment", ("apps", "extensions")):
         return None
-    if not _is(owner, "Deployment", ("apps", "extensions")):
-        return None
-    dep = snap.deployments.get((ns, owner.name))
-    if dep is None or not _same_uid(dep.uid, owner.uid):
-        return None
-    return _identity(dep.uid, "Deployment", ns, dep.name), dep.replicas
+    return _scale_of(_owned(snap.deployments, owner, ns), "Deployment", ns)
 
 
 def _find_replica_set(snap: ClusterSnapshot, ref: OwnerRef, ns: str) -> _Found | None:
     """getPodReplicaSet: a ReplicaSet no Deployment controls."""
     if not _is(ref, "ReplicaSet", ("apps", "extensions")):
         return None
-    rs = snap.replicasets.get((ns, ref.name))
-    if rs is None or not _same_uid(rs.uid, ref.uid):
+    rs = _owned(snap.replicasets, ref, ns)
+    if rs is not None and rs.owner is not None and rs.owner.controller and rs.owner.kind == "Deployment":
         return None
-    if rs.owner is not None and rs.owner.controller and rs.owner.kind == "Deployment":
-        return None
-    return _identity(rs.uid, "ReplicaSet", ns, rs.name), rs.replicas
+    return _scale_of(rs, "ReplicaSet", ns)
 
 
 def _find_stateful_set(snap: ClusterSnapshot, ref: OwnerRef, ns: str) -> _Found | None:
     if not _is(ref, "StatefulSet", ("apps",)):
         return None
-    sts = snap.statefulsets.get((ns, ref.name))
-    if sts is None or not _same_uid(sts.uid, ref.uid):
-        return None
-    return _identity(sts.uid, "StatefulSet", ns, sts.name), sts.replicas
+    return _scale_of(_owned(snap.statefulsets, ref, ns), "StatefulSet", ns)
 
 
 def is_custom_kind(group: str) -> bool:
@@ -197,10 +194,7 @@ def _find_by_scale(snap: ClusterSnapshot, ref: OwnerRef, ns: str) -> _Found | No
     }
     records = builtin.get((group, ref.kind))
     if records is not None:
-        record = records.get((ns, ref.name))
-        if record is None or not _same_uid(record.uid, ref.uid):
-            return None
-        return _identity(record.uid, ref.kind, ns, record.name), record.replicas
+        return _scale_of(_owned(records, ref, ns), ref.kind, ns)
     resource = _NO_SCALE.get((group, ref.kind))
     if resource is not None:
         raise _SyncError(f"{resource} does not implement the scale subresource")

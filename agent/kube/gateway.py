@@ -21,7 +21,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from typing import Any, Literal, TypedDict
 
 import aiohttp
@@ -230,6 +230,40 @@ def _log_refresh_failure(task: asyncio.Task[None]) -> None:
         )
 
 
+async def _object_response(what: str, call: Awaitable[aiohttp.ClientResponse]) -> RawObject:
+    """Await a kubernetes-asyncio request made with ``_preload_content=False`` and decode its
+    JSON object; client failures and non-2xx answers leave as ``agent.kube.errors``."""
+    try:
+        resp = await call
+    except ApiException as exc:
+        headers: Mapping[str, str] = exc.headers or {}
+        raw = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
+        raise error_from_response(exc.status or 0, raw, headers) from exc
+    except ApiValueError as exc:
+        raise ProtocolError(f"{what}: {exc}") from exc
+    except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+        raise Timeout(f"{what}: timed out") from exc
+    except aiohttp.ClientError as exc:
+        raise Unavailable(f"{what}: {exc}") from exc
+    try:
+        payload = await resp.read()
+    except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+        raise Timeout(f"{what}: timed out reading the body") from exc
+    except aiohttp.ClientError as exc:
+        raise Unavailable(f"{what}: {exc}") from exc
+    finally:
+        resp.release()
+    if not 200 <= resp.status < 300:
+        raise error_from_response(resp.status, payload, resp.headers)
+    try:
+        obj = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(f"{what}: body is not JSON ({payload[:80]!r})") from exc
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"{what}: body is not an object")
+    return obj
+
+
 class Gateway:
     """Reads the Kubernetes API and returns API-shaped dicts.
 
@@ -395,41 +429,16 @@ class Gateway:
         api = self._api
         if api is None:
             raise RuntimeError("Gateway.open() was not awaited")
-        try:
-            resp: aiohttp.ClientResponse = await api.call_api(
-                path,
-                method,
-                header_params={**_ACCEPT, "Content-Type": "application/json"},
-                body=body,
-                auth_settings=_AUTH,
-                _preload_content=False,
-                _request_timeout=self._request_timeout,
-            )
-        except ApiException as exc:
-            headers: Mapping[str, str] = exc.headers or {}
-            raw = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
-            raise error_from_response(exc.status or 0, raw, headers) from exc
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise Timeout(f"{method} {path}: timed out") from exc
-        except aiohttp.ClientError as exc:
-            raise Unavailable(f"{method} {path}: {exc}") from exc
-        try:
-            payload = await resp.read()
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise Timeout(f"{method} {path}: timed out reading the body") from exc
-        except aiohttp.ClientError as exc:
-            raise Unavailable(f"{method} {path}: {exc}") from exc
-        finally:
-            resp.release()
-        if not 200 <= resp.status < 300:
-            raise error_from_response(resp.status, payload, resp.headers)
-        try:
-            obj = orjson.loads(payload)
-        except orjson.JSONDecodeError as exc:
-            raise ProtocolError(f"{method} {path}: body is not JSON ({payload[:80]!r})") from exc
-        if not isinstance(obj, dict):
-            raise ProtocolError(f"{method} {path}: body is not an object")
-        return obj
+        call = api.call_api(
+            path,
+            method,
+            header_params={**_ACCEPT, "Content-Type": "application/json"},
+            body=body,
+            auth_settings=_AUTH,
+            _preload_content=False,
+            _request_timeout=self._request_timeout,
+        )
+        return await _object_response(f"{method} {path}", call)
 
     async def get_json(self, path: str, params: Sequence[tuple[str, str]] = ()) -> Any:
         """GET a path and decode its JSON body."""
@@ -675,46 +684,18 @@ class Gateway:
         api = self._api
         if api is None:
             raise RuntimeError("Gateway.open() was not awaited")
-        path = f"/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}/scale"
-        try:
-            resp: aiohttp.ClientResponse = await k8s_client.CustomObjectsApi(
-                api
-            ).get_namespaced_custom_object_scale(
-                group,
-                version,
-                namespace,
-                plural,
-                name,
-                _preload_content=False,
-                _request_timeout=self._request_timeout,
-            )
-        except ApiException as exc:
-            headers: Mapping[str, str] = exc.headers or {}
-            body = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
-            raise error_from_response(exc.status or 0, body, headers) from exc
-        except ApiValueError as exc:
-            raise ProtocolError(f"GET {path}: {exc}") from exc
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise Timeout(f"GET {path}: timed out") from exc
-        except aiohttp.ClientError as exc:
-            raise Unavailable(f"GET {path}: {exc}") from exc
-        try:
-            payload = await resp.read()
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise Timeout(f"GET {path}: timed out reading the body") from exc
-        except aiohttp.ClientError as exc:
-            raise Unavailable(f"GET {path}: {exc}") from exc
-        finally:
-            resp.release()
-        if not 200 <= resp.status < 300:
-            raise error_from_response(resp.status, payload, resp.headers)
-        try:
-            obj = orjson.loads(payload)
-        except orjson.JSONDecodeError as exc:
-            raise ProtocolError(f"GET {path}: body is not JSON ({payload[:80]!r})") from exc
-        if not isinstance(obj, dict):
-            raise ProtocolError(f"GET {path}: body is not an object")
-        return obj
+        call = k8s_client.CustomObjectsApi(api).get_namespaced_custom_object_scale(
+            group,
+            version,
+            namespace,
+            plural,
+            name,
+            _preload_content=False,
+            _request_timeout=self._request_timeout,
+        )
+        return await _object_response(
+            f"GET /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}/scale", call
+        )
 
     async def has_api(self, group: str, version: str) -> bool:
         return version in (await self.api_groups()).get(group, [])
