@@ -31,9 +31,8 @@ from agent.kube.gateway import Gateway
 from agent.kube.watcher import MetricsPoller, MetricsSample, MetricsUnavailable, Watcher
 from agent.leader import LeaderElector
 from agent.notify.metrics import NotifyCollector
-from agent.notify.render import Renderer
 from agent.notify.settings import NotifySettings
-from agent.notify.worker import OutboxWorker, RetryPolicy
+from agent.notify.worker import OutboxWorker
 from agent.pipeline import PassOutcome, Pipeline, PipelineConfig
 from agent.scales import ScaleReader
 from agent.settings import ApiSettings
@@ -236,19 +235,11 @@ class AgentHost:
     ) -> OutboxWorker | None:
         """Build the configured sinks and start draining the outbox into them (None: no sink).
         Links in messages point at ``--public-url``, else at the pages this host serves."""
-        renderer = Renderer(settings.public_url or self.url or None)
-        sinks = settings.build_sinks(renderer, console)
-        if not sinks:
-            return None
-        worker = OutboxWorker(
-            self.sessions,
-            sinks,
-            policy=RetryPolicy(max_attempts=settings.max_attempts),
-            lease=settings.lease_seconds,
-            secrets=settings.secrets(),
-            fence=self.is_leader,
+        worker = await settings.start_worker(
+            self.sessions, base_url=self.url, console=console, fence=self.is_leader
         )
-        await worker.start()
+        if worker is None:
+            return None
         self.notifier = worker
         log.info("notifications go to: %s", ", ".join(worker.sink_names))
         return worker

@@ -270,11 +270,12 @@ def _until_end(text: str) -> tuple[str, str, bool, bool]:
     (before, after, found, cut). A text cut by ``truncateMessage`` ends in `` ...``,
     which looks like a terminator after a space."""
     before, after, found = until_terminator(text)
-    if found and (before.endswith(" ") or after.startswith("...")):
+    if found and ((before.endswith(" ") and text.startswith("...", len(before))) or after.startswith("...")):
         # " ..." after a word, or after a full stop that was part of a name
         # ("{example. ..." of example.com) or ended the sentence.
         return before.rstrip(), "", False, True
-    return before, after, found, False
+    # A full stop a terminal's wrap moved to the next line ("taint(s)\n. no new ...").
+    return before.rstrip(" ") if found else before, after, found, False
 
 
 @lru_cache(maxsize=16384)
