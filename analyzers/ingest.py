@@ -1188,15 +1188,22 @@ class Decoder:
         """apiextensions.k8s.io/v1 CustomResourceDefinition: names and, per version,
         ``subresources.scale`` (specReplicasPath, statusReplicasPath)."""
         meta = _meta(obj)
-        spec = obj.get("spec") or {}
-        names = spec.get("names") or {}
+        spec = _object_at(obj.get("spec"), "spec")
+        names = _object_at(spec.get("names"), "spec.names")
+        listed = spec.get("versions") or []
+        if not isinstance(listed, list):
+            raise ValueError(f"spec.versions: expected an array, found {json_type(listed)}")
         versions = []
-        for v in spec.get("versions") or ():
-            scale = (v.get("subresources") or {}).get("scale")
-            if scale is not None and not isinstance(scale, Mapping):
-                raise ValueError(
-                    f"spec.versions[].subresources.scale: expected an object, found {json_type(scale)}"
-                )
+        for i, item in enumerate(listed):
+            v = _object_at(item, f"spec.versions[{i}]")
+            subresources = _object_at(v.get("subresources"), f"spec.versions[{i}].subresources")
+            scale = subresources.get("scale")
+            if scale is not None:
+                scale = _object_at(scale, f"spec.versions[{i}].subresources.scale")
+                for field in ("specReplicasPath", "statusReplicasPath"):
+                    if not isinstance(scale.get(field, ""), str):
+                        where = f"spec.versions[{i}].subresources.scale.{field}"
+                        raise ValueError(f"{where}: expected a string, found {json_type(scale[field])}")
             versions.append(
                 CustomResourceVersion(
                     name=self.s(v.get("name")),
@@ -1327,6 +1334,15 @@ def _claim_names(spec: Mapping[str, Any]) -> tuple[str, ...]:
 def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
     for k, v in more.items():
         into[k] = into.get(k, 0) + v
+
+
+def _object_at(value: Any, where: str) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object (absent: empty), else an error naming ``where``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: expected an object, found {json_type(value)}")
+    return value
 
 
 def is_custom_resource(obj: Obj) -> bool:

@@ -475,3 +475,30 @@ def test_spec_replicas_is_converted_to_the_scales_int32():
         pdb("p", selector=SEL, max_unavailable=1),
     ]
     assert status_of(objs).expected_pods == 3
+
+
+@pytest.mark.parametrize(
+    "spec, problem",
+    [
+        (5, "spec: expected an object, found integer"),
+        ({"versions": 5}, "spec.versions: expected an array, found integer"),
+        ({"names": [1]}, "spec.names: expected an object, found array"),
+        (
+            {"versions": [{"name": "v1", "subresources": {"scale": []}}]},
+            "spec.versions[0].subresources.scale: expected an object",
+        ),
+        (
+            {"versions": [{"name": "v1", "subresources": {"scale": {"specReplicasPath": 5}}}]},
+            "spec.versions[0].subresources.scale.specReplicasPath: expected a string, found integer",
+        ),
+    ],
+)
+def test_a_malformed_crd_is_one_warning_naming_the_field(spec, problem):
+    state = ClusterState()
+    obj = {**crd(scale=SCALE), "spec": spec}
+    assert state.load([obj, database()], "dump.yaml") == 1  # the custom resource is still read
+    (warning,) = state.warnings
+    assert (
+        warning.startswith("dump.yaml: CustomResourceDefinition databases.db.example.com: ")
+        and problem in warning
+    )
