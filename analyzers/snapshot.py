@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 from analyzers.findings import ObjectRef
 from analyzers.ingest import IGNORED_KINDS, Decoder, InputError, describe
 from analyzers.records import (
+    CustomObject,
+    CustomResourceDefinition,
     DaemonSet,
     Deployment,
     Event,
@@ -34,6 +36,7 @@ from analyzers.records import (
     Record,
     ReplicaSet,
     ReplicationController,
+    ScaleReading,
     StatefulSet,
     StorageClass,
 )
@@ -60,6 +63,9 @@ COLLECTIONS: dict[type, str] = {
     Event: "events",
     NodeMetrics: "node_metrics",
     PodMetrics: "pod_metrics",
+    CustomResourceDefinition: "crds",
+    CustomObject: "custom_objects",  # keyed (namespace, group, kind, name)
+    ScaleReading: "scales",  # the live agent's /scale reads, keyed like custom_objects
 }
 KIND_COLLECTIONS: dict[str, str] = {
     "Pod": "pods",
@@ -79,6 +85,9 @@ KIND_COLLECTIONS: dict[str, str] = {
     "Event": "events",
     "NodeMetrics": "node_metrics",
     "PodMetrics": "pod_metrics",
+    "CustomResourceDefinition": "crds",
+    "CustomObject": "custom_objects",
+    "ScaleReading": "scales",
 }
 _NAMESPACED = frozenset(
     {
@@ -144,7 +153,7 @@ class ClusterState:
             if kind not in IGNORED_KINDS:
                 self.warn(f"{source}: {describe(obj)}: kind {kind!r} is not analysed; skipped")
             return None
-        if known is None:
+        if known is None or record.__class__ is CustomObject:  # a CR's kind names no collection
             self.apply(record)
         else:  # apply() and _changed(), inlined: this runs for every watch event
             known[record.key] = record
@@ -200,6 +209,8 @@ class ClusterSnapshot:
     __slots__ = (
         "_cache",
         "_origin",
+        "crds",
+        "custom_objects",
         "daemonsets",
         "deployments",
         "events",
@@ -217,6 +228,7 @@ class ClusterSnapshot:
         "pvs",
         "replicasets",
         "replication_controllers",
+        "scales",
         "statefulsets",
         "storage_classes",
         "warnings",
@@ -239,6 +251,9 @@ class ClusterSnapshot:
     events: Mapping[tuple[str, str], Event]
     node_metrics: Mapping[str, NodeMetrics]
     pod_metrics: Mapping[tuple[str, str], PodMetrics]
+    crds: Mapping[str, CustomResourceDefinition]
+    custom_objects: Mapping[tuple[str, str, str, str], CustomObject]
+    scales: Mapping[tuple[str, str, str, str], ScaleReading]
 
     def __init__(
         self,
