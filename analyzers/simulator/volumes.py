@@ -44,7 +44,9 @@ class _Claims:
 
 
 def _pv_mask(table: NodeTable, pv: PersistentVolume) -> int:
-    return table.all_mask if pv.node_affinity is None else table.selector_mask(pv.node_affinity)
+    """Nodes a PV's node affinity admits (component-helpers/storage/volume
+    CheckNodeAffinity: the same parsing as NodeAffinity, node names unseen)."""
+    return table.all_mask if pv.node_affinity is None else table.selector_mask(pv.node_affinity, named=False)
 
 
 def _pv_matches_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
