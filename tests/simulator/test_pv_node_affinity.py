@@ -53,8 +53,12 @@ def _pv_with(term: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("term", "admits"), CASES)
-def test_a_bound_pv_admits_the_nodes_check_node_affinity_admits(term: dict[str, Any], admits: set[str]) -> None:
-    snap = snapshot(*NODES, pvc("data", volume="pv-1", phase="Bound"), _pv_with(term), pod("p", pvcs=["data"]))
+def test_a_bound_pv_admits_the_nodes_check_node_affinity_admits(
+    term: dict[str, Any], admits: set[str]
+) -> None:
+    snap = snapshot(
+        *NODES, pvc("data", volume="pv-1", phase="Bound"), _pv_with(term), pod("p", pvcs=["data"])
+    )
     v = simulate(snap, pod_of(snap, "p"), kube_version="1.33")
     assert {n.node for n in v.nodes if n.fits} == admits
 
