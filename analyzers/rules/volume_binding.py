@@ -204,7 +204,7 @@ def _diagnose(ctx: RuleContext, pod: Pod, verdict: PodVerdict) -> _Problem | Non
     snap = ctx.snapshot
     pre = verdict.prefilter
     if pre is not None:
-        if pre.plugin != "VolumeBinding":
+        if pre.plugin not in ("VolumeBinding", "VolumeRestrictions"):
             return None
         codes = set(pre.reason_codes)
         if "pvc-not-found" in codes:
@@ -308,8 +308,8 @@ def _pvc_missing(ctx: RuleContext, pod: Pod, claim: str) -> _Problem:
         )
     problem = _Problem(
         "pvc-missing",
-        f"PersistentVolumeClaim {pod.namespace}/{claim} does not exist, and kube-scheduler's VolumeBinding PreFilter "
-        f"rejects a pod whose claim is missing before it tries any node.{hint}",
+        f"PersistentVolumeClaim {pod.namespace}/{claim} does not exist, and kube-scheduler's PreFilter (VolumeRestrictions "
+        f"since 1.27, VolumeBinding before) rejects a pod whose claim is missing before it tries any node.{hint}",
         [claim],
     )
     if isinstance(workload.record, StatefulSet):

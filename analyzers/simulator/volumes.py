@@ -61,6 +61,32 @@ def _pv_matches_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
     return all(m in pv.access_modes for m in pvc.access_modes)
 
 
+class VolumeRestrictions(Plugin):
+    """VolumeRestrictions' PreFilter, the part the simulator models
+    (pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go,
+    v1.27.16 to v1.35.4, readWriteOncePodPVCsForPod): it reads every claim of the
+    pod, so a missing one is its UnschedulableAndUnresolvable rejection, with the
+    lister's NotFound text -- before VolumeBinding (default plugin order) says the
+    same. Disk and ReadWriteOncePod conflicts are not modelled."""
+
+    name = C.VOLUME_RESTRICTIONS_PLUGIN
+
+    def prefilter(self, cycle: Cycle) -> FilterFailure | None:
+        pod = cycle.pod
+        if not cycle.wording.volume_restrictions_reads_claims:
+            return None
+        for name in pod.spec.pvc_names:
+            if (pod.namespace, name) not in cycle.snapshot.pvcs:
+                return failure(
+                    self.name,
+                    C.UNRESOLVABLE,
+                    (f'persistentvolumeclaim "{name}" not found',),
+                    (C.PVC_NOT_FOUND,),
+                    detail(claim=name),
+                )
+        return None
+
+
 class VolumeBinding(Plugin):
     name = C.VOLUME_BINDING
 
