@@ -204,6 +204,16 @@ class HostPort:
 
 
 @dataclass(frozen=True, slots=True)
+class PodResourceClaim:
+    """One ``spec.resourceClaims[]`` entry: a ResourceClaim by name, or a
+    ResourceClaimTemplate whose generated claim pod.status names."""
+
+    name: str
+    claim_name: str = ""  # resourceClaimName
+    template_name: str = ""  # resourceClaimTemplateName
+
+
+@dataclass(frozen=True, slots=True)
 class PodSpec:
     """The scheduling-relevant part of a pod spec; shared by all pods of a template."""
 
@@ -221,6 +231,7 @@ class PodSpec:
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     pvc_names: tuple[str, ...] = ()
+    resource_claims: tuple[PodResourceClaim, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -262,6 +273,9 @@ class Pod:
     scheduled: Condition | None = None  # the PodScheduled condition
     nominated_node: str = ""
     annotations: FrozenMap[str] = EMPTY_MAP
+    # status.resourceClaimStatuses: spec.resourceClaims[].name -> the generated
+    # claim's name ("" when none was generated, a valid case).
+    resource_claim_statuses: FrozenMap[str] = EMPTY_MAP
 
     @property
     def key(self) -> tuple[str, str]:
@@ -484,6 +498,21 @@ class Namespace:
 
 
 @dataclass(frozen=True, slots=True)
+class ResourceClaim:
+    """A resource.k8s.io ResourceClaim (v1, v1beta1 and v1beta2 carry these fields alike)."""
+
+    namespace: str
+    name: str
+    uid: str
+    owner_uid: str = ""  # the controlling ownerReference's uid (a pod, for generated claims)
+    deleted: float | None = None  # deletionTimestamp
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
 class PersistentVolumeClaim:
     namespace: str
     name: str
@@ -595,6 +624,7 @@ Record = (
     | PriorityClass
     | Namespace
     | PersistentVolumeClaim
+    | ResourceClaim
     | PersistentVolume
     | StorageClass
     | Event

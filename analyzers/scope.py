@@ -35,6 +35,7 @@ CLUSTER_WIDE = frozenset(
         "priority_classes",
         "namespaces",
         "pvcs",
+        "resource_claims",
         "pvs",
         "storage_classes",
         "node_metrics",

@@ -34,6 +34,7 @@ from analyzers.records import (
     Record,
     ReplicaSet,
     ReplicationController,
+    ResourceClaim,
     StatefulSet,
     StorageClass,
 )
@@ -55,6 +56,7 @@ COLLECTIONS: dict[type, str] = {
     PriorityClass: "priority_classes",
     Namespace: "namespaces",
     PersistentVolumeClaim: "pvcs",
+    ResourceClaim: "resource_claims",
     PersistentVolume: "pvs",
     StorageClass: "storage_classes",
     Event: "events",
@@ -74,6 +76,7 @@ KIND_COLLECTIONS: dict[str, str] = {
     "PriorityClass": "priority_classes",
     "Namespace": "namespaces",
     "PersistentVolumeClaim": "pvcs",
+    "ResourceClaim": "resource_claims",
     "PersistentVolume": "pvs",
     "StorageClass": "storage_classes",
     "Event": "events",
@@ -91,6 +94,7 @@ _NAMESPACED = frozenset(
         "jobs",
         "pdbs",
         "pvcs",
+        "resource_claims",
         "events",
         "pod_metrics",
     }
@@ -217,6 +221,7 @@ class ClusterSnapshot:
         "pvs",
         "replicasets",
         "replication_controllers",
+        "resource_claims",
         "statefulsets",
         "storage_classes",
         "warnings",
@@ -234,6 +239,7 @@ class ClusterSnapshot:
     priority_classes: Mapping[str, PriorityClass]
     namespaces: Mapping[str, Namespace]
     pvcs: Mapping[tuple[str, str], PersistentVolumeClaim]
+    resource_claims: Mapping[tuple[str, str], ResourceClaim]
     pvs: Mapping[str, PersistentVolume]
     storage_classes: Mapping[str, StorageClass]
     events: Mapping[tuple[str, str], Event]

@@ -77,6 +77,7 @@ from analyzers.rules._describe import names
 from analyzers.rules.context import RuleContext
 from analyzers.simulator import NodeVerdict, PodVerdict, node_table, simulate
 from analyzers.simulator import codes as C
+from analyzers.simulator.dra import claim_hold
 from analyzers.simulator.interpod import existing_term_matches
 from analyzers.simulator.nodeinfo import NodeTable, bits, mask_of
 from analyzers.simulator.resources import checked_requests
@@ -421,6 +422,8 @@ def _classify(ctx: RuleContext) -> list[Blocked]:
         for rep in ctx.representative(pods):
             if rep.spec.scheduling_gates:
                 continue  # scheduling-gated owns these
+            if rep.spec.resource_claims and claim_hold(snap, rep) is not None:
+                continue  # never tried: DynamicResources' PreEnqueue holds it (scheduler-silent)
             members = tuple(p for p in pods if p.spec is rep.spec and p.labels is rep.labels)
             pod, drifted = as_created_now(snap, rep, workload)
             key = (pod.namespace, pod.spec, pod.labels, pod.nominated_node)
