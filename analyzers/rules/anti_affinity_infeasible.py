@@ -80,6 +80,9 @@ class Analysis:
     terms: list[TermState]
     existing: list[Existing]
     replicas: int | None
+    # Existing pods' anti-affinity repels the pod from the nodes with room; the
+    # usable nodes it does not repel cannot take it.
+    confined: P.Confinement | None = None
 
 
 def analyze(ctx: RuleContext) -> list[Finding]:
@@ -198,6 +201,15 @@ def _analyse(ctx: RuleContext, group: P.Blocked) -> Analysis | None:
         existing = _existing(ctx, group, usable_names)
         if not existing:
             return None
+        repelled = 0
+        for e in existing:
+            repelled |= _admitting_nodes(snap, views, e.term.topology_key, e.domains, with_missing=False)
+        allowed = views.usable & ~repelled
+        if allowed:
+            found = P.confinement(views, P.INTERPOD, allowed, node_table(snap))
+            if not found.room or len(found.allowed) != allowed.bit_count():
+                return None
+            return Analysis(kind, usable_names, terms, existing, P.replicas_of(group.workload), found)
     return Analysis(kind, usable_names, terms, existing, P.replicas_of(group.workload))
 
 
@@ -333,8 +345,11 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
             parts.append(
                 f"Running pods of {names(owners)} ({names([q.name for q in e.pods], 2)}) declare a required "
                 f"podAntiAffinity term ({_sel_text(e.term)}, topologyKey {e.term.topology_key}) that matches this pod, "
-                f"so it may not join them in {e.term.topology_key} {names(e.domains)} -- which covers every usable node."
+                f"so it may not join them in {e.term.topology_key} {names(e.domains)}"
+                + ("." if a.confined is not None else " -- which covers every usable node.")
             )
+        if a.confined is not None:
+            parts.append(a.confined.words("their anti-affinity", names(sorted(a.confined.allowed), 4)))
     rest = P.other_nodes_words(group.verdict, a.usable)
     if rest:
         parts.append(f"The other nodes: {rest}.")
@@ -375,6 +390,7 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
             }
             for e in a.existing
         ],
+        **(a.confined.evidence() if a.confined is not None else {}),
         "scheduler_message": group.verdict.message,
         "pending_pods": [p.name for g, _ in found for p in g.pods],
         "pending_pod_count": sum(len(g.pods) for g, _ in found),
@@ -389,7 +405,7 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
         severity=P.severity(ctx, group),
         subject=group.ref,
         title=f"{group.ref.name}: {what} cannot be met"
-        + (" where the pod could run" if confined else "")
+        + (" where the pod could run" if confined or a.confined is not None else "")
         + (
             f" ({a.replicas} replicas, {len(a.terms[0].usable_domains)} domains)"
             if a.kind == ANTI and a.replicas

@@ -145,7 +145,7 @@ def _confined_finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked,
                 ctx,
                 group,
                 template,
-                pairs or f"the pool of {template.name} (labelled like it)",
+                pairs or f"the pool of {template.name}",
                 f"{what[0].upper()}{what[1:]} admits only {names(admitted, 4)}, and none of them can take the pod.",
             )
         )

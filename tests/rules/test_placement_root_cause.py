@@ -298,7 +298,27 @@ def _confinement_cases():
         deployment("busy", template(app="busy", requests={"cpu": "1500m"}), bound=["a-0"], pending=0),
         deployment("web", template(app="web", requests={"cpu": "1"}, node_selector={"pool": "a"})),
     )
+    repelled_from_free_node = snapshot(
+        node("w-0", cpu="2"),
+        node("w-1", cpu="2"),
+        deployment(
+            "loner",
+            template(app="loner", requests={"cpu": "100m"}, affinity=anti_affinity("web")),
+            bound=["w-0"],
+            pending=0,
+        ),
+        deployment("busy", template(app="busy", requests={"cpu": "1500m"}), bound=["w-1"], pending=0),
+        deployment("web", template(app="web", requests={"cpu": "1"})),
+    )
     return [
+        (
+            repelled_from_free_node,
+            "anti-affinity-infeasible",
+            P.INTERPOD,
+            "so it may not join them in kubernetes.io/hostname w-0. Their anti-affinity confines the pod to w-1, "
+            "which cannot take it (w-1: Insufficient cpu); w-0 has room for it, but their anti-affinity keeps the "
+            "pod off it.",
+        ),
         (
             full_db_node,
             "anti-affinity-infeasible",
@@ -330,7 +350,7 @@ def _confinement_cases():
     ]
 
 
-@pytest.mark.parametrize("case", range(4))
+@pytest.mark.parametrize("case", range(5))
 def test_a_required_constraint_confining_the_pod_to_full_nodes_is_the_root_cause(case: int) -> None:
     """Nodes with room refused only by one of the pod's required constraints: that
     constraint is the root cause, never "the cluster is full"; the explanation's counts
@@ -347,14 +367,14 @@ def test_a_required_constraint_confining_the_pod_to_full_nodes_is_the_root_cause
 
 
 def test_a_confining_pod_affinity_over_zones_offers_a_node_in_the_zone_it_points_at() -> None:
-    snap, *_ = _confinement_cases()[1]
+    snap, *_ = _confinement_cases()[2]
     [f] = findings(snap)
     room = next(r for r in f.remedies if r.title == f"Add a schedulable node in {Z}=a")
     assert room.verified and "it fits on a-0-copy" in room.verification
 
 
 def test_a_confining_node_selector_offers_to_drop_it_or_add_a_node_it_admits() -> None:
-    snap, *_ = _confinement_cases()[3]
+    snap, *_ = _confinement_cases()[4]
     [f] = findings(snap)
     assert f.title == "web: nodeSelector pool=a confines it to 1 node that cannot take it"
     drop, room = f.remedies
