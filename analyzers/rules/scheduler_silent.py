@@ -191,60 +191,56 @@ def _claim_words(
         f" kube-scheduler's DynamicResources PreEnqueue keeps it out of the scheduling queue "
         f"({hold.message}), so it is never tried and nothing is written about it."
     )
-    inspect = "an inspection, not a change: nothing to re-simulate"
-    if cause == dra.NOT_CREATED:
-        why = (
-            f" Its spec.resourceClaims entry {hold.entry} comes from ResourceClaimTemplate {ref.namespace}/{name}; the "
-            "resourceclaim controller (kube-controller-manager) creates the claim and records it in the pod's "
+    q, where = shlex.quote(name), f"{ref.namespace}/{name}"
+    # cause -> (why, title, remedy title, object kind, command, note)
+    words = {
+        dra.NOT_CREATED: (
+            f" Its spec.resourceClaims entry {hold.entry} comes from ResourceClaimTemplate {where}; the resourceclaim "
+            "controller (kube-controller-manager) creates the claim and records it in the pod's "
             "status.resourceClaimStatuses, and it has not: the template may not exist, or the controller cannot "
-            "create claims (not running, quota, admission)."
-        )
-        title = f"{count} of {ref.name} wait for a ResourceClaim from template {name}, not created yet"
-        remedy = ctx.renderer.command(
+            "create claims (not running, quota, admission).",
+            f"{count} of {ref.name} wait for a ResourceClaim from template {name}, not created yet",
             f"Check ResourceClaimTemplate {name} and why no claim was created from it",
-            ObjectRef("ResourceClaimTemplate", ref.namespace, name),
-            f"kubectl get resourceclaimtemplate {shlex.quote(name)} -n {ns}; "
+            "ResourceClaimTemplate",
+            f"kubectl get resourceclaimtemplate {q} -n {ns}; "
             f"kubectl get events -n {ns} --field-selector involvedObject.name={shlex.quote(pod.name)}",
-            note="The resourceclaim controller reports failures to create a claim as events on the pod.",
-            verified=False,
-            verification=inspect,
-        )
-    elif cause == dra.MISSING:
-        why = f" It names ResourceClaim {ref.namespace}/{name}, which does not exist."
-        title = f"{count} of {ref.name} wait for ResourceClaim {name}, which does not exist"
-        remedy = ctx.renderer.command(
+            "The resourceclaim controller reports failures to create a claim as events on the pod.",
+        ),
+        dra.MISSING: (
+            f" It names ResourceClaim {where}, which does not exist.",
+            f"{count} of {ref.name} wait for ResourceClaim {name}, which does not exist",
             f"Create ResourceClaim {name} (or fix the claim name in the pod template)",
-            ObjectRef("ResourceClaim", ref.namespace, name),
+            "ResourceClaim",
             f"kubectl get resourceclaims -n {ns}",
-            note="The claims that do exist in the namespace; the pod enters the queue once its claim exists.",
-            verified=False,
-            verification=inspect,
-        )
-    elif cause == dra.DELETING:
-        why = f" Its ResourceClaim {ref.namespace}/{name} is being deleted (deletionTimestamp set)."
-        title = f"{count} of {ref.name} wait on ResourceClaim {name}, which is being deleted"
-        remedy = ctx.renderer.command(
+            "The claims that do exist in the namespace; the pod enters the queue once its claim exists.",
+        ),
+        dra.DELETING: (
+            f" Its ResourceClaim {where} is being deleted (deletionTimestamp set).",
+            f"{count} of {ref.name} wait on ResourceClaim {name}, which is being deleted",
             f"See what holds ResourceClaim {name} (finalizers, reservedFor)",
-            ObjectRef("ResourceClaim", ref.namespace, name),
-            f"kubectl get resourceclaim {shlex.quote(name)} -n {ns} -o yaml",
-            note="Once the claim is gone, re-create it (or the pod, for a claim from a template).",
-            verified=False,
-            verification=inspect,
-        )
-    else:
-        why = (
-            f" Its status names ResourceClaim {ref.namespace}/{name} for a template entry, but that claim's "
-            "controller (ownerReference) is not this pod: a claim left from an earlier pod of the same name."
-        )
-        title = f"{count} of {ref.name} wait: ResourceClaim {name} belongs to another pod"
-        remedy = ctx.renderer.command(
+            "ResourceClaim",
+            f"kubectl get resourceclaim {q} -n {ns} -o yaml",
+            "Once the claim is gone, re-create it (or the pod, for a claim from a template).",
+        ),
+        dra.NOT_OWNED: (
+            f" Its status names ResourceClaim {where} for a template entry, but that claim's controller "
+            "(ownerReference) is not this pod: a claim left from an earlier pod of the same name.",
+            f"{count} of {ref.name} wait: ResourceClaim {name} belongs to another pod",
             f"See who owns ResourceClaim {name}",
-            ObjectRef("ResourceClaim", ref.namespace, name),
-            f"kubectl get resourceclaim {shlex.quote(name)} -n {ns} -o jsonpath='{{.metadata.ownerReferences}}'",
-            note="Deleting the stale claim lets the controller generate one for this pod.",
-            verified=False,
-            verification=inspect,
-        )
+            "ResourceClaim",
+            f"kubectl get resourceclaim {q} -n {ns} -o jsonpath='{{.metadata.ownerReferences}}'",
+            "Deleting the stale claim lets the controller generate one for this pod.",
+        ),
+    }
+    why, title, action, kind, command, note = words[cause]
+    remedy = ctx.renderer.command(
+        action,
+        ObjectRef(kind, ref.namespace, name),
+        command,
+        note=note,
+        verified=False,
+        verification="an inspection, not a change: nothing to re-simulate",
+    )
     return lead + why + held, title, remedy
 
 

@@ -61,6 +61,17 @@ def _pv_matches_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
     return all(m in pv.access_modes for m in pvc.access_modes)
 
 
+def claim_not_found(plugin: str, name: str) -> FilterFailure:
+    """The PVC lister's NotFound error as a PreFilter rejection (UnschedulableAndUnresolvable)."""
+    return failure(
+        plugin,
+        C.UNRESOLVABLE,
+        (f'persistentvolumeclaim "{name}" not found',),
+        (C.PVC_NOT_FOUND,),
+        detail(claim=name),
+    )
+
+
 class VolumeRestrictions(Plugin):
     """VolumeRestrictions' PreFilter, the part the simulator models
     (pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go,
@@ -77,13 +88,7 @@ class VolumeRestrictions(Plugin):
             return None
         for name in pod.spec.pvc_names:
             if (pod.namespace, name) not in cycle.snapshot.pvcs:
-                return failure(
-                    self.name,
-                    C.UNRESOLVABLE,
-                    (f'persistentvolumeclaim "{name}" not found',),
-                    (C.PVC_NOT_FOUND,),
-                    detail(claim=name),
-                )
+                return claim_not_found(self.name, name)
         return None
 
 
@@ -100,13 +105,7 @@ class VolumeBinding(Plugin):
         for name in pod.spec.pvc_names:
             pvc = snap.pvcs.get((pod.namespace, name))
             if pvc is None:
-                return failure(
-                    self.name,
-                    C.UNRESOLVABLE,
-                    (f'persistentvolumeclaim "{name}" not found',),
-                    (C.PVC_NOT_FOUND,),
-                    detail(claim=name),
-                )
+                return claim_not_found(self.name, name)
             if pvc.phase == "Lost":
                 return failure(
                     self.name,

@@ -245,6 +245,17 @@ def test_insufficient_resources_counts_the_nodes_it_names_once():
 HOST = "kubernetes.io/hostname"
 
 
+def _busy(*nodes: str) -> list[dict]:
+    """A deployment taking 1500m of cpu on each of ``nodes``."""
+    return deployment(
+        "busy",
+        template(app="busy", requests={"cpu": "1500m"}),
+        replicas=len(nodes),
+        bound=list(nodes),
+        pending=0,
+    )
+
+
 def _pod_affinity(app: str, key: str = HOST) -> dict:
     return {
         "podAffinity": {
@@ -284,7 +295,7 @@ def _confinement_cases():
         node("w-0", cpu="2"),
         node("w-1", cpu="2"),
         node("w-2", cpu="2"),
-        deployment("busy", template(app="busy", requests={"cpu": "1500m"}), bound=["w-2"], pending=0),
+        _busy(*["w-2"]),
         deployment(
             "web",
             template(requests={"cpu": "1"}, affinity=anti_affinity("web")),
@@ -295,7 +306,7 @@ def _confinement_cases():
     full_pool = snapshot(
         node("a-0", cpu="2", labels={"pool": "a"}),
         node("b-0", cpu="2", labels={"pool": "b"}),
-        deployment("busy", template(app="busy", requests={"cpu": "1500m"}), bound=["a-0"], pending=0),
+        _busy(*["a-0"]),
         deployment("web", template(app="web", requests={"cpu": "1"}, node_selector={"pool": "a"})),
     )
     repelled_from_free_node = snapshot(
@@ -307,7 +318,7 @@ def _confinement_cases():
             bound=["w-0"],
             pending=0,
         ),
-        deployment("busy", template(app="busy", requests={"cpu": "1500m"}), bound=["w-1"], pending=0),
+        _busy(*["w-1"]),
         deployment("web", template(app="web", requests={"cpu": "1"})),
     )
     return [
@@ -393,7 +404,7 @@ def test_a_node_of_another_platform_with_room_does_not_make_the_selector_the_cau
     snap = snapshot(
         node("lin-0", cpu="2", labels={os_key: "linux"}),
         node("win-0", cpu="8", labels={os_key: "windows"}),
-        deployment("busy", template(app="busy", requests={"cpu": "1500m"}), bound=["lin-0"], pending=0),
+        _busy(*["lin-0"]),
         deployment("web", template(app="web", requests={"cpu": "1"}, node_selector={os_key: "linux"})),
     )
     assert _root(snap, "web-") == P.RESOURCES
@@ -404,13 +415,7 @@ def test_no_confinement_when_the_nodes_the_constraint_refuses_are_full_too() -> 
     snap = snapshot(
         node("a-0", cpu="2", labels={"pool": "a"}),
         node("b-0", cpu="2", labels={"pool": "b"}),
-        deployment(
-            "busy",
-            template(app="busy", requests={"cpu": "1500m"}),
-            replicas=2,
-            bound=["a-0", "b-0"],
-            pending=0,
-        ),
+        _busy(*["a-0", "b-0"]),
         deployment("web", template(app="web", requests={"cpu": "1"}, node_selector={"pool": "a"})),
     )
     assert _root(snap, "web-") == P.RESOURCES
