@@ -86,4 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # `python -m agent.cli`: run the imported module's main, so that the commands'
+    # `agent.cli.UserError` is the class caught here (this file runs as `__main__`).
+    from agent.cli import main as _main
+
+    sys.exit(_main())

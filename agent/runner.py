@@ -31,9 +31,8 @@ from agent.kube.gateway import Gateway
 from agent.kube.watcher import MetricsPoller, MetricsSample, MetricsUnavailable, Watcher
 from agent.leader import LeaderElector
 from agent.notify.metrics import NotifyCollector
-from agent.notify.render import Renderer
 from agent.notify.settings import NotifySettings
-from agent.notify.worker import OutboxWorker, RetryPolicy
+from agent.notify.worker import OutboxWorker
 from agent.pipeline import PassOutcome, Pipeline, PipelineConfig
 from agent.settings import ApiSettings
 from analyzers.findings import Finding
@@ -233,19 +232,11 @@ class AgentHost:
     ) -> OutboxWorker | None:
         """Build the configured sinks and start draining the outbox into them (None: no sink).
         Links in messages point at ``--public-url``, else at the pages this host serves."""
-        renderer = Renderer(settings.public_url or self.url or None)
-        sinks = settings.build_sinks(renderer, console)
-        if not sinks:
-            return None
-        worker = OutboxWorker(
-            self.sessions,
-            sinks,
-            policy=RetryPolicy(max_attempts=settings.max_attempts),
-            lease=settings.lease_seconds,
-            secrets=settings.secrets(),
-            fence=self.is_leader,
+        worker = await settings.start_worker(
+            self.sessions, base_url=self.url, console=console, fence=self.is_leader
         )
-        await worker.start()
+        if worker is None:
+            return None
         self.notifier = worker
         log.info("notifications go to: %s", ", ".join(worker.sink_names))
         return worker
@@ -279,7 +270,9 @@ class AgentHost:
                 if maybe is not None:
                     await maybe
 
-    async def serve(self, api: ApiSettings, configure: Callable[[web.Application], None] | None = None) -> str:
+    async def serve(
+        self, api: ApiSettings, configure: Callable[[web.Application], None] | None = None
+    ) -> str:
         """Serve the API and pages; ``configure`` may add routes before the app is frozen (the demo's)."""
         if self.runner is None:  # built once; a retry on another port reuses it
             app = create_app(

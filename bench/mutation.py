@@ -54,7 +54,13 @@ TESTS: dict[str, list[str]] = {
     ],
     "analyzers/simulator/": ["tests/simulator"],
     "storage/tracker.py": ["tests/storage"],
-    "agent/pipeline.py": ["tests/agent/test_pipeline.py"],
+    "agent/pipeline.py": [
+        "tests/agent/test_pipeline_scope.py",
+        "tests/agent/test_pipeline_boundaries.py",
+        "tests/agent/test_pipeline_reminders.py",
+        "tests/agent/test_scale_up_waiting.py",
+        "tests/stream/test_fleet.py",
+    ],
 }
 DEFAULT_TARGETS = ["analyzers/rollout.py", "analyzers/disruption.py", "analyzers/simulator/"]
 

@@ -2,7 +2,9 @@
 
 The composition root of the HTTP side: settings once, then the engine, the
 session factory, the schema upgrade, the Jinja environment and the app, all
-built here and passed down.
+built here and passed down. With notification options it also drains the
+outbox (what ``unstick worker`` fleets write): several ``serve`` replicas may
+do so on one PostgreSQL, since a claimed message is leased to one of them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from agent.api.app import app_runner, create_app
 from agent.api.pages import build_jinja_env
 from agent.cli import UserError
 from agent.database import open_engine
-from agent.settings import Settings, add_api_arguments, add_db_arguments
+from agent.notify.settings import NotifySettings, add_notify_arguments
+from agent.settings import Settings, SettingsError, add_api_arguments, add_db_arguments
 from storage.engine import create_sessionmaker, redact_db_url
 from storage.migrate import head_revision, is_up_to_date, upgrade
 
@@ -35,17 +38,32 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_db_arguments(p)
     add_api_arguments(p)
+    add_notify_arguments(p)
     p.set_defaults(func=run, require_tokens=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = Settings.from_args(args)
-    asyncio.run(serve(settings))
+    problems: list[str] = []
+    try:
+        settings = Settings.from_args(args)
+    except SettingsError as exc:  # every problem of both groups at once
+        problems += exc.errors
+    try:
+        notify = NotifySettings.from_args(args)
+    except SettingsError as exc:
+        problems += exc.errors
+    if problems:
+        raise SettingsError(problems)
+    asyncio.run(serve(settings, notify=notify))
     return 0
 
 
 async def serve(
-    settings: Settings, *, started: asyncio.Event | None = None, stop: asyncio.Event | None = None
+    settings: Settings,
+    *,
+    notify: NotifySettings | None = None,
+    started: asyncio.Event | None = None,
+    stop: asyncio.Event | None = None,
 ) -> None:
     """Run until SIGINT/SIGTERM (or ``stop`` is set)."""
     engine = await open_engine(settings.db.url)
@@ -59,8 +77,9 @@ async def serve(
                 "database schema is not at revision %s: run `unstick db upgrade`; /readyz says not ready",
                 head_revision(),
             )
+        sessions = create_sessionmaker(engine)
         app = create_app(
-            sessions=create_sessionmaker(engine),
+            sessions=sessions,
             settings=settings.api,
             jinja=build_jinja_env(),
             readiness=lambda: schema_ok,
@@ -75,6 +94,17 @@ async def serve(
                 raise UserError(
                     f"--listen {settings.api.host}:{settings.api.port}: cannot listen there: {exc.strerror or exc}"
                 ) from None
+            notifier = None
+            if notify is not None:
+                notifier = await notify.start_worker(
+                    sessions, base_url=f"http://{settings.api.host}:{settings.api.port}"
+                )
+            if notifier is not None:
+                print(
+                    f"unstick: sending notifications to {', '.join(notifier.sink_names)}",
+                    file=sys.stderr,
+                    flush=True,
+                )
             auth = "bearer tokens" if settings.api.auth else "NO AUTHENTICATION"
             print(
                 f"unstick: serving incidents on http://{settings.api.host}:{settings.api.port} ({auth})",
@@ -88,7 +118,11 @@ async def serve(
                     loop.add_signal_handler(sig, stop.set)
             if started is not None:
                 started.set()
-            await stop.wait()
+            try:
+                await stop.wait()
+            finally:
+                if notifier is not None:
+                    await notifier.stop()
         finally:
             await runner.cleanup()
     finally:

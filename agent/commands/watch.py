@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from agent.notify.settings import NotifySettings, add_notify_arguments
 from agent.settings import (
@@ -23,6 +24,10 @@ from agent.settings import (
     add_leader_arguments,
     add_stream_arguments,
 )
+
+if TYPE_CHECKING:
+    from agent.kube.gateway import Gateway
+    from agent.runner import AgentHost, ClusterAgent
 
 log = logging.getLogger(__name__)
 
@@ -119,37 +124,22 @@ async def watch(
 ) -> int:
     from agent.kube.errors import KubeError
     from agent.kube.gateway import Gateway
-    from agent.runner import AgentHost, ClusterAgent, install_signal_handlers
+    from agent.runner import AgentHost, install_signal_handlers
 
     stop = asyncio.Event()
     install_signal_handlers(stop)
     host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
     try:
         gateway = Gateway(kubeconfig, context)
-        notifier = await host.start_notifier(notify) if notify is not None else None
         try:
-            cluster_agent = await ClusterAgent.connect(
-                cluster=agent.cluster or context or "default",
-                gateway=gateway,
-                sessions=host.sessions,
-                config=agent.pipeline_config(),
-                renderer=host.renderer,
-                namespaces=agent.namespaces or None,
-                observe_seconds=host.observe,
-                notifier=notifier,
-                verify_with_dry_run=verify_with_dry_run,
+            cluster_agent = await _connect(
+                host, agent, gateway, context=context, notify=notify, verify_with_dry_run=verify_with_dry_run
             )
         except KubeError as exc:
             print(f"unstick: error: cannot reach the cluster: {exc}", file=sys.stderr)
             return 2
-        host.agents.append(cluster_agent)
-        try:
-            url = await host.serve(settings.api)
-        except OSError as exc:
-            print(
-                f"unstick: error: cannot listen on {settings.api.host}:{settings.api.port}: {exc.strerror}",
-                file=sys.stderr,
-            )
+        url = await _serve(host, settings)
+        if url is None:
             return 2
         print(
             f"unstick: watching {cluster_agent.cluster} ({gateway.server or 'in-cluster'}); API and pages on {url}",
@@ -179,7 +169,7 @@ async def watch_elected(
     from agent.kube.errors import KubeError
     from agent.kube.gateway import Gateway
     from agent.leader import LeaderElector, lead
-    from agent.runner import AgentHost, ClusterAgent, install_signal_handlers
+    from agent.runner import AgentHost, install_signal_handlers
 
     stop = asyncio.Event()
     install_signal_handlers(stop)
@@ -193,13 +183,8 @@ async def watch_elected(
         except KubeError as exc:
             print(f"unstick: error: cannot reach the cluster: {exc}", file=sys.stderr)
             return 2
-        try:
-            url = await host.serve(settings.api)
-        except OSError as exc:
-            print(
-                f"unstick: error: cannot listen on {settings.api.host}:{settings.api.port}: {exc.strerror}",
-                file=sys.stderr,
-            )
+        url = await _serve(host, settings)
+        if url is None:
             return 2
         cfg = elector.config
         print(
@@ -210,19 +195,14 @@ async def watch_elected(
 
         async def started() -> None:
             # Only the leader sends: the outbox worker runs while this replica leads.
-            notifier = await host.start_notifier(notify) if notify is not None else None
-            cluster_agent = await ClusterAgent.connect(
-                cluster=agent.cluster or context or "default",
-                gateway=Gateway(kubeconfig, context),
-                sessions=host.sessions,
-                config=agent.pipeline_config(),
-                renderer=host.renderer,
-                namespaces=agent.namespaces or None,
-                observe_seconds=host.observe,
-                notifier=notifier,
+            cluster_agent = await _connect(
+                host,
+                agent,
+                Gateway(kubeconfig, context),
+                context=context,
+                notify=notify,
                 verify_with_dry_run=verify_with_dry_run,
             )
-            host.agents.append(cluster_agent)
             cluster_agent.start(stop)
             print(f"unstick: {cfg.identity} leads: watching {cluster_agent.cluster}", file=sys.stderr)
             await host.leadership_changed(True)
@@ -271,3 +251,43 @@ async def publish(settings: Settings, agent: AgentSettings, stream: StreamSettin
         print(f"unstick: error: cannot listen on {settings.api.host}:{settings.api.port}: {exc.strerror}", file=sys.stderr)
         return 2
     return 0
+
+
+async def _serve(host: AgentHost, settings: Settings) -> str | None:
+    """The API and pages on ``--listen``: their URL, or None after a one-line error."""
+    try:
+        return await host.serve(settings.api)
+    except OSError as exc:
+        print(
+            f"unstick: error: cannot listen on {settings.api.host}:{settings.api.port}: {exc.strerror}",
+            file=sys.stderr,
+        )
+        return None
+
+
+async def _connect(
+    host: AgentHost,
+    agent: AgentSettings,
+    gateway: Gateway,
+    *,
+    context: str | None,
+    notify: NotifySettings | None,
+    verify_with_dry_run: bool,
+) -> ClusterAgent:
+    """Start the notifier (if configured) and connect the cluster's agent to ``gateway``."""
+    from agent.runner import ClusterAgent
+
+    notifier = await host.start_notifier(notify) if notify is not None else None
+    cluster_agent = await ClusterAgent.connect(
+        cluster=agent.cluster or context or "default",
+        gateway=gateway,
+        sessions=host.sessions,
+        config=agent.pipeline_config(),
+        renderer=host.renderer,
+        namespaces=agent.namespaces or None,
+        observe_seconds=host.observe,
+        notifier=notifier,
+        verify_with_dry_run=verify_with_dry_run,
+    )
+    host.agents.append(cluster_agent)
+    return cluster_agent

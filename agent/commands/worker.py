@@ -59,8 +59,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(
             "--broker: give the Kafka brokers as kafka://HOST:PORT[,HOST:PORT…] (or UNSTICK_KAFKA_BROKERS)"
         )
-    if settings.db.auto_migrate:
-        asyncio.run(_migrate(settings.db))
+    asyncio.run(_check_database(settings.db))
     with tempfile.TemporaryDirectory(prefix="unstick-worker-") as tmp:
         if stream.datadir is None:
             import dataclasses
@@ -69,13 +68,16 @@ def run(args: argparse.Namespace) -> int:
         return _work(settings, stream, args)
 
 
-async def _migrate(db: DbSettings) -> None:
-    from storage.engine import create_engine
+async def _check_database(db: DbSettings) -> None:
+    """Fail at start-up, in one line naming ``--db``, on a database that cannot be
+    used; upgrade its schema unless ``--no-migrate``."""
+    from agent.database import open_engine
     from storage.migrate import upgrade
 
-    engine = create_engine(db.url)
+    engine = await open_engine(db.url)
     try:
-        await upgrade(engine)
+        if db.auto_migrate:
+            await upgrade(engine)
     finally:
         await engine.dispose()
 

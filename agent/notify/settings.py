@@ -26,10 +26,12 @@ import argparse
 import os
 import re
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 from urllib.parse import urlsplit
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from agent.notify.base import Sink
 from agent.notify.console import ConsoleSink
@@ -43,6 +45,7 @@ from agent.notify.slack import (
     routes_from,
 )
 from agent.notify.webhook import RESERVED_HEADERS, WebhookSink
+from agent.notify.worker import OutboxWorker, RetryPolicy
 from agent.settings import Secret, SettingsError
 
 MIN_WEBHOOK_SECRET = 16
@@ -259,6 +262,30 @@ class NotifySettings:
         if console_default and not settings.any_sink:
             return _replace_console(settings)
         return settings
+
+    async def start_worker(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        base_url: str | None,
+        console: TextIO | None = None,
+        fence: Callable[[], bool] | None = None,
+    ) -> OutboxWorker | None:
+        """Build the configured sinks and start draining the outbox into them (None: no
+        sink). Links in messages point at ``--public-url``, else at ``base_url``."""
+        sinks = self.build_sinks(Renderer(self.public_url or base_url or None), console)
+        if not sinks:
+            return None
+        worker = OutboxWorker(
+            sessions,
+            sinks,
+            policy=RetryPolicy(max_attempts=self.max_attempts),
+            lease=self.lease_seconds,
+            secrets=self.secrets(),
+            fence=fence,
+        )
+        await worker.start()
+        return worker
 
     def build_sinks(self, renderer: Renderer, console_stream: TextIO | None = None) -> list[Sink]:
         """The configured sinks, named for the outbox (names are stable across restarts)."""

@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 import orjson
@@ -159,15 +160,18 @@ class SlackBotSink:
     def __repr__(self) -> str:
         return f"SlackBotSink(name={self.name!r}, token=<secret>, default={self.router.default!r})"
 
-    async def call(self, method: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        """One Web API call; the answer's JSON when ``ok``, else :class:`SlackError`."""
-        headers = {
-            "Authorization": f"Bearer {self._token.reveal()}",
-            "Content-Type": "application/json; charset=utf-8",
-        }
-        async with self._session.post(
-            f"{self._api}/{method}", data=orjson.dumps(body), headers=headers
-        ) as resp:
+    async def call(self, method: str, body: Mapping[str, Any], *, form: bool = False) -> dict[str, Any]:
+        """One Web API call; the answer's JSON when ``ok``, else :class:`SlackError`.
+        ``form``: the arguments form-encoded (read methods such as ``conversations.history``
+        do not take JSON bodies)."""
+        headers = {"Authorization": f"Bearer {self._token.reveal()}"}
+        if form:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            data: bytes = urlencode(body).encode()
+        else:
+            headers["Content-Type"] = "application/json; charset=utf-8"
+            data = orjson.dumps(body)
+        async with self._session.post(f"{self._api}/{method}", data=data, headers=headers) as resp:
             raw = await resp.content.read(MAX_RESPONSE_BYTES)
             retry_after = retry_after_seconds(resp.headers)
             status = resp.status
@@ -211,11 +215,48 @@ class SlackBotSink:
             },
         }
 
+    async def posted_before(self, delivery: Delivery, channel: str, thread_ts: str | None) -> str | None:
+        """On a redelivery (the first attempt may have posted and then lost its answer, or
+        the agent died before recording it): the ``ts`` of the message already carrying this
+        delivery's key in its metadata, found among the channel's (or thread's) latest
+        messages; None when there is none or Slack will not say (``channels:history`` /
+        ``groups:history`` missing, a ``#name`` channel that history cannot read): then the
+        message is posted again, at least once rather than never."""
+        method = "conversations.replies" if thread_ts is not None else "conversations.history"
+        params = {"channel": channel, "limit": "200", "include_all_metadata": "true"}
+        if thread_ts is not None:
+            params["ts"] = thread_ts
+        try:
+            answer = await self.call(method, params, form=True)
+        except SlackError as exc:
+            if exc.error == "ratelimited" or exc.status == 429:
+                raise RetryLater(
+                    f"slack {method}: rate limited", retry_after=exc.retry_after, rate_limited=True
+                ) from None
+            log.warning(
+                "slack %s: %s; cannot tell whether delivery %s was posted before: posting it",
+                method,
+                exc.error,
+                delivery.key,
+            )
+            return None
+        except TRANSPORT_ERRORS as exc:
+            raise RetryLater(f"slack {method}: {describe_transport_error(exc)}") from None
+        for message in answer.get("messages") or ():
+            meta = message.get("metadata") if isinstance(message, dict) else None
+            payload = meta.get("event_payload") if isinstance(meta, dict) else None
+            if isinstance(payload, dict) and payload.get("delivery") == delivery.key:
+                return str(message.get("ts"))
+        return None
+
     async def deliver(self, delivery: Delivery) -> Sent:
         payload = delivery.payload
         text = self._renderer.slack_text(payload)
+        again = delivery.attempt > 1
         if delivery.event == "digest" or not payload.get("incident"):
             channel = self.router.default
+            if again and await self.posted_before(delivery, channel, None) is not None:
+                return Sent()
             body = {"channel": channel, "text": text, "blocks": self._renderer.slack_blocks(payload)}
             body["metadata"] = self._metadata(delivery)
             await self._post("chat.postMessage", body, f" (channel {channel})")
@@ -224,12 +265,17 @@ class SlackBotSink:
         if delivery.thread_ref is None:
             # The first message of the incident is its root: the incident as it stands.
             channel = self.router.channel_for(incident)
+            if again and (ts := await self.posted_before(delivery, channel, None)) is not None:
+                return Sent(f"{channel}:{ts}")
             root = delivery.event == "opened"
             blocks = self._renderer.slack_blocks(payload, root=root)
             body = {"channel": channel, "text": text, "blocks": blocks, "metadata": self._metadata(delivery)}
             answer = await self._post("chat.postMessage", body, f" (channel {channel})")
             return Sent(f"{answer.get('channel') or channel}:{answer.get('ts')}")
         channel, _, ts = delivery.thread_ref.partition(":")
+        if again and await self.posted_before(delivery, channel, ts) is not None:
+            await self._update_root(channel, ts, payload)
+            return Sent(delivery.thread_ref)
         body = {
             "channel": channel,
             "thread_ts": ts,

@@ -46,7 +46,10 @@ _CA_NO_SCALE_UP_RE: Final = re.compile(
 )
 _CA_SCALE_UP_RE: Final = re.compile(r"pod triggered scale-up:?", re.IGNORECASE)
 _CA_GROUP_RE: Final = re.compile(r"\{([^{}\s]+) ([0-9]+)->([0-9]+) \(max: ([0-9]+)\)\}")
-_KARPENTER_FAILED_RE: Final = re.compile(r"Failed to schedule pod, ", re.IGNORECASE)
+# "Failed to schedule pod, " is the event; "Could not schedule pod, " the provisioner's log line.
+_KARPENTER_FAILED_RE: Final = re.compile(r"(?:Failed to|Could not) schedule pod, ", re.IGNORECASE)
+# Where a message quoted inside a JSON log line ends: its closing quote, then the next key.
+_JSON_NEXT_FIELD_RE: Final = re.compile(r'"\s*,\s*"[A-Za-z_][A-Za-z0-9_.-]*"\s*:')
 _KARPENTER_NOMINATED_RE: Final = re.compile(r"Pod should schedule on: ?", re.IGNORECASE)
 _NODEPOOL_RE: Final = re.compile(r'incompatible with (?:nodepool|provisioner) "([^"]*)",? ?', re.IGNORECASE)
 _NODEPOOL_KV_RE: Final = re.compile(r"\s*\(NodePool=([^()\s,]+)\)")
@@ -133,13 +136,22 @@ def parse_autoscaler(text: str) -> ParsedMessage | None:
             kind=AUTOSCALER, format="ca-scale-up", message=text[match.start() :].strip(), notes=groups
         )
     match = _KARPENTER_FAILED_RE.search(text)
-    if match is not None:
-        body = cut_at_next_event(text[match.end() :]).strip()
+    start = match.end() if match is not None else None
+    if match is None and (clause := _NODEPOOL_RE.search(text)) is not None:
+        match, start = clause, clause.start()  # the error quoted without its first words
+    if match is not None and start is not None:
+        body = _OVERHEAD_RE.sub("", text[start:])  # its JSON would look like the log line's
+        json_end = _JSON_NEXT_FIELD_RE.search(body)
+        if json_end is not None:
+            body = body[: json_end.start()]
+        body = cut_at_next_event(body).strip()
         clauses = (_karpenter_clause(c) for c in _split_clauses(body))
         return ParsedMessage(
             kind=AUTOSCALER,
             format="karpenter-failed",
-            message=text[match.start() :].strip(),
+            message=(text[match.start() : start] + body).strip()
+            if json_end
+            else text[match.start() :].strip(),
             reasons=tuple(r for r in clauses if r is not None),
         )
     match = _KARPENTER_NOMINATED_RE.search(text)

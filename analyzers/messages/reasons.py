@@ -56,6 +56,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
+from analyzers.taints import describe_well_known
+
 # --- codes -------------------------------------------------------------------
 
 INSUFFICIENT_RESOURCE: Final = "insufficient-resource"
@@ -492,7 +494,7 @@ def beginning_codes(text: str) -> frozenset[str | None]:
     text = text.strip()
     if not text:
         return frozenset()
-    found = {_EXACT[c].code for c in _PREFIX_CANDIDATES if c.startswith(text)}
+    found: set[str | None] = {_EXACT[c].code for c in _PREFIX_CANDIDATES if c.startswith(text)}
     found.update(
         info.code if info is not None else None for stem, info in _PATTERN_STEMS if stem.startswith(text)
     )
@@ -582,10 +584,11 @@ def describe(info: ReasonInfo) -> str:
     if info.code == INSUFFICIENT_RESOURCE:
         return template.format(resource=info.resource or "resource")
     if info.code == UNTOLERATED_TAINT:
-        taint = ""
-        if info.taint is not None:
-            taint = f" ({info.taint.key}={info.taint.value})" if info.taint.value else f" ({info.taint.key})"
-        return template.format(taint=taint)
+        if info.taint is None:
+            return template.format(taint="")
+        taint = f" ({info.taint.key}={info.taint.value})" if info.taint.value else f" ({info.taint.key})"
+        component = describe_well_known(info.taint.key)
+        return template.format(taint=taint) + (f"; {component}" if component else "")
     if "{name}" in template:
         return template.format(name=f" {info.object_name!r}" if info.object_name else "")
     return template

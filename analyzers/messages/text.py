@@ -3,7 +3,8 @@
 Users paste messages from ``kubectl describe`` (event columns, messages split
 over indented lines), ``kubectl get events`` rows, JSON or YAML dumps (quotes,
 ``\\"`` and ``\\n`` escapes), logs and chat (``#``/``>`` quote markers), and
-terminal UIs (k9s, Lens, ``column``, Markdown): box-drawing borders and table
+terminal UIs (k9s, Lens, ``column``, Markdown, and its autolinks of names that look
+like domains): box-drawing borders and table
 pipes, colour codes, the event recorder's ``(combined from similar events): ``
 prefix and `` (repeated N times)`` suffix, kubectl's ``(x3 over 10m)`` age
 column, lines a table cell wrapped at its width (inside a word, too), a word
@@ -41,6 +42,9 @@ _INNER_CELL_RE: Final = re.compile(r"[ \t]+[|" + _BOX_CHARS + r"][ \t]+|[" + _BO
 # prints one reason per line in newer releases).
 _COUNTED_LINE_RE: Final = re.compile(r"[0-9]{1,9} [A-Za-z(]")
 _CELL_SPLIT_RE: Final = re.compile(r"[|" + _BOX_CHARS + r"]")
+# Markdown autolinks a chat or issue tracker made of names that look like domains:
+# "[nvidia.com/gpu](http://nvidia.com/gpu)" is "nvidia.com/gpu" as printed.
+_MARKDOWN_LINK_RE: Final = re.compile(r"\[([^\[\]\s]{1,253})\]\((?:https?|mailto):[^()\s]{0,2048}\)")
 
 
 def _is_box(ch: str) -> bool:
@@ -122,6 +126,8 @@ def clean(text: str) -> str:
     """
     if "\x1b" in text:
         text = _SGR_RE.sub("", text)
+    if "](" in text:
+        text = _MARKDOWN_LINK_RE.sub(r"\1", text)
     if "\\" in text:
         text = text.replace("\\n", "\n").replace("\\t", " ").replace('\\"', '"').replace("\\'", "'")
     if "\n" in text or "\r" in text:

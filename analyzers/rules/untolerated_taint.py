@@ -35,31 +35,13 @@ from analyzers.rules import _placement as P
 from analyzers.rules._describe import names
 from analyzers.rules.context import RuleContext
 from analyzers.simulator.basic import UNSCHEDULABLE_TAINT, tolerates
+from analyzers.taints import CONTROL_PLANE as _CONTROL_PLANE
+from analyzers.taints import REMOVAL as _REMOVAL
+from analyzers.taints import STARTING as _STARTING
+from analyzers.taints import UNHEALTHY as _UNHEALTHY
 
 RULE_ID = "untolerated-taint"
 
-_CONTROL_PLANE = frozenset({"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"})
-_UNHEALTHY = {
-    "node.kubernetes.io/not-ready": "the node is NotReady",
-    "node.kubernetes.io/unreachable": "the node controller cannot reach the kubelet",
-    "node.kubernetes.io/memory-pressure": "the node is under memory pressure",
-    "node.kubernetes.io/disk-pressure": "the node is under disk pressure",
-    "node.kubernetes.io/pid-pressure": "the node is running out of PIDs",
-    "node.kubernetes.io/network-unavailable": "the node's network is not configured",
-    "node.kubernetes.io/out-of-service": "the node was marked out of service",
-}
-_REMOVAL = {
-    "node.kubernetes.io/unschedulable": "cordoned: someone is draining or maintaining it",
-    "ToBeDeletedByClusterAutoscaler": "being removed by cluster-autoscaler",
-    "DeletionCandidateOfClusterAutoscaler": "a scale-down candidate of cluster-autoscaler",
-    "karpenter.sh/disrupted": "being disrupted by Karpenter",
-    "karpenter.sh/disruption": "being disrupted by Karpenter",
-}
-_STARTING = {
-    "node.cloudprovider.kubernetes.io/uninitialized": "the cloud controller has not initialised the node yet",
-    "karpenter.sh/unregistered": "Karpenter has not registered the node yet",
-    "node.cilium.io/agent-not-ready": "the Cilium agent is not ready on the node",
-}
 _GPU_KEYS = frozenset({"nvidia.com/gpu", "amd.com/gpu", "gpu", "sku", "accelerator"})
 
 

@@ -66,7 +66,15 @@ def test_read_only_commands_never_create_the_database(tmp_path: Path, argv: tupl
         ("sqlite:///x.db?journal=wal", "unknown option(s) journal"),
     ],
 )
-@pytest.mark.parametrize("argv", [("db", "current"), ("incidents", "list"), ("serve", "--no-auth")])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("db", "current"),
+        ("incidents", "list"),
+        ("serve", "--no-auth"),
+        ("worker", "--broker", "kafka://127.0.0.1:9"),
+    ],
+)
 def test_a_malformed_database_url_is_one_line_naming_db_with_the_password_masked(
     argv: tuple[str, ...], url: str, says: str
 ) -> None:
@@ -195,3 +203,20 @@ def test_incidents_show_terminal_escapes_from_the_cluster_escaped(tmp_path: Path
 def test_watch_refuses_a_kube_version_outside_the_supported_range(tmp_path: Path, bad: str) -> None:
     code, _, err = run("watch", "--kube-version", bad, "--no-auth", "--db", f"sqlite:///{tmp_path}/u.db")
     assert "--kube-version" in one_line_error(code, err)
+
+
+def test_python_dash_m_agent_cli_reports_user_errors_in_one_line() -> None:
+    """Run as ``python -m agent.cli`` the file is ``__main__``: a command's
+    ``agent.cli.UserError`` must still be caught as the one-line error."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "demo", "--once", "--scenario", "no-such-scenario"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    err = one_line_error(done.returncode, done.stderr)
+    assert "--scenario: unknown no-such-scenario" in err

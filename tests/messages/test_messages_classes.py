@@ -5,6 +5,8 @@ words, every evictor's refusal, and the explain command's exit status and escapi
 from __future__ import annotations
 
 import argparse
+import json
+import re
 
 import pytest
 
@@ -199,6 +201,73 @@ def test_karpenter_one_clause_per_nodepool_and_nomination() -> None:
     assert parsed.reasons[0].info.taint == r.Taint("gpu", "true")
     nominated = parse_message_uncached("Pod should schedule on: nodeclaim/default-x7k2p, node/ip-10-0-1-2")
     assert nominated.notes == ("nodeclaim/default-x7k2p", "node/ip-10-0-1-2")
+
+
+KARPENTER_ERROR = (
+    'incompatible with nodepool "gpu", daemonset overhead={"cpu":"605m","memory":"1288Mi","pods":"12"}, '
+    "did not tolerate nvidia.com/gpu=1:NoSchedule; "
+    'incompatible with provisioner "app", daemonset overhead={"cpu":"605m","memory":"1288Mi","pods":"12"}, '
+    'incompatible requirements, label "eks.amazonaws.com/nodegroup" does not have known values'
+)
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda e: e,  # the error quoted alone
+        lambda e: f"Failed to schedule pod, {e}",  # the FailedScheduling event
+        lambda e: f"Could not schedule pod, {e}",  # the provisioner's log message
+        # ... inside its JSON log line, with the fields after the message
+        lambda e: json.dumps(
+            {
+                "level": "ERROR",
+                "logger": "controller.provisioner",
+                "message": f"Could not schedule pod, {e}",
+                "commit": "17d6c05",
+                "pod": "shop/web-0",
+            }
+        ),
+        lambda e: json.dumps({"message": f"Could not schedule pod, {e}", "pod": "shop/web-0"}, indent=2),
+    ],
+)
+def test_karpenter_errors_however_they_are_quoted(wrap: object) -> None:
+    assert callable(wrap)
+    parsed = parse_message_uncached(wrap(KARPENTER_ERROR))
+    assert (parsed.kind, parsed.format) == (AUTOSCALER, "karpenter-failed")
+    assert [(x.count, x.code, x.info.object_name) for x in parsed.reasons] == [
+        (1, r.UNTOLERATED_TAINT, "gpu"),
+        (1, r.NODE_AFFINITY_MISMATCH, "app"),
+    ]
+    assert parsed.reasons[0].info.taint == r.Taint("nvidia.com/gpu", "1")
+    assert (
+        parsed.reasons[1].text
+        == 'incompatible requirements, label "eks.amazonaws.com/nodegroup" does not have known values'
+    )
+    assert "commit" not in parsed.message and "daemonset overhead" not in parsed.reasons[1].text
+
+
+def markdown_links(text: str) -> str:
+    """What GitHub, Slack or a Markdown editor makes of names that look like domains."""
+    return re.sub(
+        r"(?<![\w.])((?:[a-z0-9-]+\.)+(?:com|io|ca|dev|sh)(?:/[A-Za-z0-9._-]+)?)", r"[\1](http://\1)", text
+    )
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        FULL,
+        "0/6 nodes are available: 2 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, "
+        "4 node(s) had untolerated taint {example.com/team: a-b.c}. preemption: 0/6 nodes are available: "
+        "6 Preemption is not helpful for scheduling.",
+        "pod didn't trigger scale-up: 4 node(s) had taint {node.statcan.gc.ca/purpose: system}, that the pod "
+        "didn't tolerate, 1 Insufficient nvidia.com/gpu, 1 max node group size reached",
+    ],
+)
+def test_markdown_autolinks_of_names_are_undone(message: str) -> None:
+    linked = markdown_links(message)
+    assert linked != message and "](http://" in linked
+    assert parse_message_uncached(linked) == parse_message_uncached(message)
 
 
 # --- 5. evictions ------------------------------------------------------------------------------

@@ -225,3 +225,27 @@ def test_cut_short_insufficient_keeps_the_code_but_not_the_resource() -> None:
     guess = classify_truncated("Insufficient nvid")
     assert guess is not None
     assert (guess.code, guess.resource) == (r.INSUFFICIENT_RESOURCE, None)
+
+
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        ("node.kubernetes.io/unreachable", "repair the node"),
+        ("node.kubernetes.io/not-ready", "repair the node"),
+        ("node.kubernetes.io/disk-pressure", "repair the node"),
+        ("node.kubernetes.io/unschedulable", "going away"),
+        ("ToBeDeletedByClusterAutoscaler", "going away"),
+        ("node.cloudprovider.kubernetes.io/uninitialized", "once the node is ready"),
+        ("node-role.kubernetes.io/control-plane", "kept off it on purpose"),
+    ],
+)
+def test_a_taint_kubernetes_sets_itself_says_what_it_means(key: str, says: str) -> None:
+    info = classify_reason(f"node(s) had untolerated taint {{{key}: }}")
+    assert info.taint is not None and info.taint.key == key
+    assert says in describe(info)
+    assert "tolerate" in describe(info)
+
+
+def test_a_teams_own_taint_gets_no_component_clause() -> None:
+    info = classify_reason("node(s) had untolerated taint {dedicated: gpu}")
+    assert describe(info).endswith("that the pod does not tolerate")

@@ -86,9 +86,15 @@ class FakeSlack(Server):
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.faults: list[tuple[str, str, float | None]] = []  # (method, error, retry_after), used in order
         self.refuse_blocks = False  # every call with blocks: invalid_blocks
+        # chat.postMessage calls that post, then lose their answer (the connection closes):
+        # what a timeout or a crash between Slack's "ok" and the outbox's "sent" leaves behind.
+        self.lose_answers = 0
+        self.history_error: str | None = None  # e.g. "missing_scope": history/replies refused
         self._ts = itertools.count(1)
         self.app.router.add_post("/api/chat.postMessage", self._post_message)
         self.app.router.add_post("/api/chat.update", self._update)
+        self.app.router.add_post("/api/conversations.history", self._history)
+        self.app.router.add_post("/api/conversations.replies", self._history)
         self.app.router.add_post("/services/{path:.*}", self._incoming_webhook)
 
     @property
@@ -165,6 +171,11 @@ class FakeSlack(Server):
         ts = f"{int(time.time())}.{next(self._ts):06d}"
         msg = SlackMessage(channel, ts, body.get("text", ""), body.get("blocks"), thread_ts, body.get("metadata"))
         self.messages.append(msg)
+        if self.lose_answers > 0:
+            self.lose_answers -= 1
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response(status=200)
         return web.json_response({"ok": True, "channel": channel, "ts": ts, "message": {"text": msg.text}})
 
     async def _update(self, request: web.Request) -> web.Response:
@@ -182,6 +193,36 @@ class FakeSlack(Server):
                 msg.edits.append({"text": body.get("text", ""), "blocks": body.get("blocks")})
                 return web.json_response({"ok": True, "channel": msg.channel, "ts": msg.ts})
         return web.json_response({"ok": False, "error": "message_not_found"})
+
+    async def _history(self, request: web.Request) -> web.Response:
+        """``conversations.history`` / ``.replies``: form-encoded arguments, a channel ID (not
+        a ``#name``), newest first; ``metadata`` only with ``include_all_metadata``."""
+        method = request.path.rsplit("/", 1)[-1]
+        if request.headers.get("Authorization") != f"Bearer {self.token}":
+            return web.json_response({"ok": False, "error": "invalid_auth"})
+        form = await request.post()
+        self.calls.append((method, dict(form)))
+        if self.history_error is not None:
+            return web.json_response({"ok": False, "error": self.history_error})
+        channel = str(form.get("channel", ""))
+        if channel not in CHANNELS.values():
+            return web.json_response({"ok": False, "error": "channel_not_found"})
+        if method == "conversations.replies":
+            ts = str(form.get("ts", ""))
+            found = [m for m in self.messages if m.channel == channel and ts in (m.ts, m.thread_ts)]
+            if not found:
+                return web.json_response({"ok": False, "error": "thread_not_found"})
+        else:
+            found = [m for m in self.messages if m.channel == channel and m.thread_ts is None]
+        found = sorted(found, key=lambda m: m.ts, reverse=True)[: int(str(form.get("limit", "100")))]
+        with_metadata = form.get("include_all_metadata") == "true"
+        messages = [
+            {"type": "message", "ts": m.ts, "text": m.current_text}
+            | ({"thread_ts": m.thread_ts} if m.thread_ts else {})
+            | ({"metadata": m.metadata} if with_metadata and m.metadata else {})
+            for m in found
+        ]
+        return web.json_response({"ok": True, "messages": messages, "has_more": False})
 
     async def _incoming_webhook(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -176,3 +176,39 @@ async def test_incoming_webhook_channel_gone_is_dead_lettered(
     await drain(sessions, SlackWebhookSink(Secret(slack.webhook_url), Renderer()))
     [row] = await rows(sessions)
     assert (row.status, row.last_error) == ("failed", "slack webhook: channel_not_found")
+
+
+async def test_a_message_whose_answer_was_lost_is_found_not_posted_again(
+    sessions: async_sessionmaker[AsyncSession], slack: FakeSlack
+) -> None:
+    """Every first post (roots and replies) reaches Slack but its answer is lost; each
+    redelivery finds its message by the delivery key in the metadata instead of posting."""
+    await open_incidents(sessions, 3, ["slack"], resolve=True)
+    slack.lose_answers = 6
+    await drain(sessions, bot(slack, router=Router("C0ALERTS1")))
+    assert slack.lose_answers == 0
+    roots = slack.roots()
+    assert len(roots) == 3, [m.text for m in roots]
+    assert all(len(slack.replies_to(root)) == 1 for root in roots)
+    assert len(slack.messages) == 6
+    stored = await rows(sessions)
+    assert {r.status for r in stored} == {"sent"}
+    # The thread reference found on redelivery is the real root's.
+    assert {r.thread_ref for r in stored} == {f"{root.channel}:{root.ts}" for root in roots}
+    looked = [m for m, _ in slack.calls if m.startswith("conversations.")]
+    assert sorted(set(looked)) == ["conversations.history", "conversations.replies"]
+    # Resolved replies still edited their roots.
+    assert all(root.edits for root in roots)
+
+
+async def test_when_slack_will_not_show_history_a_lost_answer_is_posted_again(
+    sessions: async_sessionmaker[AsyncSession], slack: FakeSlack
+) -> None:
+    """At least once rather than never: without history scopes (or with a #name channel,
+    which history cannot read) a redelivery cannot know, and posts."""
+    await open_incidents(sessions, 1, ["slack"])
+    slack.lose_answers = 1
+    slack.history_error = "missing_scope"
+    await drain(sessions, bot(slack, router=Router("C0ALERTS1")))
+    assert len(slack.roots()) == 2
+    assert {r.status for r in await rows(sessions)} == {"sent"}
