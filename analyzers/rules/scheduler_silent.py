@@ -107,6 +107,7 @@ def _finding(ctx: RuleContext, ref: ObjectRef, cause: str, detail: str, pods: li
     threshold = int(ctx.thresholds.silent_after_seconds)
     what = f"{ref.kind} {ref.namespace}/{ref.name}"
     count = plural(len(pods), "pod")
+    who = f"{count} of {ref.name} {'waits' if len(pods) == 1 else 'wait'}"
     evidence: dict[str, Any] = {
         "cause": cause,
         "pods": [p.name for p in pods],
@@ -141,12 +142,12 @@ def _finding(ctx: RuleContext, ref: ObjectRef, cause: str, detail: str, pods: li
             f"{lead} Its spec.schedulerName is {detail}; kube-scheduler only takes pods whose schedulerName is one "
             f"of its profiles ({DEFAULT_SCHEDULER} by default), so only {detail} can bind it. {history}"
         )
-        title = f"{count} of {ref.name} wait for scheduler {detail}, which has not answered for {duration(waited)}"
+        title = f"{who} for scheduler {detail}, which has not answered for {duration(waited)}"
         remedies.extend(_scheduler_remedies(ctx, ref, oldest, detail))
     elif cause in CLAIM_CAUSES:
         hold = dra.claim_hold(ctx.snapshot, oldest)
         assert hold is not None
-        explanation, title, remedy = _claim_words(ctx, ref, hold, oldest, lead, count)
+        explanation, title, remedy = _claim_words(ctx, ref, hold, oldest, lead, who)
         evidence["resource_claim_template" if cause == dra.NOT_CREATED else "resource_claim"] = detail
         evidence["pod_resource_claim"] = hold.entry
         evidence["preenqueue_status"] = hold.message
@@ -157,7 +158,7 @@ def _finding(ctx: RuleContext, ref: ObjectRef, cause: str, detail: str, pods: li
             f"{lead} It mounts PersistentVolumeClaim {ref.namespace}/{detail}, which does not exist; kube-scheduler "
             f'cannot place a pod before its claims exist (VolumeBinding: persistentvolumeclaim "{detail}" not found).'
         )
-        title = f"{count} of {ref.name} wait for PersistentVolumeClaim {detail}, which does not exist"
+        title = f"{who} for PersistentVolumeClaim {detail}, which does not exist"
         remedies.append(
             ctx.renderer.command(
                 f"Create PersistentVolumeClaim {detail} (or fix the claim name in the pod template)",
@@ -182,7 +183,7 @@ def _finding(ctx: RuleContext, ref: ObjectRef, cause: str, detail: str, pods: li
 
 
 def _claim_words(
-    ctx: RuleContext, ref: ObjectRef, hold: dra.ClaimHold, pod: Pod, lead: str, count: str
+    ctx: RuleContext, ref: ObjectRef, hold: dra.ClaimHold, pod: Pod, lead: str, who: str
 ) -> tuple[str, str, Remedy]:
     """(explanation, title, remedy) of a pod DynamicResources' PreEnqueue holds."""
     ns = shlex.quote(ref.namespace)
@@ -199,7 +200,7 @@ def _claim_words(
             "controller (kube-controller-manager) creates the claim and records it in the pod's "
             "status.resourceClaimStatuses, and it has not: the template may not exist, or the controller cannot "
             "create claims (not running, quota, admission).",
-            f"{count} of {ref.name} wait for a ResourceClaim from template {name}, not created yet",
+            f"{who} for a ResourceClaim from template {name}, not created yet",
             f"Check ResourceClaimTemplate {name} and why no claim was created from it",
             "ResourceClaimTemplate",
             f"kubectl get resourceclaimtemplate {q} -n {ns}; "
@@ -208,7 +209,7 @@ def _claim_words(
         ),
         dra.MISSING: (
             f" It names ResourceClaim {where}, which does not exist.",
-            f"{count} of {ref.name} wait for ResourceClaim {name}, which does not exist",
+            f"{who} for ResourceClaim {name}, which does not exist",
             f"Create ResourceClaim {name} (or fix the claim name in the pod template)",
             "ResourceClaim",
             f"kubectl get resourceclaims -n {ns}",
@@ -216,7 +217,7 @@ def _claim_words(
         ),
         dra.DELETING: (
             f" Its ResourceClaim {where} is being deleted (deletionTimestamp set).",
-            f"{count} of {ref.name} wait on ResourceClaim {name}, which is being deleted",
+            f"{who} on ResourceClaim {name}, which is being deleted",
             f"See what holds ResourceClaim {name} (finalizers, reservedFor)",
             "ResourceClaim",
             f"kubectl get resourceclaim {q} -n {ns} -o yaml",
@@ -225,7 +226,7 @@ def _claim_words(
         dra.NOT_OWNED: (
             f" Its status names ResourceClaim {where} for a template entry, but that claim's controller "
             "(ownerReference) is not this pod: a claim left from an earlier pod of the same name.",
-            f"{count} of {ref.name} wait: ResourceClaim {name} belongs to another pod",
+            f"{who}: ResourceClaim {name} belongs to another pod",
             f"See who owns ResourceClaim {name}",
             "ResourceClaim",
             f"kubectl get resourceclaim {q} -n {ns} -o jsonpath='{{.metadata.ownerReferences}}'",

@@ -13,6 +13,8 @@ from typing import Final
 
 from analyzers.messages.reasons import (
     DEFAULT_PREEMPTION,
+    DRA_CLAIM_MISSING,
+    DYNAMIC_RESOURCES,
     EXISTING_POD_ANTI_AFFINITY,
     INSUFFICIENT_RESOURCE,
     INTER_POD_AFFINITY,
@@ -54,6 +56,8 @@ UNRESOLVABLE: Final = "UnschedulableAndUnresolvable"
 
 __all__ = [
     "DEFAULT_PREEMPTION",
+    "DRA_CLAIM_MISSING",
+    "DYNAMIC_RESOURCES",
     "EXISTING_POD_ANTI_AFFINITY",
     "INSUFFICIENT_RESOURCE",
     "INTER_POD_AFFINITY",

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from analyzers.records import EMPTY_MAP, FrozenMap, Pod
 from analyzers.simulator import codes as C
 from analyzers.simulator.basic import NodeAffinity, NodeName, NodePorts, NodeUnschedulable, TaintToleration
-from analyzers.simulator.framework import Cycle, Outcome, Plugin, failure
+from analyzers.simulator.dra import claim_hold
+from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
 from analyzers.simulator.interpod import InterPodAffinity
 from analyzers.simulator.nodeinfo import NodeTable, bits, has, mask_of, node_table
 from analyzers.simulator.preemption import NOT_ATTEMPTED, preempt
@@ -72,14 +73,7 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
     )
     total = table.size
 
-    gated = None
-    if pod.spec.scheduling_gates:
-        gated = failure(
-            C.SCHEDULING_GATES,
-            C.UNRESOLVABLE,
-            (f"waiting for scheduling gates: [{' '.join(pod.spec.scheduling_gates)}]",),
-            (C.SCHEDULING_GATED,),
-        )
+    gated = pre_enqueue(snapshot, pod)
 
     prefilter = run_prefilters(PREFILTERS, cycle)
 
@@ -133,7 +127,8 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
     preemption: PreemptionVerdict = NOT_ATTEMPTED
     message = ""
     if gated is not None:
-        message = GATED_MESSAGE
+        # A PreEnqueue rejection is never attempted: only SchedulingGates sets a condition.
+        message = GATED_MESSAGE if gated.plugin == C.SCHEDULING_GATES else ""
     elif not fits:
         nominated = table.index.get(pod.nominated_node) if pod.nominated_node else None
         if total:
@@ -169,6 +164,30 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
         node_names=table.names,
         _breakdown=Breakdown(table, outcomes, prefilter),
     )
+
+
+def pre_enqueue(snapshot: ClusterSnapshot, pod: Pod) -> FilterFailure | None:
+    """The PreEnqueue rejection that keeps ``pod`` out of the scheduling queue, in the
+    default plugin order: SchedulingGates (scheduling_gates.go), then
+    DynamicResources (its ResourceClaims, :mod:`analyzers.simulator.dra`)."""
+    if pod.spec.scheduling_gates:
+        return failure(
+            C.SCHEDULING_GATES,
+            C.UNRESOLVABLE,
+            (f"waiting for scheduling gates: [{' '.join(pod.spec.scheduling_gates)}]",),
+            (C.SCHEDULING_GATED,),
+        )
+    if pod.spec.resource_claims:
+        hold = claim_hold(snapshot, pod)
+        if hold is not None:
+            return failure(
+                C.DYNAMIC_RESOURCES,
+                C.UNRESOLVABLE,
+                (hold.message,),
+                (C.DRA_CLAIM_MISSING,),
+                detail(cause=hold.cause, claim=hold.name, entry=hold.entry),
+            )
+    return None
 
 
 def run_prefilters(plugins: tuple[Plugin, ...], cycle: Cycle) -> FilterFailure | None:

@@ -77,3 +77,50 @@ def test_a_missing_claim_is_volume_restrictions_rejection_since_1_27(version: st
     v = simulate(snap, pod_of(snap, "p"), kube_version=version)
     assert v.prefilter is not None
     assert (v.prefilter.plugin, v.prefilter.reasons) == (plugin, ('persistentvolumeclaim "data" not found',))
+
+
+# --- PreEnqueue: SchedulingGates, then DynamicResources (its ResourceClaims) -----------------
+
+
+def _claim(name: str) -> dict:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": {"devices": {"requests": []}},
+    }
+
+
+def _with_claims(obj: dict, *entries: dict) -> dict:
+    obj["spec"]["resourceClaims"] = list(entries)
+    return obj
+
+
+def test_a_pod_whose_claim_is_missing_is_never_tried() -> None:
+    snap = snapshot(
+        node("a"), _claim("other"), _with_claims(pod("p"), {"name": "gpu", "resourceClaimName": "gpu-0"})
+    )
+    v = simulate(snap, pod_of(snap, "p"))
+    assert not v.fits and v.gated is not None
+    assert (v.gated.plugin, v.gated.reasons) == (
+        "DynamicResources",
+        ('could not find ResourceClaim "default/gpu-0"',),
+    )
+    assert v.message == "" and not v.preemption.attempted  # no condition, no PostFilter
+
+
+def test_an_existing_claim_lets_the_pod_be_scheduled() -> None:
+    snap = snapshot(
+        node("a"), _claim("gpu-0"), _with_claims(pod("p"), {"name": "gpu", "resourceClaimName": "gpu-0"})
+    )
+    assert simulate(snap, pod_of(snap, "p")).fits
+
+
+def test_scheduling_gates_come_first() -> None:
+    obj = _with_claims(
+        pod("p", gates=["example.com/hold"]), {"name": "gpu", "resourceClaimTemplateName": "t"}
+    )
+    snap = snapshot(node("a"), obj)
+    v = simulate(snap, pod_of(snap, "p"))
+    assert v.gated is not None and v.gated.plugin == "SchedulingGates"
+    assert v.message == "Scheduling is blocked due to non-empty scheduling gates"
