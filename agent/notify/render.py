@@ -208,9 +208,27 @@ def _evidence_value(value: Any) -> str:
     return text if len(text) <= EVIDENCE_VALUE_MAX else text[: EVIDENCE_VALUE_MAX - 1] + "…"
 
 
+def _readable(value: Any) -> bool:
+    """A value a field can show in words: a scalar, a flat list or a flat mapping. Nested
+    ones (per-term or per-node tables) would show as JSON: they stay on the incident page."""
+    flat = str | int | float | bool
+    if isinstance(value, flat):
+        return True
+    if isinstance(value, list):
+        return all(isinstance(v, flat) for v in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(v, flat) for v in value.values())
+    return False
+
+
 def key_evidence(evidence: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Up to :data:`EVIDENCE_FIELDS` (label, value) pairs, scalars first, in the rule's own order."""
-    items = [(k, v) for k, v in evidence.items() if v not in (None, "", [], {}) and k not in _SHOWN_ELSEWHERE]
+    """Up to :data:`EVIDENCE_FIELDS` (label, value) pairs, scalars first, in the rule's own order;
+    nested values are left to the incident page."""
+    items = [
+        (k, v)
+        for k, v in evidence.items()
+        if v not in (None, "", [], {}) and k not in _SHOWN_ELSEWHERE and _readable(v)
+    ]
     scalars = [(k, v) for k, v in items if isinstance(v, str | int | float | bool)]
     others = [(k, v) for k, v in items if not isinstance(v, str | int | float | bool)]
     return [(_humanize(k), _evidence_value(v)) for k, v in (scalars + others)[:EVIDENCE_FIELDS]]
