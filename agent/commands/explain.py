@@ -242,10 +242,15 @@ def _scheduling_lines(parsed: ParsedMessage) -> list[str]:
         lines.append(f"Note: {note}.")
     if parsed.format not in ("reasons", "legacy-summary", "legacy-per-node", "legacy-predicates"):
         lines.extend(_preemption_lines(parsed.preemption, truncated=parsed.truncated))
-    if parsed.truncated:
+    if parsed.truncated and parsed.message.rstrip().endswith("..."):
         lines.append(
             "The message is cut short (kube-scheduler cuts event messages at 1024 bytes): the last reason may "
             "be incomplete; the pod's PodScheduled condition holds the whole text."
+        )
+    elif parsed.truncated:
+        lines.append(
+            "The message ends without its final full stop: if it was cut when copied, the last reason may be "
+            "incomplete; the pod's PodScheduled condition holds the whole text."
         )
     return lines
 

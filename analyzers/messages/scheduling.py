@@ -214,12 +214,17 @@ def parse_reason_list(text: str, *, truncated: bool = False) -> tuple[Reason, ..
 
 def _complete_reasons(fragment: str) -> tuple[Reason, ...]:
     """The reasons of a list whose beginning is missing: the first piece may be
-    cut (its count or its text), so only the pieces after a ``", <count> "``
-    boundary are kept."""
+    cut (its count or its text), so it is kept only when what is left of it is a
+    whole known reason ("pod has unbound immediate PersistentVolumeClaims"), and
+    then without its count; the pieces after a ``", <count> "`` boundary are whole."""
     pieces = _ITEM_SPLIT_RE.split(fragment.strip().rstrip(", "))
+    first = _piece(pieces[0]) if pieces[0].strip() else None
+    head: tuple[Reason, ...] = ()
+    if first is not None and first.code != OTHER and _is_reason_text(first.text):
+        head = (make_reason(None, first.text, first.info),)
     if len(pieces) < 2:
-        return ()
-    return parse_reason_list(", ".join(pieces[1:]))
+        return head
+    return head + parse_reason_list(", ".join(pieces[1:]))
 
 
 _LEGACY_TOKEN_SEP_RE: Final = re.compile(r"\s*(?:[,;]|-(?=\s))?\s*")
@@ -379,8 +384,10 @@ def _parse_preemption_only(text: str, marker: int, header: int) -> ParsedMessage
         reasons_text, rest = fragment, ""
     reasons = _complete_reasons(reasons_text)
     notes = _notes(rest) if rest and not rest.isspace() else ()
+    # A PreFilter rejection is printed without a count: one uncounted reason is all of it.
+    prefilter = len(reasons) == 1 and reasons[0].count is None and not reasons_text.strip()[:1].isdigit()
     return make_scheduling(
-        "fit-error" if reasons else "preemption-only",
+        ("fit-error-prefilter" if prefilter else "fit-error") if reasons else "preemption-only",
         text.strip(),
         None,
         reasons,

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from analyzers.records import Pod, Taint, Toleration
 from analyzers.simulator import codes as C
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
-from analyzers.simulator.nodeinfo import WILDCARD_IP, mask_of, pods_on
+from analyzers.simulator.nodeinfo import WILDCARD_IP, host_port_triples, mask_of, pods_on
 from analyzers.simulator.results import FilterFailure
 
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
@@ -165,11 +165,7 @@ class NodeAffinity(Plugin):
 
 
 def wanted_ports(pod: Pod) -> list[tuple[str, str, int]]:
-    return [
-        (hp.host_ip or WILDCARD_IP, hp.protocol or "TCP", hp.port)
-        for hp in pod.spec.host_ports
-        if hp.port > 0
-    ]
+    return host_port_triples(pod)
 
 
 def port_conflicts(
@@ -218,11 +214,6 @@ class NodePorts(Plugin):
         wanted = wanted_ports(cycle.pod)
         if not wanted:
             return None
-        used = {
-            (hp.host_ip or WILDCARD_IP, hp.protocol or "TCP", hp.port)
-            for p in pods_on(cycle.table, i, removed)
-            for hp in p.spec.host_ports
-            if hp.port > 0
-        }
+        used = {triple for p in pods_on(cycle.table, i, removed) for triple in host_port_triples(p)}
         conflicts = port_conflicts(wanted, used)
         return self._fail(conflicts) if conflicts else None

@@ -106,8 +106,11 @@ def test_render_prefilter_note_and_truncation() -> None:
     assert "Rejected at PreFilter" in text
     assert "PreFilter  pod has unbound immediate PersistentVolumeClaims" in text
     assert "Preemption: not attempted: not eligible due to preemptionPolicy=Never." in text
-    cut = explain.render_text(parse_message_uncached("0/3 nodes are available: 3 Insufficient c"))
-    assert "cut short" in cut
+    cut = explain.render_text(parse_message_uncached("0/3 nodes are available: 3 Insufficient c ..."))
+    assert "cut short (kube-scheduler cuts event messages at 1024 bytes)" in cut
+    # Without kube-scheduler's mark, a missing full stop is more likely a copy that stopped early.
+    copied = explain.render_text(parse_message_uncached("0/3 nodes are available: 3 Insufficient c"))
+    assert "ends without its final full stop" in copied and "1024" not in copied
 
 
 def test_jsonl_batch_keeps_order_and_reports_bad_lines(tmp_path: Path) -> None:
