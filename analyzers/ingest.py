@@ -49,12 +49,14 @@ from analyzers.records import (
     PodAffinityTerm,
     PodDisruptionBudget,
     PodMetrics,
+    PodResourceClaim,
     PodSpec,
     PriorityClass,
     Record,
     ReplicaSet,
     ReplicationController,
     Requirement,
+    ResourceClaim,
     StatefulSet,
     StorageClass,
     Taint,
@@ -595,6 +597,7 @@ class Decoder:
             ),
             host_ports=tuple(host_ports),
             pvc_names=tuple(self.s(n) for n in _claim_names(spec)),
+            resource_claims=tuple(self._pod_resource_claim(c) for c in spec.get("resourceClaims") or ()),
             scheduling_gates=tuple(self.s(g.get("name")) for g in spec.get("schedulingGates") or ()),
             node_name=self.s(spec.get("nodeName")) if with_node_name else "",
             scheduler_name=self.s(spec.get("schedulerName") or "default-scheduler"),
@@ -604,6 +607,21 @@ class Decoder:
             has_overhead=bool(spec.get("overhead")),
         )
         return self._specs.setdefault(result, result)
+
+    def _pod_resource_claim(self, c: Mapping[str, Any]) -> PodResourceClaim:
+        return self.value(
+            PodResourceClaim(
+                self.s(c.get("name")),
+                self.s(c.get("resourceClaimName")),
+                self.s(c.get("resourceClaimTemplateName")),
+            )
+        )
+
+    def _claim_statuses(self, status: Mapping[str, Any]) -> FrozenMap[str]:
+        found = status.get("resourceClaimStatuses")
+        if not found:
+            return EMPTY_MAP
+        return self.labels({self.s(e.get("name")): self.s(e.get("resourceClaimName")) for e in found})
 
     def _affinity_term(self, t: Mapping[str, Any]) -> PodAffinityTerm:
         return self.value(
@@ -739,6 +757,7 @@ class Decoder:
                 scheduled=scheduled,
                 nominated_node=self.s(status.get("nominatedNodeName")),
                 annotations=self._pod_annotations(meta.get("annotations")),
+                resource_claim_statuses=self._claim_statuses(status),
             )
         # Seen before (a watch MODIFIED): keep the held record's values where
         # the object still says the same; usually only a container status moved.
@@ -759,6 +778,9 @@ class Decoder:
         nominated = status.get("nominatedNodeName") or ""
         nominated = prev.nominated_node if nominated == prev.nominated_node else self.s(nominated)
         annotations = self._pod_annotations(meta.get("annotations"))
+        claim_statuses = self._claim_statuses(status)
+        if claim_statuses == prev.resource_claim_statuses:
+            claim_statuses = prev.resource_claim_statuses
         if (
             uid is prev.uid
             and labels is prev.labels
@@ -772,6 +794,7 @@ class Decoder:
             and scheduled is prev.scheduled
             and nominated is prev.nominated_node
             and annotations is prev.annotations
+            and claim_statuses is prev.resource_claim_statuses
         ):
             return prev
         return Pod(
@@ -789,6 +812,7 @@ class Decoder:
             scheduled=scheduled,
             nominated_node=nominated,
             annotations=annotations,
+            resource_claim_statuses=claim_statuses,
         )
 
     def _pod_annotations(self, value: Any) -> FrozenMap[str]:
@@ -1082,6 +1106,21 @@ class Decoder:
             selected_node=self.s(annotations.get("volume.kubernetes.io/selected-node")),
         )
 
+    def resource_claim(self, obj: Obj) -> ResourceClaim:
+        """resource.k8s.io/v1 (1.34+), v1beta1 or v1beta2: the fields read are the same."""
+        meta = _meta(obj)
+        owner = next(
+            (r for r in meta.get("ownerReferences") or () if isinstance(r, Mapping) and r.get("controller")),
+            None,
+        )
+        return ResourceClaim(
+            namespace=self.s(meta.get("namespace") or "default"),
+            name=self.s(meta["name"]),
+            uid=self.s(meta.get("uid")),
+            owner_uid=self.s(owner.get("uid")) if owner is not None else "",
+            deleted=parse_time(meta.get("deletionTimestamp")),
+        )
+
     def pv(self, obj: Obj) -> PersistentVolume:
         meta = _meta(obj)
         spec = obj.get("spec") or {}
@@ -1251,6 +1290,7 @@ _SPEC_FIELDS = (
     "preemptionPolicy",
     "overhead",
     "resources",
+    "resourceClaims",
 )
 _SPEC_PARTS = ("containers", "initContainers", "nodeName", "volumes", *_SPEC_FIELDS)
 
@@ -1390,6 +1430,7 @@ _DECODERS: dict[str, Any] = {
     "PriorityClass": Decoder.priority_class,
     "Namespace": Decoder.namespace,
     "PersistentVolumeClaim": Decoder.pvc,
+    "ResourceClaim": Decoder.resource_claim,
     "PersistentVolume": Decoder.pv,
     "StorageClass": Decoder.storage_class,
     "Event": Decoder.event,

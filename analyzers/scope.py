@@ -38,6 +38,7 @@ CLUSTER_WIDE = frozenset(
         "priority_classes",
         "namespaces",
         "pvcs",
+        "resource_claims",
         "pvs",
         "storage_classes",
         "node_metrics",

@@ -36,6 +36,7 @@ from analyzers.records import (
     Record,
     ReplicaSet,
     ReplicationController,
+    ResourceClaim,
     ScaleReading,
     StatefulSet,
     StorageClass,
@@ -58,6 +59,7 @@ COLLECTIONS: dict[type, str] = {
     PriorityClass: "priority_classes",
     Namespace: "namespaces",
     PersistentVolumeClaim: "pvcs",
+    ResourceClaim: "resource_claims",
     PersistentVolume: "pvs",
     StorageClass: "storage_classes",
     Event: "events",
@@ -80,6 +82,7 @@ KIND_COLLECTIONS: dict[str, str] = {
     "PriorityClass": "priority_classes",
     "Namespace": "namespaces",
     "PersistentVolumeClaim": "pvcs",
+    "ResourceClaim": "resource_claims",
     "PersistentVolume": "pvs",
     "StorageClass": "storage_classes",
     "Event": "events",
@@ -100,6 +103,7 @@ _NAMESPACED = frozenset(
         "jobs",
         "pdbs",
         "pvcs",
+        "resource_claims",
         "events",
         "pod_metrics",
     }
@@ -228,6 +232,7 @@ class ClusterSnapshot:
         "pvs",
         "replicasets",
         "replication_controllers",
+        "resource_claims",
         "scales",
         "statefulsets",
         "storage_classes",
@@ -246,6 +251,7 @@ class ClusterSnapshot:
     priority_classes: Mapping[str, PriorityClass]
     namespaces: Mapping[str, Namespace]
     pvcs: Mapping[tuple[str, str], PersistentVolumeClaim]
+    resource_claims: Mapping[tuple[str, str], ResourceClaim]
     pvs: Mapping[str, PersistentVolume]
     storage_classes: Mapping[str, StorageClass]
     events: Mapping[tuple[str, str], Event]

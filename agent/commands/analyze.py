@@ -347,6 +347,13 @@ def _print_pod(p: PodReport, w: Callable[[str], Any]) -> None:
         w("    not simulated: the dump holds no Node objects\n")
     elif v.message:
         w(_wrap(f"simulated: {v.message}", "    ") + "\n")
+    elif v.gated is not None:
+        w(
+            _wrap(
+                f"simulated: held out of the queue by {v.gated.plugin}: {'; '.join(v.gated.reasons)}", "    "
+            )
+            + "\n"
+        )
     if p.agrees is True:
         w("    ✓ the simulation agrees with the scheduler\n")
     elif p.agrees is False:

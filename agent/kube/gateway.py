@@ -423,7 +423,13 @@ class Gateway:
             raise error_from_response(resp.status, payload, resp.headers)
         return resp
 
-    async def _send(self, method: Literal["POST", "PUT"], path: str, body: RawObject) -> RawObject:
+    async def _send(
+        self,
+        method: Literal["POST", "PUT"],
+        path: str,
+        body: RawObject,
+        params: Sequence[tuple[str, str]] = (),
+    ) -> RawObject:
         """POST or PUT a JSON object and decode the answer; non-2xx answers are raised
         (a 409 as ``Conflict``, a 404 as ``NotFound``)."""
         api = self._api
@@ -432,6 +438,7 @@ class Gateway:
         call = api.call_api(
             path,
             method,
+            query_params=list(params),
             header_params={**_ACCEPT, "Content-Type": "application/json"},
             body=body,
             auth_settings=_AUTH,
@@ -509,6 +516,14 @@ class Gateway:
         if not isinstance(obj, dict):
             raise ProtocolError(f"PATCH {path}: the answer is not an object")
         return obj
+
+    async def dry_run_create(self, kind: Kind | str, obj: RawObject) -> RawObject:
+        """POST ``obj`` with ``dryRun=All`` and ``fieldValidation=Strict`` (kubectl's default):
+        validated, admitted and defaulted, never stored (needs ``create`` RBAC on the kind).
+        ``Conflict`` (409 AlreadyExists) when an object of that name exists."""
+        k = kind if isinstance(kind, Kind) else kind_for(kind)
+        params = (("dryRun", "All"), ("fieldManager", "unstick-dry-run"), ("fieldValidation", "Strict"))
+        return await self._send("POST", k.path(obj.get("metadata", {}).get("namespace")), obj, params)
 
     # -- reads -----------------------------------------------------------------
     async def version(self) -> dict[str, Any]:
