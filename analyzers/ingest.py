@@ -1400,6 +1400,9 @@ def _frozen(value: Any, depth: int = 0) -> Any:
     """JSON as immutable values: objects → FrozenMap, arrays → tuples (bounded depth)."""
     if depth > 64:
         raise ValueError("custom resource nested too deeply")
+    cls = value.__class__
+    if cls is str or cls is int or cls is float or cls is bool or value is None:
+        return value
     if isinstance(value, Mapping):
         return FrozenMap((str(k), _frozen(v, depth + 1)) for k, v in value.items())
     if isinstance(value, list | tuple):

@@ -485,37 +485,17 @@ class Gateway:
             "merge": "application/merge-patch+json",
             "json": "application/json-patch+json",
         }[patch_type]
-        try:
-            resp: aiohttp.ClientResponse = await api.call_api(
-                path,
-                "PATCH",
-                query_params=[("dryRun", "All"), ("fieldManager", "unstick-dry-run")],
-                header_params={**_ACCEPT, "Content-Type": content_type},
-                body=patch,
-                auth_settings=_AUTH,
-                _preload_content=False,
-                _request_timeout=self._request_timeout,
-            )
-        except ApiException as exc:
-            headers: Mapping[str, str] = exc.headers or {}
-            body = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
-            raise error_from_response(exc.status or 0, body, headers) from exc
-        except ApiValueError as exc:
-            raise ProtocolError(f"PATCH {path}: {exc}") from exc
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise Timeout(f"PATCH {path}: timed out") from exc
-        except aiohttp.ClientError as exc:
-            raise Unavailable(f"PATCH {path}: {exc}") from exc
-        try:
-            payload = await resp.read()
-        finally:
-            resp.release()
-        if not 200 <= resp.status < 300:
-            raise error_from_response(resp.status, payload, resp.headers)
-        obj = orjson.loads(payload)
-        if not isinstance(obj, dict):
-            raise ProtocolError(f"PATCH {path}: the answer is not an object")
-        return obj
+        call = api.call_api(
+            path,
+            "PATCH",
+            query_params=[("dryRun", "All"), ("fieldManager", "unstick-dry-run")],
+            header_params={**_ACCEPT, "Content-Type": content_type},
+            body=patch,
+            auth_settings=_AUTH,
+            _preload_content=False,
+            _request_timeout=self._request_timeout,
+        )
+        return await _object_response(f"PATCH {path}", call)
 
     async def dry_run_create(self, kind: Kind | str, obj: RawObject) -> RawObject:
         """POST ``obj`` with ``dryRun=All`` and ``fieldValidation=Strict`` (kubectl's default):
