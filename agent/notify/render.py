@@ -99,6 +99,7 @@ def build_environment() -> jinja2.Environment:
     env.filters["first_line"] = lambda text: str(text).strip().splitlines()[0] if str(text).strip() else ""
     env.filters["ago"] = duration_words
     env.filters["events"] = lambda n: f"{n} event" if n == 1 else f"{n} events"
+    env.filters["details"] = resolution_details
     return env
 
 
@@ -187,6 +188,15 @@ def links_for(public_url: str | None, incident: Mapping[str, Any]) -> Links:
         if r.get("yaml")
     )
     return Links(f"{base}/incidents/{inc_id}", remedies, f"{base}/incidents")
+
+
+def resolution_details(resolution: Mapping[str, Any] | None) -> list[str]:
+    """The changes of a resolution that its summary does not already say (a summary names
+    every cause and the first effect: listing them again repeats the sentence)."""
+    if not resolution:
+        return []
+    summary = str(resolution.get("summary") or "").lower()
+    return [str(c) for c in resolution.get("changes") or () if str(c).lower().rstrip(".") not in summary]
 
 
 def _humanize(key: str) -> str:
@@ -524,7 +534,7 @@ class Renderer:
             lines = []
             if res.get("summary"):
                 lines.append(f"*What fixed it:* {slack_escape(res['summary'])}")
-            lines += [f"• {slack_escape(c)}" for c in res.get("changes") or ()]
+            lines += [f"• {slack_escape(c)}" for c in resolution_details(res)]
             if lines:
                 blocks.append(self._md("\n".join(lines)))
         return blocks
