@@ -27,6 +27,9 @@ from analyzers.quantity import QuantityError, to_units
 from analyzers.records import (
     EMPTY_MAP,
     Condition,
+    CustomObject,
+    CustomResourceDefinition,
+    CustomResourceVersion,
     DaemonSet,
     Deployment,
     Event,
@@ -46,12 +49,14 @@ from analyzers.records import (
     PodAffinityTerm,
     PodDisruptionBudget,
     PodMetrics,
+    PodResourceClaim,
     PodSpec,
     PriorityClass,
     Record,
     ReplicaSet,
     ReplicationController,
     Requirement,
+    ResourceClaim,
     StatefulSet,
     StorageClass,
     Taint,
@@ -443,18 +448,31 @@ class Decoder:
         refs = meta.get("ownerReferences")
         if not refs:
             return None
-        chosen = next((r for r in refs if r.get("controller")), None) or refs[0]
+        chosen = next((r for r in refs if r.get("controller") is True), None)
+        controller = chosen is not None
+        if chosen is None:
+            chosen = refs[0]
         if not chosen:
             return None
+        if chosen.get("apiVersion") is not None and not isinstance(chosen.get("apiVersion"), str):
+            raise ValueError("ownerReferences[].apiVersion: expected a string")
         if (
             held is not None
             and (chosen.get("kind") or "") == held.kind
             and (chosen.get("name") or "") == held.name
             and (chosen.get("uid") or "") == held.uid
+            and (chosen.get("apiVersion") or "") == held.api_version
+            and controller == held.controller
         ):
             return held
         return self.value(
-            OwnerRef(self.s(chosen.get("kind")), self.s(chosen.get("name")), self.s(chosen.get("uid")))
+            OwnerRef(
+                self.s(chosen.get("kind")),
+                self.s(chosen.get("name")),
+                self.s(chosen.get("uid")),
+                self.s(chosen.get("apiVersion")),
+                controller,
+            )
         )
 
     def conditions(self, value: Any, held: tuple[Condition, ...] = ()) -> tuple[Condition, ...]:
@@ -579,6 +597,7 @@ class Decoder:
             ),
             host_ports=tuple(host_ports),
             pvc_names=tuple(self.s(n) for n in _claim_names(spec)),
+            resource_claims=tuple(self._pod_resource_claim(c) for c in spec.get("resourceClaims") or ()),
             scheduling_gates=tuple(self.s(g.get("name")) for g in spec.get("schedulingGates") or ()),
             node_name=self.s(spec.get("nodeName")) if with_node_name else "",
             scheduler_name=self.s(spec.get("schedulerName") or "default-scheduler"),
@@ -588,6 +607,21 @@ class Decoder:
             has_overhead=bool(spec.get("overhead")),
         )
         return self._specs.setdefault(result, result)
+
+    def _pod_resource_claim(self, c: Mapping[str, Any]) -> PodResourceClaim:
+        return self.value(
+            PodResourceClaim(
+                self.s(c.get("name")),
+                self.s(c.get("resourceClaimName")),
+                self.s(c.get("resourceClaimTemplateName")),
+            )
+        )
+
+    def _claim_statuses(self, status: Mapping[str, Any]) -> FrozenMap[str]:
+        found = status.get("resourceClaimStatuses")
+        if not found:
+            return EMPTY_MAP
+        return self.labels({self.s(e.get("name")): self.s(e.get("resourceClaimName")) for e in found})
 
     def _affinity_term(self, t: Mapping[str, Any]) -> PodAffinityTerm:
         return self.value(
@@ -673,9 +707,11 @@ class Decoder:
         changed the held record itself comes back. The result is always equal
         to a fresh decode of ``obj``."""
         kind = obj.get("kind")
-        fn = _DECODERS.get(kind) if isinstance(kind, str) else None
+        fn: Any = _DECODERS.get(kind) if isinstance(kind, str) else None
         if fn is None:
-            return None
+            if not is_custom_resource(obj):
+                return None
+            fn = Decoder.custom_object
         try:
             record: Record = fn(self, obj) if known is None or kind not in _REUSING else fn(self, obj, known)
             return record
@@ -721,6 +757,7 @@ class Decoder:
                 scheduled=scheduled,
                 nominated_node=self.s(status.get("nominatedNodeName")),
                 annotations=self._pod_annotations(meta.get("annotations")),
+                resource_claim_statuses=self._claim_statuses(status),
             )
         # Seen before (a watch MODIFIED): keep the held record's values where
         # the object still says the same; usually only a container status moved.
@@ -741,6 +778,9 @@ class Decoder:
         nominated = status.get("nominatedNodeName") or ""
         nominated = prev.nominated_node if nominated == prev.nominated_node else self.s(nominated)
         annotations = self._pod_annotations(meta.get("annotations"))
+        claim_statuses = self._claim_statuses(status)
+        if claim_statuses == prev.resource_claim_statuses:
+            claim_statuses = prev.resource_claim_statuses
         if (
             uid is prev.uid
             and labels is prev.labels
@@ -754,6 +794,7 @@ class Decoder:
             and scheduled is prev.scheduled
             and nominated is prev.nominated_node
             and annotations is prev.annotations
+            and claim_statuses is prev.resource_claim_statuses
         ):
             return prev
         return Pod(
@@ -771,6 +812,7 @@ class Decoder:
             scheduled=scheduled,
             nominated_node=nominated,
             annotations=annotations,
+            resource_claim_statuses=claim_statuses,
         )
 
     def _pod_annotations(self, value: Any) -> FrozenMap[str]:
@@ -1064,6 +1106,21 @@ class Decoder:
             selected_node=self.s(annotations.get("volume.kubernetes.io/selected-node")),
         )
 
+    def resource_claim(self, obj: Obj) -> ResourceClaim:
+        """resource.k8s.io/v1 (1.34+), v1beta1 or v1beta2: the fields read are the same."""
+        meta = _meta(obj)
+        owner = next(
+            (r for r in meta.get("ownerReferences") or () if isinstance(r, Mapping) and r.get("controller")),
+            None,
+        )
+        return ResourceClaim(
+            namespace=self.s(meta.get("namespace") or "default"),
+            name=self.s(meta["name"]),
+            uid=self.s(meta.get("uid")),
+            owner_uid=self.s(owner.get("uid")) if owner is not None else "",
+            deleted=parse_time(meta.get("deletionTimestamp")),
+        )
+
     def pv(self, obj: Obj) -> PersistentVolume:
         meta = _meta(obj)
         spec = obj.get("spec") or {}
@@ -1166,6 +1223,56 @@ class Decoder:
             timestamp=parse_time(obj.get("timestamp")),
         )
 
+    def crd(self, obj: Obj) -> CustomResourceDefinition:
+        """apiextensions.k8s.io/v1 CustomResourceDefinition: names and, per version,
+        ``subresources.scale`` (specReplicasPath, statusReplicasPath)."""
+        meta = _meta(obj)
+        spec = _object_at(obj.get("spec"), "spec")
+        names = _object_at(spec.get("names"), "spec.names")
+        listed = spec.get("versions") or []
+        if not isinstance(listed, list):
+            raise ValueError(f"spec.versions: expected an array, found {json_type(listed)}")
+        versions = []
+        for i, item in enumerate(listed):
+            v = _object_at(item, f"spec.versions[{i}]")
+            subresources = _object_at(v.get("subresources"), f"spec.versions[{i}].subresources")
+            scale = subresources.get("scale")
+            if scale is not None:
+                scale = _object_at(scale, f"spec.versions[{i}].subresources.scale")
+                for field in ("specReplicasPath", "statusReplicasPath"):
+                    if not isinstance(scale.get(field, ""), str):
+                        where = f"spec.versions[{i}].subresources.scale.{field}"
+                        raise ValueError(f"{where}: expected a string, found {json_type(scale[field])}")
+            versions.append(
+                CustomResourceVersion(
+                    name=self.s(v.get("name")),
+                    served=v.get("served") is not False,
+                    spec_replicas_path=None if scale is None else self.s(scale.get("specReplicasPath")),
+                    status_replicas_path=None if scale is None else self.s(scale.get("statusReplicasPath")),
+                )
+            )
+        return CustomResourceDefinition(
+            name=self.s(meta["name"]),
+            group=self.s(spec.get("group")),
+            kind=self.s(names.get("kind")),
+            plural=self.s(names.get("plural")),
+            namespaced=spec.get("scope") != "Cluster",
+            versions=tuple(versions),
+        )
+
+    def custom_object(self, obj: Obj) -> CustomObject:
+        """A custom resource: identity, ``spec`` and ``status`` (read at its CRD's scale paths)."""
+        meta = _meta(obj)
+        content = {k: _frozen(obj[k]) for k in ("spec", "status") if k in obj}
+        return CustomObject(
+            api_version=self.s(obj.get("apiVersion")),
+            kind=self.s(obj.get("kind")),
+            namespace=self.s(meta.get("namespace") or ""),
+            name=self.s(meta["name"]),
+            uid=self.s(meta.get("uid")),
+            content=FrozenMap(content),
+        )
+
 
 # The pod spec fields a PodSpec is built from, besides containers, volumes and
 # nodeName (of which _spec_parts takes a part). Fields that differ between
@@ -1183,6 +1290,7 @@ _SPEC_FIELDS = (
     "preemptionPolicy",
     "overhead",
     "resources",
+    "resourceClaims",
 )
 _SPEC_PARTS = ("containers", "initContainers", "nodeName", "volumes", *_SPEC_FIELDS)
 
@@ -1268,6 +1376,40 @@ def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
         into[k] = into.get(k, 0) + v
 
 
+def _object_at(value: Any, where: str) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object (absent: empty), else an error naming ``where``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: expected an object, found {json_type(value)}")
+    return value
+
+
+def is_custom_resource(obj: Obj) -> bool:
+    """Whether an object of a kind unstick does not decode may be a custom resource: its
+    group has a dot (a CRD's ``spec.group`` must, ValidateCustomResourceDefinitionSpec in
+    apiextensions-apiserver) and its kind is not one dumps carry that unstick skips."""
+    api_version = obj.get("apiVersion")
+    meta = obj.get("metadata")
+    if not isinstance(api_version, str) or not isinstance(meta, Mapping) or not meta.get("name"):
+        return False
+    return "." in api_version.rpartition("/")[0] and obj.get("kind") not in IGNORED_KINDS
+
+
+def _frozen(value: Any, depth: int = 0) -> Any:
+    """JSON as immutable values: objects → FrozenMap, arrays → tuples (bounded depth)."""
+    if depth > 64:
+        raise ValueError("custom resource nested too deeply")
+    cls = value.__class__
+    if cls is str or cls is int or cls is float or cls is bool or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return FrozenMap((str(k), _frozen(v, depth + 1)) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v, depth + 1) for v in value)
+    return value
+
+
 _KEPT_POD_ANNOTATIONS = frozenset(
     {
         "cluster-autoscaler.kubernetes.io/safe-to-evict",
@@ -1288,11 +1430,13 @@ _DECODERS: dict[str, Any] = {
     "PriorityClass": Decoder.priority_class,
     "Namespace": Decoder.namespace,
     "PersistentVolumeClaim": Decoder.pvc,
+    "ResourceClaim": Decoder.resource_claim,
     "PersistentVolume": Decoder.pv,
     "StorageClass": Decoder.storage_class,
     "Event": Decoder.event,
     "NodeMetrics": Decoder.node_metrics,
     "PodMetrics": Decoder.pod_metrics,
+    "CustomResourceDefinition": Decoder.crd,
 }
 
 # Kinds decoded against the record already held for them (``Decoder.decode``'s ``known``).
@@ -1315,7 +1459,6 @@ IGNORED_KINDS = frozenset(
         "RoleBinding",
         "ClusterRole",
         "ClusterRoleBinding",
-        "CustomResourceDefinition",
         "HorizontalPodAutoscaler",
         "NetworkPolicy",
         "LimitRange",

@@ -54,6 +54,16 @@ EMPTY_MAP: FrozenMap[Any] = FrozenMap()
 # Selectors, taints, tolerations
 
 
+def parse_int64(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64): an optional sign, ASCII digits, int64 range
+    (no spaces or underscores, which Python's int() would accept)."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    if not body or not body.isascii() or not body.isdigit():
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
 @dataclass(frozen=True, slots=True)
 class Requirement:
     """One ``matchExpressions`` (or ``matchFields``) entry."""
@@ -77,9 +87,8 @@ class Requirement:
         if op in ("Gt", "Lt"):
             if self.key not in labels or len(self.values) != 1:
                 return False
-            try:
-                have, want = int(labels[self.key]), int(self.values[0])
-            except ValueError:
+            have, want = parse_int64(labels[self.key]), parse_int64(self.values[0])
+            if have is None or want is None:
                 return False
             return have > want if op == "Gt" else have < want
         return False
@@ -120,24 +129,14 @@ class NodeSelectorTerm:
     match_expressions: tuple[Requirement, ...] = ()
     match_fields: tuple[Requirement, ...] = ()
 
-    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
-        """component-helpers/scheduling/corev1/nodeaffinity: an empty term matches nothing."""
-        if not self.match_expressions and not self.match_fields:
-            return False
-        if not all(req.matches(labels) for req in self.match_expressions):
-            return False
-        fields = {"metadata.name": node_name}
-        return all(req.matches(fields) for req in self.match_fields)
-
 
 @dataclass(frozen=True, slots=True)
 class NodeSelector:
     """requiredDuringSchedulingIgnoredDuringExecution: the terms are ORed."""
 
     terms: tuple[NodeSelectorTerm, ...]
-
-    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
-        return any(term.matches(labels, node_name) for term in self.terms)
+    # Matching lives in analyzers.simulator.selectors (node_selector_matches), which
+    # refuses terms that labels.NewRequirement refuses, as kube-scheduler does.
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +204,16 @@ class HostPort:
 
 
 @dataclass(frozen=True, slots=True)
+class PodResourceClaim:
+    """One ``spec.resourceClaims[]`` entry: a ResourceClaim by name, or a
+    ResourceClaimTemplate whose generated claim pod.status names."""
+
+    name: str
+    claim_name: str = ""  # resourceClaimName
+    template_name: str = ""  # resourceClaimTemplateName
+
+
+@dataclass(frozen=True, slots=True)
 class PodSpec:
     """The scheduling-relevant part of a pod spec; shared by all pods of a template."""
 
@@ -222,6 +231,7 @@ class PodSpec:
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     pvc_names: tuple[str, ...] = ()
+    resource_claims: tuple[PodResourceClaim, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -233,9 +243,19 @@ class PodSpec:
 
 @dataclass(frozen=True, slots=True)
 class OwnerRef:
+    """An ownerReference: the one with ``controller: true`` when there is one
+    (metav1.GetControllerOf), else the first (``controller`` False then)."""
+
     kind: str
     name: str
     uid: str = ""
+    api_version: str = ""
+    controller: bool = True
+
+    @property
+    def group(self) -> str:
+        """The API group of ``api_version`` ("" for the core group's ``v1``)."""
+        return self.api_version.rpartition("/")[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +283,9 @@ class Pod:
     scheduled: Condition | None = None  # the PodScheduled condition
     nominated_node: str = ""
     annotations: FrozenMap[str] = EMPTY_MAP
+    # status.resourceClaimStatuses: spec.resourceClaims[].name -> the generated
+    # claim's name ("" when none was generated, a valid case).
+    resource_claim_statuses: FrozenMap[str] = EMPTY_MAP
 
     @property
     def key(self) -> tuple[str, str]:
@@ -485,6 +508,21 @@ class Namespace:
 
 
 @dataclass(frozen=True, slots=True)
+class ResourceClaim:
+    """A resource.k8s.io ResourceClaim (v1, v1beta1 and v1beta2 carry these fields alike)."""
+
+    namespace: str
+    name: str
+    uid: str
+    owner_uid: str = ""  # the controlling ownerReference's uid (a pod, for generated claims)
+    deleted: float | None = None  # deletionTimestamp
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
 class PersistentVolumeClaim:
     namespace: str
     name: str
@@ -583,6 +621,79 @@ class PodMetrics:
         return (self.namespace, self.name)
 
 
+@dataclass(frozen=True, slots=True)
+class CustomResourceVersion:
+    """One ``spec.versions[]`` entry of a CustomResourceDefinition: its scale
+    subresource's JSON paths (None when the version has no scale subresource)."""
+
+    name: str
+    served: bool = True
+    spec_replicas_path: str | None = None
+    status_replicas_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CustomResourceDefinition:
+    """An apiextensions.k8s.io/v1 CustomResourceDefinition: what maps a custom
+    kind to its resource and scale subresource."""
+
+    name: str  # PLURAL.GROUP
+    group: str
+    kind: str
+    plural: str
+    namespaced: bool
+    versions: tuple[CustomResourceVersion, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+    def version(self, name: str) -> CustomResourceVersion | None:
+        return next((v for v in self.versions if v.name == name), None)
+
+
+@dataclass(frozen=True, slots=True)
+class CustomObject:
+    """A custom resource from a dump: its identity and its ``spec`` and ``status``
+    (nested FrozenMaps; lists become tuples), read at a CRD's scale paths."""
+
+    api_version: str
+    kind: str
+    namespace: str  # "" when cluster-scoped
+    name: str
+    uid: str
+    content: FrozenMap[Any] = EMPTY_MAP  # {"spec": ..., "status": ...}
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.namespace, self.group, self.kind, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleReading:
+    """What the live agent read from a controller's ``/scale`` subresource
+    (autoscaling/v1 Scale): ``uid`` and ``replicas`` (its spec.replicas), or why
+    it could not: ``problem`` is an error the disruption controller would hit too
+    (it then fails safe), ``unknown`` one only unstick has (RBAC, discovery)."""
+
+    namespace: str
+    group: str
+    kind: str
+    name: str
+    uid: str = ""
+    replicas: int | None = None
+    problem: str | None = None
+    unknown: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.namespace, self.group, self.kind, self.name)
+
+
 Record = (
     Pod
     | Node
@@ -596,11 +707,15 @@ Record = (
     | PriorityClass
     | Namespace
     | PersistentVolumeClaim
+    | ResourceClaim
     | PersistentVolume
     | StorageClass
     | Event
     | NodeMetrics
     | PodMetrics
+    | CustomResourceDefinition
+    | CustomObject
+    | ScaleReading
 )
 
 

@@ -32,9 +32,13 @@ CLUSTER_WIDE = frozenset(
         "nodes",
         "pdbs",
         "replication_controllers",  # their replicas change PDB budgets
+        "crds",  # custom controllers' scale: PDB budgets too
+        "custom_objects",
+        "scales",
         "priority_classes",
         "namespaces",
         "pvcs",
+        "resource_claims",
         "pvs",
         "storage_classes",
         "node_metrics",

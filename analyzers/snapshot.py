@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 from analyzers.findings import ObjectRef
 from analyzers.ingest import IGNORED_KINDS, Decoder, InputError, describe
 from analyzers.records import (
+    CustomObject,
+    CustomResourceDefinition,
     DaemonSet,
     Deployment,
     Event,
@@ -34,6 +36,8 @@ from analyzers.records import (
     Record,
     ReplicaSet,
     ReplicationController,
+    ResourceClaim,
+    ScaleReading,
     StatefulSet,
     StorageClass,
 )
@@ -55,11 +59,15 @@ COLLECTIONS: dict[type, str] = {
     PriorityClass: "priority_classes",
     Namespace: "namespaces",
     PersistentVolumeClaim: "pvcs",
+    ResourceClaim: "resource_claims",
     PersistentVolume: "pvs",
     StorageClass: "storage_classes",
     Event: "events",
     NodeMetrics: "node_metrics",
     PodMetrics: "pod_metrics",
+    CustomResourceDefinition: "crds",
+    CustomObject: "custom_objects",  # keyed (namespace, group, kind, name)
+    ScaleReading: "scales",  # the live agent's /scale reads, keyed like custom_objects
 }
 KIND_COLLECTIONS: dict[str, str] = {
     "Pod": "pods",
@@ -74,11 +82,15 @@ KIND_COLLECTIONS: dict[str, str] = {
     "PriorityClass": "priority_classes",
     "Namespace": "namespaces",
     "PersistentVolumeClaim": "pvcs",
+    "ResourceClaim": "resource_claims",
     "PersistentVolume": "pvs",
     "StorageClass": "storage_classes",
     "Event": "events",
     "NodeMetrics": "node_metrics",
     "PodMetrics": "pod_metrics",
+    "CustomResourceDefinition": "crds",
+    "CustomObject": "custom_objects",
+    "ScaleReading": "scales",
 }
 _NAMESPACED = frozenset(
     {
@@ -91,6 +103,7 @@ _NAMESPACED = frozenset(
         "jobs",
         "pdbs",
         "pvcs",
+        "resource_claims",
         "events",
         "pod_metrics",
     }
@@ -144,7 +157,7 @@ class ClusterState:
             if kind not in IGNORED_KINDS:
                 self.warn(f"{source}: {describe(obj)}: kind {kind!r} is not analysed; skipped")
             return None
-        if known is None:
+        if known is None or record.__class__ is CustomObject:  # a CR's kind names no collection
             self.apply(record)
         else:  # apply() and _changed(), inlined: this runs for every watch event
             known[record.key] = record
@@ -200,6 +213,8 @@ class ClusterSnapshot:
     __slots__ = (
         "_cache",
         "_origin",
+        "crds",
+        "custom_objects",
         "daemonsets",
         "deployments",
         "events",
@@ -217,6 +232,8 @@ class ClusterSnapshot:
         "pvs",
         "replicasets",
         "replication_controllers",
+        "resource_claims",
+        "scales",
         "statefulsets",
         "storage_classes",
         "warnings",
@@ -234,11 +251,15 @@ class ClusterSnapshot:
     priority_classes: Mapping[str, PriorityClass]
     namespaces: Mapping[str, Namespace]
     pvcs: Mapping[tuple[str, str], PersistentVolumeClaim]
+    resource_claims: Mapping[tuple[str, str], ResourceClaim]
     pvs: Mapping[str, PersistentVolume]
     storage_classes: Mapping[str, StorageClass]
     events: Mapping[tuple[str, str], Event]
     node_metrics: Mapping[str, NodeMetrics]
     pod_metrics: Mapping[tuple[str, str], PodMetrics]
+    crds: Mapping[str, CustomResourceDefinition]
+    custom_objects: Mapping[tuple[str, str, str, str], CustomObject]
+    scales: Mapping[tuple[str, str, str, str], ScaleReading]
 
     def __init__(
         self,

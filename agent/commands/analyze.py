@@ -324,7 +324,12 @@ def print_human(report: Report, node_count: int, out: TextIO, *, context: str = 
                 if pdb.min_available is not None
                 else f"maxUnavailable={pdb.max_unavailable}"
             )
-            extra = f" ({b.error})" if b.error else ""
+            if b.error:
+                extra = f" (failSafe: {b.error}; the other figures are the PDB's status)"
+            elif b.unknown:
+                extra = f" (unknown: {b.unknown}; figures from the PDB's status as the controller last wrote it)"
+            else:
+                extra = ""
             w(
                 f"  {pdb.namespace}/{pdb.name}: {spec}; expected {b.expected_pods}, desired healthy {b.desired_healthy}, "
                 f"healthy {b.current_healthy} → disruptions allowed {b.disruptions_allowed}{extra}\n"
@@ -342,6 +347,13 @@ def _print_pod(p: PodReport, w: Callable[[str], Any]) -> None:
         w("    not simulated: the dump holds no Node objects\n")
     elif v.message:
         w(_wrap(f"simulated: {v.message}", "    ") + "\n")
+    elif v.gated is not None:
+        w(
+            _wrap(
+                f"simulated: held out of the queue by {v.gated.plugin}: {'; '.join(v.gated.reasons)}", "    "
+            )
+            + "\n"
+        )
     if p.agrees is True:
         w("    ✓ the simulation agrees with the scheduler\n")
     elif p.agrees is False:

@@ -112,7 +112,12 @@ def describe_verdict(pod: Pod, verdict: PodVerdict, *, limit: int = 3) -> str:
     if verdict.fits:
         return f"{pod.name} fits on {verdict.feasible_nodes} node(s)"
     if verdict.gated is not None:
-        return f"{pod.name} is held by schedulingGates ({'; '.join(verdict.gated.reasons)})"
+        if verdict.gated.plugin == "SchedulingGates":
+            return f"{pod.name} is held by schedulingGates ({'; '.join(verdict.gated.reasons)})"
+        return (
+            f"{pod.name} is held out of kube-scheduler's queue by {verdict.gated.plugin} "
+            f"({'; '.join(verdict.gated.reasons)})"
+        )
     if verdict.prefilter is not None:
         return f"kube-scheduler rejects {pod.name} before trying any node: {'; '.join(verdict.prefilter.reasons)}"
     return describe_nodes(verdict.nodes, limit=limit) or verdict.message

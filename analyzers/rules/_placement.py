@@ -11,17 +11,29 @@ a node?
 
 1. no node passes NodeAffinity (or its PreFilter finds the ``matchFields``
    terms conflict) → ``node-selector``;
-2. among the nodes that pass node affinity *and* taints/cordon ("eligible"),
+2. a node otherwise open to the pod (its taints pass, it has room) is refused
+   by a DoNotSchedule spread constraint alone → ``spread``: the constraint
+   confines the pod to domains that cannot take it;
+3. among the nodes that pass node affinity *and* taints/cordon ("eligible"),
    one fails only NodeResourcesFit with a request the node could hold once
-   pods leave → ``resources`` (capacity is the problem);
-3. … one fails only PodTopologySpread → ``spread``; only InterPodAffinity →
-   ``interpod``;
-4. a node passing node affinity fails only on taints or cordon → ``taint``
+   pods leave → ``resources`` (capacity is the problem) -- unless one of the
+   pod's required constraints confines it (below);
+4. … one fails only InterPodAffinity → ``interpod``;
+5. a node passing node affinity fails only on taints or cordon → ``taint``
    (the only nodes that would fit are tainted);
-5. eligible nodes fail only NodeResourcesFit with requests beyond their
-   allocatable → ``resources`` (never fits);
-6. otherwise, by what every eligible node fails: spread, inter-pod affinity,
-   resources; nothing eligible at all → ``taint``.
+6. eligible nodes fail only NodeResourcesFit with requests beyond their
+   allocatable → ``resources`` (never fits), unless confined;
+7. otherwise, by what every eligible node fails: spread, inter-pod affinity,
+   resources (unless confined); nothing eligible at all → ``taint``.
+
+**Confinement** (:func:`confining`): a full node counts toward "insufficient
+resources" only if the pod could otherwise use it, and "the cluster is full"
+is not the story while nodes with room are refused by nothing but one of the
+pod's own required constraints (DoNotSchedule spread, required pod
+(anti-)affinity, node affinity/selector): that constraint is the root cause,
+and its rule explains where it confines the pod (:func:`confinement`) and
+offers to relax it or make room where it points. A node selector confines only
+among nodes of the pod's platform (``kubernetes.io/os`` and ``/arch``).
 
 Ports, volumes, gates and PreFilter volume failures belong to other rules.
 
@@ -65,6 +77,7 @@ from analyzers.rules._describe import names
 from analyzers.rules.context import RuleContext
 from analyzers.simulator import NodeVerdict, PodVerdict, node_table, simulate
 from analyzers.simulator import codes as C
+from analyzers.simulator.dra import claim_hold
 from analyzers.simulator.interpod import existing_term_matches
 from analyzers.simulator.nodeinfo import NodeTable, bits, mask_of
 from analyzers.simulator.resources import checked_requests
@@ -205,11 +218,8 @@ def root_cause(
     if not views.matches:
         return SELECTOR if views.names else None
     only = views.plugin_sets(views.usable)
-    # A node with room that only a DoNotSchedule spread constraint refuses: the
-    # constraint confines the pod to the domains that are full, so it is the cause a
-    # human names, not "insufficient resources" (topology-spread-infeasible relaxes or
-    # rebalances it).
-    if {C.POD_TOPOLOGY_SPREAD} in only:
+    confined = confining(views, table)
+    if confined == SPREAD:
         return SPREAD
     resources_only = views.where(lambda p: p == {C.NODE_RESOURCES_FIT}, views.usable)
     if resources_only:
@@ -218,13 +228,13 @@ def root_cause(
         else:
             curable = bool(resources_only & allocatable_mask(table, pod))
         if curable:
-            return RESOURCES
+            return confined or RESOURCES
     if {C.INTER_POD_AFFINITY} in only:
         return INTERPOD
     if views.where(lambda p: p <= _TAINT_PLUGINS, views.matches):
         return TAINT
     if {C.NODE_RESOURCES_FIT} in only:
-        return RESOURCES
+        return confined or RESOURCES
     if not views.usable:
         return TAINT
     if any(C.POD_TOPOLOGY_SPREAD in p for p in only):
@@ -232,8 +242,132 @@ def root_cause(
     if any(C.INTER_POD_AFFINITY in p for p in only):
         return INTERPOD
     if all(C.NODE_RESOURCES_FIT in p for p in only):
-        return RESOURCES
+        return confined or RESOURCES
     return None
+
+
+# The pod's own required constraints, by the root cause that names them, in the
+# order they are asked (spread first: it also confines to tainted domains).
+CONFINING_PLUGINS: Mapping[str, str] = MappingProxyType(
+    {SPREAD: C.POD_TOPOLOGY_SPREAD, INTERPOD: C.INTER_POD_AFFINITY, SELECTOR: C.NODE_AFFINITY}
+)
+_PLATFORM_KEYS = ("kubernetes.io/os", "kubernetes.io/arch")
+
+
+def room_refused_by(views: NodeViews, root: str, table: NodeTable | None = None) -> int:
+    """Nodes otherwise open to the pod (taints pass, room for it) that the required
+    constraint of ``root`` alone refuses. For the node selector, only nodes of a
+    platform (os, arch) some matching node has: a Windows node with room does not
+    make a Linux pod's selector the story."""
+    plugin = CONFINING_PLUGINS[root]
+    room = views.where(lambda p: p == {plugin})
+    if root == SELECTOR and room and table is not None and views.matches:
+        for key in _PLATFORM_KEYS:
+            values = table.label_index.get(key)
+            if not values:
+                continue
+            same = 0
+            for m in values.values():
+                if m & views.matches:
+                    same |= m
+            missing = table.all_mask & ~table.key_mask.get(key, 0)
+            if missing & views.matches:
+                same |= missing
+            room &= same
+    return room
+
+
+def confining(views: NodeViews, table: NodeTable | None = None) -> str | None:
+    """The root cause of the pod's required constraint that confines it: the first
+    of CONFINING_PLUGINS refusing, alone, a node otherwise open to the pod."""
+    if not views.matches:
+        return None
+    for root in CONFINING_PLUGINS:
+        if room_refused_by(views, root, table):
+            return root
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """Where one of the pod's required constraints lets it go, and why none of that
+    takes it: ``allowed`` maps each usable node the constraint admits to the first
+    reason another filter refuses it; ``room`` are the nodes the constraint alone
+    keeps the pod off."""
+
+    plugin: str
+    allowed: Mapping[str, str]
+    room: tuple[str, ...]
+
+    def words(self, what: str, where: str) -> str:
+        """``what`` names the constraint (a sentence may begin with it), ``where`` the
+        nodes or domains it admits."""
+        if not self.room:
+            return ""
+        shown = sorted(self.allowed.items())
+        why = "; ".join(f"{n}: {r}" for n, r in shown[:4]) + (
+            f"; {len(shown) - 4} more" if len(shown) > 4 else ""
+        )
+        none = "which cannot take it" if len(shown) == 1 else "where no node can take it"
+        lead = (
+            f"{what[0].upper()}{what[1:]} confines the pod to {where}, {none} ({why})"
+            if shown
+            else f"{what[0].upper()}{what[1:]} admits no node that passes its other filters"
+        )
+        one = len(self.room) == 1
+        return (
+            f"{lead}; {names(list(self.room), 4)} {'has' if one else 'have'} room for it, "
+            f"but {what} keeps the pod off {'it' if one else 'them'}."
+        )
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "confining_plugin": self.plugin,
+            "admitted_nodes_refused": dict(sorted(self.allowed.items())),
+            "nodes_with_room_refused_only_by_it": list(self.room),
+            "nodes_with_room_refused_only_by_it_count": len(self.room),
+        }
+
+
+def room_like(ctx: RuleContext, group: Blocked, template: Node, where: str, note: str) -> Remedy:
+    """Capacity where a constraint points: a new empty, untainted node shaped like
+    ``template`` (its labels, so its domain), verified by re-simulating the pod."""
+    name = synthetic_name(template.name)
+    synthetic = replace(synthetic_node(template, name), taints=())
+    verdict = what_if_nodes(ctx, group.pod, synthetic)
+    return ctx.renderer.command(
+        f"Add a schedulable node in {where}",
+        None,
+        f"# add a node in {where} that the pod may use (node group of that domain, Karpenter NodePool, or IaC)",
+        note=note,
+        verified=fits(verdict),
+        verification=f"re-simulated with a synthetic empty node {name} shaped like {template.name} "
+        f"({where}, no taints): {outcome(verdict)}",
+    )
+
+
+def other_reason(views: NodeViews, i: int, plugin: str) -> str | None:
+    """The first reason a filter other than ``plugin`` refuses node ``i`` with, or None."""
+    if not (views.plugins(i) - {plugin}):
+        return None
+    for f in views.node(i).filters:
+        if f.plugin != plugin:
+            return "; ".join(f.reasons)
+    return None
+
+
+def confinement(views: NodeViews, root: str, allowed: int, table: NodeTable | None = None) -> Confinement:
+    """The confinement of the pod by ``root``'s constraint, which admits the usable
+    nodes of ``allowed``."""
+    plugin = CONFINING_PLUGINS[root]
+    refused: dict[str, str] = {}
+    for i in views.indices(allowed & views.usable):
+        reason = other_reason(views, i, plugin)
+        if reason is not None:
+            refused[views.names[i]] = reason
+    return Confinement(
+        plugin, MappingProxyType(refused), tuple(views.names_of(room_refused_by(views, root, table)))
+    )
 
 
 def _rows_fit(rows: list[Mapping[str, Any]]) -> bool:
@@ -288,6 +422,8 @@ def _classify(ctx: RuleContext) -> list[Blocked]:
         for rep in ctx.representative(pods):
             if rep.spec.scheduling_gates:
                 continue  # scheduling-gated owns these
+            if rep.spec.resource_claims and claim_hold(snap, rep) is not None:
+                continue  # never tried: DynamicResources' PreEnqueue holds it (scheduler-silent)
             members = tuple(p for p in pods if p.spec is rep.spec and p.labels is rep.labels)
             pod, drifted = as_created_now(snap, rep, workload)
             key = (pod.namespace, pod.spec, pod.labels, pod.nominated_node)

@@ -59,6 +59,9 @@ class TermState:
     usable_domains: list[str]  # domains (values of the key) of the usable nodes
     occupied: dict[str, list[str]]  # domain -> matching pods (namespace/name) in it
     nodes_without_key: list[str] = field(default_factory=list)
+    # The term admits some usable nodes, but none of them can take the pod (confinement).
+    confined: P.Confinement | None = None
+    admitted_domains: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -77,6 +80,9 @@ class Analysis:
     terms: list[TermState]
     existing: list[Existing]
     replicas: int | None
+    # Existing pods' anti-affinity repels the pod from the nodes with room; the
+    # usable nodes it does not repel cannot take it.
+    confined: P.Confinement | None = None
 
 
 def analyze(ctx: RuleContext) -> list[Finding]:
@@ -178,12 +184,16 @@ def _analyse(ctx: RuleContext, group: P.Blocked) -> Analysis | None:
                     domains.append(value)
             occupied = _occupied(snap, term, pod)
             state = TermState(term, domains, occupied, missing)
-            blocks = (
-                all(d in occupied for d in domains)
-                if kind == ANTI
-                else not any(d in occupied for d in domains)
-            )
-            if blocks:
+            admitted = [d for d in domains if (d in occupied) == (kind == AFFINITY)]
+            if admitted:
+                # The term admits usable nodes: it blocks only by confining the pod to
+                # nodes another filter refuses, while nodes it refuses have room.
+                mask = _admitting_nodes(snap, views, term.topology_key, admitted, with_missing=kind == ANTI)
+                found = P.confinement(views, P.INTERPOD, mask, node_table(snap))
+                if found.room and len(found.allowed) == (mask & views.usable).bit_count():
+                    state.confined = found
+                    state.admitted_domains = admitted
+            if not admitted or state.confined is not None:
                 terms.append(state)
         if not terms:
             return None
@@ -191,7 +201,33 @@ def _analyse(ctx: RuleContext, group: P.Blocked) -> Analysis | None:
         existing = _existing(ctx, group, usable_names)
         if not existing:
             return None
+        repelled = 0
+        for e in existing:
+            repelled |= _admitting_nodes(snap, views, e.term.topology_key, e.domains, with_missing=False)
+        allowed = views.usable & ~repelled
+        if allowed:
+            found = P.confinement(views, P.INTERPOD, allowed, node_table(snap))
+            if not found.room or len(found.allowed) != allowed.bit_count():
+                return None
+            return Analysis(kind, usable_names, terms, existing, P.replicas_of(group.workload), found)
     return Analysis(kind, usable_names, terms, existing, P.replicas_of(group.workload))
+
+
+def _admitting_nodes(
+    snap: ClusterSnapshot, views: P.NodeViews, key: str, domains: Sequence[str], *, with_missing: bool
+) -> int:
+    """Nodes in the ``domains`` (values of ``key``), and those without the key when
+    ``with_missing`` (an anti-affinity term does not constrain them)."""
+    wanted = set(domains)
+    mask = 0
+    for i, name in enumerate(views.names):
+        node = snap.nodes.get(name)
+        if node is None:
+            continue
+        value = node.labels.get(key)
+        if (value is None and with_missing) or (value is not None and value in wanted):
+            mask |= 1 << i
+    return mask
 
 
 def _existing(ctx: RuleContext, group: P.Blocked, usable: Sequence[str]) -> list[Existing]:
@@ -241,7 +277,28 @@ def _domain_word(key: str, count: int) -> str:
 def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis]]) -> Finding:
     group, a = found[0]
     parts = [f"{P.kind_word(group.ref)} has {P.pending_words(group, ctx.now)}."]
-    if a.kind == ANTI:
+    confined = [s for s in a.terms if s.confined is not None]
+    if confined:
+        for s in confined:
+            assert s.confined is not None
+            key = s.term.topology_key
+            kind = "podAntiAffinity" if a.kind == ANTI else "podAffinity"
+            unit = _domain_word(key, 1).split(" ", 1)[1]
+            rule = (
+                f"no two matching pods may share a {unit}"
+                if a.kind == ANTI
+                else f"it may only run {'on' if unit == 'node' else 'in'} a {unit} that already holds a matching pod"
+            )
+            where = (
+                f"{key} {names(s.admitted_domains, 4)}"
+                if s.admitted_domains and key != "kubernetes.io/hostname"
+                else names(sorted(s.confined.allowed), 4)
+            )
+            parts.append(
+                f"It has a required {kind} term ({_sel_text(s.term)}, topologyKey {key}): {rule}. "
+                + s.confined.words(f"the {kind} term", where)
+            )
+    elif a.kind == ANTI:
         for s in a.terms:
             key = s.term.topology_key
             per_domain = "; ".join(
@@ -288,8 +345,11 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
             parts.append(
                 f"Running pods of {names(owners)} ({names([q.name for q in e.pods], 2)}) declare a required "
                 f"podAntiAffinity term ({_sel_text(e.term)}, topologyKey {e.term.topology_key}) that matches this pod, "
-                f"so it may not join them in {e.term.topology_key} {names(e.domains)} -- which covers every usable node."
+                f"so it may not join them in {e.term.topology_key} {names(e.domains)}"
+                + ("." if a.confined is not None else " -- which covers every usable node.")
             )
+        if a.confined is not None:
+            parts.append(a.confined.words("their anti-affinity", names(sorted(a.confined.allowed), 4)))
     rest = P.other_nodes_words(group.verdict, a.usable)
     if rest:
         parts.append(f"The other nodes: {rest}.")
@@ -312,6 +372,8 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
                 "occupied": s.occupied,
                 "nodes_without_key": s.nodes_without_key,
                 "usable_domain_count": len(s.usable_domains),
+                "admitted_domains": s.admitted_domains,
+                **(s.confined.evidence() if s.confined is not None else {}),
                 "never_placed": (
                     a.replicas - len(s.usable_domains)
                     if a.replicas is not None and a.replicas > len(s.usable_domains)
@@ -328,6 +390,7 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
             }
             for e in a.existing
         ],
+        **(a.confined.evidence() if a.confined is not None else {}),
         "scheduler_message": group.verdict.message,
         "pending_pods": [p.name for g, _ in found for p in g.pods],
         "pending_pod_count": sum(len(g.pods) for g, _ in found),
@@ -342,6 +405,7 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
         severity=P.severity(ctx, group),
         subject=group.ref,
         title=f"{group.ref.name}: {what} cannot be met"
+        + (" where the pod could run" if confined or a.confined is not None else "")
         + (
             f" ({a.replicas} replicas, {len(a.terms[0].usable_domains)} domains)"
             if a.kind == ANTI and a.replicas
@@ -372,6 +436,9 @@ def _remedies(ctx: RuleContext, group: P.Blocked, a: Analysis) -> list[Remedy]:
             out.append(scale)
     elif a.kind == AFFINITY:
         out.append(_preferred_affinity(ctx, group, a))
+        room = _room_in_admitted_domain(ctx, group, a)
+        if room is not None:
+            out.append(room)
     else:
         out.extend(_relax_existing(ctx, group, a))
     return out
@@ -405,7 +472,7 @@ def _transition_caveat(ctx: RuleContext, group: P.Blocked, a: Analysis) -> str:
         return ""
     return (
         f"; while the rollout runs, the old pods' required term still repels the new ones and every "
-        f"{_domain_word(term.topology_key, 1).split(' ', 1)[1]} holds an old pod, so delete one old pod once the "
+        f"{_domain_word(term.topology_key, 1).split(' ', 1)[1]} with room holds an old pod, so delete one old pod once the "
         "template is patched to let the first new pod in"
     )
 
@@ -510,6 +577,24 @@ def _more_domains(ctx: RuleContext, group: P.Blocked, a: Analysis) -> Remedy:
         verification=f"re-simulated with a synthetic empty node {name} shaped like {template.name}"
         + (f" ({key}={labels[key]})" if labels else "")
         + f": {P.outcome(verdict)}",
+    )
+
+
+def _room_in_admitted_domain(ctx: RuleContext, group: P.Blocked, a: Analysis) -> Remedy | None:
+    """Capacity where a confining podAffinity term points: a node in a domain that
+    holds a matching pod (not for topologyKey hostname: a new node is a new domain)."""
+    s = next((s for s in a.terms if s.confined is not None and s.admitted_domains), None)
+    key = s.term.topology_key if s is not None else ""
+    if s is None or s.confined is None or key == "kubernetes.io/hostname":
+        return None
+    template = ctx.snapshot.nodes[sorted(s.confined.allowed)[0]]
+    return P.room_like(
+        ctx,
+        group,
+        template,
+        f"{key}={template.labels.get(key, '')}",
+        f"The required podAffinity term admits only {key} {names(s.admitted_domains)}, where the pods it must join "
+        "run, and no node there has room.",
     )
 
 

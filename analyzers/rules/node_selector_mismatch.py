@@ -95,13 +95,136 @@ class Analysis:
 def analyze(ctx: RuleContext) -> list[Finding]:
     table = node_table(ctx.snapshot)
     items = []
+    confined = []
     for group in P.blocked(ctx, P.SELECTOR):
         if group.ref.kind == "DaemonSet":
             continue  # the DaemonSet controller pins its pods to nodes itself
+        views = group.views
+        if views.matches and group.verdict.prefilter is None:
+            # Some nodes match: the selector confines the pod to nodes that cannot take it.
+            found = P.confinement(views, P.SELECTOR, views.matches, table)
+            if found.room:
+                confined.append(("selector-confines:" + _constraint_words(group.pod), group, found))
+            continue
         analysis = _analyse(table, group.pod)
         cause = "selector:" + "+".join(sorted({c.req.key for c in analysis.culprits}) or ["conflict"])
         items.append((cause, group, analysis))
-    return [_finding(ctx, cause, found) for cause, found in P.merge_by_cause(items)]
+    out = [_finding(ctx, cause, found) for cause, found in P.merge_by_cause(items)]
+    out += [_confined_finding(ctx, cause, found) for cause, found in P.merge_by_cause(confined)]
+    return out
+
+
+def _confined_finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, P.Confinement]]) -> Finding:
+    group, conf = found[0]
+    table = node_table(ctx.snapshot)
+    pod = group.pod
+    what = _constraint_words(pod)
+    admitted = sorted(conf.allowed)
+    parts = [
+        f"{P.kind_word(group.ref)} has {P.pending_words(group, ctx.now)}.",
+        conf.words(
+            what,
+            plural(len(admitted), "node") + f" ({names(admitted, 4)})",
+        ),
+        "kube-scheduler's NodeAffinity filter (pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go) "
+        "admits a node only if it carries every nodeSelector label and matches at least one required "
+        "nodeSelectorTerm; a node it admits still needs room (NodeResourcesFit) and tolerated taints.",
+        P.preemption_words(group.verdict).strip(),
+    ]
+    if group.drifted:
+        parts.append("(Judged on the pod template the Deployment would create now.)")
+    remedies: list[Remedy] = []
+    relax = _relax_to_room(ctx, group, table, conf)
+    if relax is not None:
+        remedies.append(relax)
+    if admitted:
+        template = ctx.snapshot.nodes[admitted[0]]
+        pairs = ", ".join(f"{k}={v}" for k, v in sorted(pod.spec.node_selector.items()))
+        remedies.append(
+            P.room_like(
+                ctx,
+                group,
+                template,
+                pairs or f"the pool of {template.name}",
+                f"{what[0].upper()}{what[1:]} admits only {names(admitted, 4)}, and none of them can take the pod.",
+            )
+        )
+    remedies.sort(key=lambda r: not r.verified)
+    evidence: dict[str, Any] = {
+        "node_selector": dict(pod.spec.node_selector),
+        "required_node_affinity": (
+            P.node_selector_yaml(pod.spec.required_node_affinity) if pod.spec.required_node_affinity else None
+        ),
+        "admitted_node_count": len(admitted),
+        **conf.evidence(),
+        "scheduler_message": group.verdict.message,
+        "pending_pods": [p.name for g, _ in found for p in g.pods],
+        "pending_pod_count": sum(len(g.pods) for g, _ in found),
+    }
+    return Finding(
+        rule_id=RULE_ID,
+        severity=P.severity(ctx, group),
+        subject=group.ref,
+        title=f"{group.ref.name}: {what[4:] if what.startswith('its ') else what} confines it to "
+        f"{plural(len(admitted), 'node')} that cannot take it",
+        explanation=" ".join(p for p in parts if p),
+        evidence=evidence,
+        remedies=tuple(remedies),
+        cause=cause,
+        pods=P.all_pods(found),
+    )
+
+
+def _without_clause(pod: Pod, clause: Clause) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(changes for the PodSpec record, the pod-spec part of the patch) dropping ``clause``."""
+    spec = pod.spec
+    if clause.term is None:
+        selector = {k: v for k, v in spec.node_selector.items() if k != clause.req.key}
+        return {"node_selector": FrozenMap(selector)}, {"nodeSelector": {clause.req.key: None}}
+    assert spec.required_node_affinity is not None
+    terms = list(spec.required_node_affinity.terms)
+    term = terms[clause.term]
+    exprs, fields = list(term.match_expressions), list(term.match_fields)
+    if clause.is_field:
+        del fields[clause.index - len(exprs)]
+    else:
+        del exprs[clause.index]
+    terms[clause.term] = NodeSelectorTerm(tuple(exprs), tuple(fields))
+    kept = tuple(t for t in terms if t.match_expressions or t.match_fields)
+    affinity = NodeSelector(kept) if kept else None
+    body = P.node_selector_yaml(affinity) if affinity is not None else None
+    return (
+        {"required_node_affinity": affinity},
+        {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": body}}},
+    )
+
+
+def _relax_to_room(
+    ctx: RuleContext, group: P.Blocked, table: NodeTable, conf: P.Confinement
+) -> Remedy | None:
+    """Drop the first clause (not of a kubelet or cloud label) whose removal lets the pod
+    onto a node with room, verified by re-simulating."""
+    tried = 0
+    for clause in _analyse(table, group.pod).clauses:
+        if system_key(clause.req.key) or tried >= _MAX_LABEL_TRIES:
+            continue
+        room_values = {ctx.snapshot.nodes[n].labels.get(clause.req.key) for n in conf.room}
+        changes, patch = _without_clause(group.pod, clause)
+        tried += 1
+        verdict = P.what_if(ctx, P.with_spec(group.pod, **changes))
+        if not verdict.fits:
+            continue
+        others = sorted(str(v) for v in room_values if v is not None)
+        return P.template_remedy(
+            ctx,
+            group,
+            f"Let it use the nodes with room: drop {clause.text()}",
+            patch,
+            verified=True,
+            verification=f"re-simulated {group.pods[0].name} without {clause.text()}: {P.outcome(verdict)}"
+            + (f" (the nodes with room have {clause.req.key} {names(others, 3)})" if others else ""),
+        )
+    return None
 
 
 # ---------------------------------------------------------------------------

@@ -9,7 +9,10 @@ neither, long after its creation, was never tried:
   only takes pods of its own profiles, pkg/scheduler/eventhandlers.go
   responsibleForPod); whether any pod of that scheduler was ever bound tells a
   scheduler that is gone or misnamed from one that never existed;
-- or it claims a PersistentVolumeClaim that does not exist.
+- or it claims a PersistentVolumeClaim that does not exist;
+- or DynamicResources' PreEnqueue holds it out of the queue: a ResourceClaim
+  not created yet from its template, missing, being deleted, or not the pod's
+  (analyzers.simulator.dra, with the upstream sources).
 
 Pods behind ``schedulingGates`` are the scheduling-gated rule's. Fires when the
 pod is older than ``thresholds.silent_after_seconds`` (``ctx.now`` minus its
@@ -28,6 +31,7 @@ from analyzers.findings import Finding, ObjectRef, Remedy, Severity
 from analyzers.records import Pod
 from analyzers.rules._describe import are, duration, names, plural, what_if_verdict, where_fits
 from analyzers.rules.context import RuleContext
+from analyzers.simulator import dra
 
 RULE_ID = "scheduler-silent"
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -49,10 +53,16 @@ def _cause(ctx: RuleContext, pod: Pod) -> tuple[str, str] | None:
     a dump can catch any pod between creation and its first attempt)."""
     if pod.spec.scheduler_name != DEFAULT_SCHEDULER:
         return "unknown-scheduler", pod.spec.scheduler_name
+    held = dra.claim_hold(ctx.snapshot, pod)
+    if held is not None:
+        return held.cause, held.name
     missing = [c for c in pod.spec.pvc_names if (pod.namespace, c) not in ctx.snapshot.pvcs]
     if missing:
         return "missing-pvc", missing[0]
     return None
+
+
+CLAIM_CAUSES = (dra.NOT_CREATED, dra.MISSING, dra.DELETING, dra.NOT_OWNED)
 
 
 def analyze(ctx: RuleContext) -> list[Finding]:
@@ -97,6 +107,7 @@ def _finding(ctx: RuleContext, ref: ObjectRef, cause: str, detail: str, pods: li
     threshold = int(ctx.thresholds.silent_after_seconds)
     what = f"{ref.kind} {ref.namespace}/{ref.name}"
     count = plural(len(pods), "pod")
+    who = f"{count} of {ref.name} {'waits' if len(pods) == 1 else 'wait'}"
     evidence: dict[str, Any] = {
         "cause": cause,
         "pods": [p.name for p in pods],
@@ -131,15 +142,23 @@ def _finding(ctx: RuleContext, ref: ObjectRef, cause: str, detail: str, pods: li
             f"{lead} Its spec.schedulerName is {detail}; kube-scheduler only takes pods whose schedulerName is one "
             f"of its profiles ({DEFAULT_SCHEDULER} by default), so only {detail} can bind it. {history}"
         )
-        title = f"{count} of {ref.name} wait for scheduler {detail}, which has not answered for {duration(waited)}"
+        title = f"{who} for scheduler {detail}, which has not answered for {duration(waited)}"
         remedies.extend(_scheduler_remedies(ctx, ref, oldest, detail))
+    elif cause in CLAIM_CAUSES:
+        hold = dra.claim_hold(ctx.snapshot, oldest)
+        assert hold is not None
+        explanation, title, remedy = _claim_words(ctx, ref, hold, oldest, lead, who)
+        evidence["resource_claim_template" if cause == dra.NOT_CREATED else "resource_claim"] = detail
+        evidence["pod_resource_claim"] = hold.entry
+        evidence["preenqueue_status"] = hold.message
+        remedies.append(remedy)
     else:  # missing-pvc
         evidence["missing_pvc"] = detail
         explanation = (
             f"{lead} It mounts PersistentVolumeClaim {ref.namespace}/{detail}, which does not exist; kube-scheduler "
             f'cannot place a pod before its claims exist (VolumeBinding: persistentvolumeclaim "{detail}" not found).'
         )
-        title = f"{count} of {ref.name} wait for PersistentVolumeClaim {detail}, which does not exist"
+        title = f"{who} for PersistentVolumeClaim {detail}, which does not exist"
         remedies.append(
             ctx.renderer.command(
                 f"Create PersistentVolumeClaim {detail} (or fix the claim name in the pod template)",
@@ -161,6 +180,69 @@ def _finding(ctx: RuleContext, ref: ObjectRef, cause: str, detail: str, pods: li
         cause=f"{cause}:{detail}",
         pods=tuple(f"{p.namespace}/{p.name}" for p in pods),
     )
+
+
+def _claim_words(
+    ctx: RuleContext, ref: ObjectRef, hold: dra.ClaimHold, pod: Pod, lead: str, who: str
+) -> tuple[str, str, Remedy]:
+    """(explanation, title, remedy) of a pod DynamicResources' PreEnqueue holds."""
+    ns = shlex.quote(ref.namespace)
+    cause, name = hold.cause, hold.name
+    held = (
+        f" kube-scheduler's DynamicResources PreEnqueue keeps it out of the scheduling queue "
+        f"({hold.message}), so it is never tried and nothing is written about it."
+    )
+    q, where = shlex.quote(name), f"{ref.namespace}/{name}"
+    # cause -> (why, title, remedy title, object kind, command, note)
+    words = {
+        dra.NOT_CREATED: (
+            f" Its spec.resourceClaims entry {hold.entry} comes from ResourceClaimTemplate {where}; the resourceclaim "
+            "controller (kube-controller-manager) creates the claim and records it in the pod's "
+            "status.resourceClaimStatuses, and it has not: the template may not exist, or the controller cannot "
+            "create claims (not running, quota, admission).",
+            f"{who} for a ResourceClaim from template {name}, not created yet",
+            f"Check ResourceClaimTemplate {name} and why no claim was created from it",
+            "ResourceClaimTemplate",
+            f"kubectl get resourceclaimtemplate {q} -n {ns}; "
+            f"kubectl get events -n {ns} --field-selector involvedObject.name={shlex.quote(pod.name)}",
+            "The resourceclaim controller reports failures to create a claim as events on the pod.",
+        ),
+        dra.MISSING: (
+            f" It names ResourceClaim {where}, which does not exist.",
+            f"{who} for ResourceClaim {name}, which does not exist",
+            f"Create ResourceClaim {name} (or fix the claim name in the pod template)",
+            "ResourceClaim",
+            f"kubectl get resourceclaims -n {ns}",
+            "The claims that do exist in the namespace; the pod enters the queue once its claim exists.",
+        ),
+        dra.DELETING: (
+            f" Its ResourceClaim {where} is being deleted (deletionTimestamp set).",
+            f"{who} on ResourceClaim {name}, which is being deleted",
+            f"See what holds ResourceClaim {name} (finalizers, reservedFor)",
+            "ResourceClaim",
+            f"kubectl get resourceclaim {q} -n {ns} -o yaml",
+            "Once the claim is gone, re-create it (or the pod, for a claim from a template).",
+        ),
+        dra.NOT_OWNED: (
+            f" Its status names ResourceClaim {where} for a template entry, but that claim's controller "
+            "(ownerReference) is not this pod: a claim left from an earlier pod of the same name.",
+            f"{who}: ResourceClaim {name} belongs to another pod",
+            f"See who owns ResourceClaim {name}",
+            "ResourceClaim",
+            f"kubectl get resourceclaim {q} -n {ns} -o jsonpath='{{.metadata.ownerReferences}}'",
+            "Deleting the stale claim lets the controller generate one for this pod.",
+        ),
+    }
+    why, title, action, kind, command, note = words[cause]
+    remedy = ctx.renderer.command(
+        action,
+        ObjectRef(kind, ref.namespace, name),
+        command,
+        note=note,
+        verified=False,
+        verification="an inspection, not a change: nothing to re-simulate",
+    )
+    return lead + why + held, title, remedy
 
 
 def _scheduler_remedies(ctx: RuleContext, ref: ObjectRef, pod: Pod, scheduler: str) -> list[Remedy]:

@@ -140,9 +140,9 @@ def _constraint(
         d = domains.setdefault(value, Domain(value, 0, []))
         d.nodes.append(name)
         d.count += matching.get(table.index[name], 0)
-        if plugins - {C.POD_TOPOLOGY_SPREAD}:
-            other = [f for f in views.node(i).filters if f.plugin != C.POD_TOPOLOGY_SPREAD]
-            d.blocked[name] = "; ".join(other[0].reasons)
+        reason = P.other_reason(views, i, C.POD_TOPOLOGY_SPREAD)
+        if reason is not None:
+            d.blocked[name] = reason
     self_match = 1 if selector is not None and selector.matches(pod.labels) else 0
     short = c.min_domains is not None and len(domains) < c.min_domains
     minimum = 0 if short or not domains else min(d.count for d in domains.values())
@@ -353,17 +353,11 @@ def _capacity(ctx: RuleContext, group: P.Blocked, s: ConstraintState) -> Remedy 
                         verified=True,
                         verification=f"re-simulated with {name} uncordoned: {P.outcome(verdict)}",
                     )
-        template = snap.nodes[d.nodes[0]]
-        new_name = P.synthetic_name(template.name)
-        synthetic = replace(P.synthetic_node(template, new_name), taints=())
-        verdict = P.what_if_nodes(ctx, group.pod, synthetic)
-        return ctx.renderer.command(
-            f"Add a schedulable node in {s.key}={value}",
-            None,
-            f"# add a node with {s.key}={value} that the pod may use (node group of that domain, Karpenter NodePool, or IaC)",
-            note=f"{value} is the domain the spread constraint needs next, and none of its nodes can take the pod.",
-            verified=P.fits(verdict),
-            verification=f"re-simulated with a synthetic empty node {new_name} shaped like {template.name} "
-            f"({s.key}={value}, no taints): {P.outcome(verdict)}",
+        return P.room_like(
+            ctx,
+            group,
+            snap.nodes[d.nodes[0]],
+            f"{s.key}={value}",
+            f"{value} is the domain the spread constraint needs next, and none of its nodes can take the pod.",
         )
     return None

@@ -67,6 +67,7 @@ from analyzers.rules._describe import (
 )
 from analyzers.rules.context import RuleContext
 from analyzers.simulator import PodVerdict
+from analyzers.simulator.selectors import node_selector_matches
 from analyzers.snapshot import ClusterSnapshot
 
 RULE_ID = "volume-binding"
@@ -203,7 +204,7 @@ def _diagnose(ctx: RuleContext, pod: Pod, verdict: PodVerdict) -> _Problem | Non
     snap = ctx.snapshot
     pre = verdict.prefilter
     if pre is not None:
-        if pre.plugin != "VolumeBinding":
+        if pre.plugin not in ("VolumeBinding", "VolumeRestrictions"):
             return None
         codes = set(pre.reason_codes)
         if "pvc-not-found" in codes:
@@ -243,7 +244,7 @@ def _pod_allows(pod: Pod, node: Node) -> bool:
         if node.labels.get(key) != value:
             return False
     affinity = pod.spec.required_node_affinity
-    return affinity is None or affinity.matches(node.labels, node.name)
+    return affinity is None or node_selector_matches(affinity, node.labels, node.name)
 
 
 def _without_volumes(ctx: RuleContext, pod: Pod, drop: Iterable[str] | None = None) -> PodVerdict:
@@ -307,8 +308,8 @@ def _pvc_missing(ctx: RuleContext, pod: Pod, claim: str) -> _Problem:
         )
     problem = _Problem(
         "pvc-missing",
-        f"PersistentVolumeClaim {pod.namespace}/{claim} does not exist, and kube-scheduler's VolumeBinding PreFilter "
-        f"rejects a pod whose claim is missing before it tries any node.{hint}",
+        f"PersistentVolumeClaim {pod.namespace}/{claim} does not exist, and kube-scheduler's PreFilter (VolumeRestrictions "
+        f"since 1.27, VolumeBinding before) rejects a pod whose claim is missing before it tries any node.{hint}",
         [claim],
     )
     if isinstance(workload.record, StatefulSet):
@@ -367,7 +368,7 @@ def _pv_rejections(
         elif (
             nodes is not None
             and pv.node_affinity is not None
-            and not any(pv.node_affinity.matches(n.labels, n.name) for n in nodes)
+            and not any(node_selector_matches(pv.node_affinity, n.labels, None) for n in nodes)
         ):
             out.append(
                 f"{pv.name} is pinned to {_selector_words(pv.node_affinity)}, where the pod may not run"
@@ -575,7 +576,7 @@ def _pv_conflict(
         pv = snap.pvs.get(pvc.volume_name)
         if pv is None or pv.node_affinity is None:
             continue
-        pv_nodes = [n for n in snap.nodes.values() if pv.node_affinity.matches(n.labels, n.name)]
+        pv_nodes = [n for n in snap.nodes.values() if node_selector_matches(pv.node_affinity, n.labels, None)]
         both = [n for n in pv_nodes if n in allowed]
         pinned = _selector_words(pv.node_affinity)
         evidence = {
@@ -701,7 +702,11 @@ def _zone_label_value(snap: ClusterSnapshot, pv: PersistentVolume, key: str) -> 
     """The value of the pod's selector key on the nodes the PV may use."""
     if pv.node_affinity is None:
         return None
-    values = {n.labels.get(key) for n in snap.nodes.values() if pv.node_affinity.matches(n.labels, n.name)}
+    values = {
+        n.labels.get(key)
+        for n in snap.nodes.values()
+        if node_selector_matches(pv.node_affinity, n.labels, None)
+    }
     values.discard(None)
     if len(values) == 1:
         return values.pop()
@@ -733,7 +738,7 @@ def _node_in_topology(
     clone = replace(
         model, name=clone_name, uid="", labels=FrozenMap(labels), unschedulable=False, taints=model.taints
     )
-    if not topology.matches(clone.labels, clone.name):
+    if not node_selector_matches(topology, clone.labels, None):
         return None
     verdict = what_if_verdict(ctx, pod, snap.replace(clone))
     ok = verdict.fits and any(nv.node == clone_name and nv.fits for nv in verdict.nodes)
@@ -808,7 +813,7 @@ def _delayed_unbindable(
         if cls.provisioner and cls.provisioner != _NO_PROVISIONER:
             if cls.allowed_topologies is None:
                 continue
-            topo_nodes = [n for n in allowed if cls.allowed_topologies.matches(n.labels, n.name)]
+            topo_nodes = [n for n in allowed if node_selector_matches(cls.allowed_topologies, n.labels, None)]
             if topo_nodes:
                 continue
             text = (
@@ -858,7 +863,7 @@ def _selector_to_topology(ctx: RuleContext, pod: Pod, cls: StorageClass) -> Reme
         {
             n.labels[key]
             for n in ctx.snapshot.nodes.values()
-            if key in n.labels and cls.allowed_topologies.matches(n.labels, n.name)
+            if key in n.labels and node_selector_matches(cls.allowed_topologies, n.labels, None)
         }
     )
     for zone in zones:

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from analyzers.records import EMPTY_MAP, FrozenMap, Pod
 from analyzers.simulator import codes as C
 from analyzers.simulator.basic import NodeAffinity, NodeName, NodePorts, NodeUnschedulable, TaintToleration
-from analyzers.simulator.framework import Cycle, Outcome, Plugin, failure
+from analyzers.simulator.dra import claim_hold
+from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
 from analyzers.simulator.interpod import InterPodAffinity
 from analyzers.simulator.nodeinfo import NodeTable, bits, has, mask_of, node_table
 from analyzers.simulator.preemption import NOT_ATTEMPTED, preempt
@@ -25,7 +26,7 @@ from analyzers.simulator.resources import NodeResourcesFit
 from analyzers.simulator.results import FilterFailure, NodeVerdict, PodVerdict, PreemptionVerdict
 from analyzers.simulator.spread import PodTopologySpread
 from analyzers.simulator.versions import wording_for
-from analyzers.simulator.volumes import VolumeBinding
+from analyzers.simulator.volumes import VolumeBinding, VolumeRestrictions
 from analyzers.snapshot import ClusterSnapshot
 
 FILTERS: tuple[Plugin, ...] = (
@@ -40,8 +41,11 @@ FILTERS: tuple[Plugin, ...] = (
     InterPodAffinity(),
 )
 # PreFilter order among the plugins that can reject a pod outright.
+# (VolumeRestrictions, between NodeResourcesFit and VolumeBinding, has no modelled Filter.)
 PREFILTERS: tuple[Plugin, ...] = tuple(
-    p for p in FILTERS if p.name in (C.NODE_AFFINITY, C.VOLUME_BINDING, C.INTER_POD_AFFINITY)
+    p
+    for p in (*FILTERS[:6], VolumeRestrictions(), *FILTERS[6:])
+    if p.name in (C.NODE_AFFINITY, C.VOLUME_RESTRICTIONS_PLUGIN, C.VOLUME_BINDING, C.INTER_POD_AFFINITY)
 )
 
 GATED_MESSAGE = (
@@ -69,20 +73,9 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
     )
     total = table.size
 
-    gated = None
-    if pod.spec.scheduling_gates:
-        gated = failure(
-            C.SCHEDULING_GATES,
-            C.UNRESOLVABLE,
-            (f"waiting for scheduling gates: [{' '.join(pod.spec.scheduling_gates)}]",),
-            (C.SCHEDULING_GATED,),
-        )
+    gated = pre_enqueue(snapshot, pod)
 
-    prefilter: FilterFailure | None = None
-    for plugin in PREFILTERS:
-        found = plugin.prefilter(cycle)
-        if found is not None and prefilter is None:
-            prefilter = found
+    prefilter = run_prefilters(PREFILTERS, cycle)
 
     outcomes: list[Outcome] = []
     absent = _prefilter_result_outcome(cycle)
@@ -134,7 +127,8 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
     preemption: PreemptionVerdict = NOT_ATTEMPTED
     message = ""
     if gated is not None:
-        message = GATED_MESSAGE
+        # A PreEnqueue rejection is never attempted: only SchedulingGates sets a condition.
+        message = GATED_MESSAGE if gated.plugin == C.SCHEDULING_GATES else ""
     elif not fits:
         nominated = table.index.get(pod.nominated_node) if pod.nominated_node else None
         if total:
@@ -170,6 +164,57 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
         node_names=table.names,
         _breakdown=Breakdown(table, outcomes, prefilter),
     )
+
+
+def pre_enqueue(snapshot: ClusterSnapshot, pod: Pod) -> FilterFailure | None:
+    """The PreEnqueue rejection that keeps ``pod`` out of the scheduling queue, in the
+    default plugin order: SchedulingGates (scheduling_gates.go), then
+    DynamicResources (its ResourceClaims, :mod:`analyzers.simulator.dra`)."""
+    if pod.spec.scheduling_gates:
+        return failure(
+            C.SCHEDULING_GATES,
+            C.UNRESOLVABLE,
+            (f"waiting for scheduling gates: [{' '.join(pod.spec.scheduling_gates)}]",),
+            (C.SCHEDULING_GATED,),
+        )
+    if pod.spec.resource_claims:
+        hold = claim_hold(snapshot, pod)
+        if hold is not None:
+            return failure(
+                C.DYNAMIC_RESOURCES,
+                C.UNRESOLVABLE,
+                (hold.message,),
+                (C.DRA_CLAIM_MISSING,),
+                detail(cause=hold.cause, claim=hold.name, entry=hold.entry),
+            )
+    return None
+
+
+def run_prefilters(plugins: tuple[Plugin, ...], cycle: Cycle) -> FilterFailure | None:
+    """The PreFilter status of the pod, as RunPreFilterPlugins decides it
+    (pkg/scheduler/framework/runtime/framework.go): since 1.30 (v1.30.14 to
+    v1.35.4, kubernetes#119770) the first UnschedulableAndUnresolvable status is
+    the answer, while an Unschedulable one is kept -- the last such -- and the
+    other plugins still run, so a later UnschedulableAndUnresolvable one wins;
+    until 1.29 (v1.29.15) the first rejection of either code is the answer.
+
+    Every plugin's PreFilter runs here all the same: the simulator also evaluates
+    the filters after a rejection, to explain every node (their state comes from
+    PreFilter). No default plugin of 1.35 returns a plain Unschedulable from
+    PreFilter; for one that did, preemption is not simulated (every node would be
+    a candidate upstream)."""
+    past_unschedulable = cycle.wording.prefilter_runs_past_unschedulable
+    kept: FilterFailure | None = None
+    decided: FilterFailure | None = None
+    for plugin in plugins:
+        found = plugin.prefilter(cycle)
+        if found is None or decided is not None:
+            continue
+        if found.code == C.UNSCHEDULABLE and past_unschedulable:
+            kept = found
+        else:
+            decided = found
+    return decided or kept
 
 
 def simulate_pending(

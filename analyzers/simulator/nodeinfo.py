@@ -23,6 +23,7 @@ from analyzers.records import (
     PodAffinityTerm,
     Requirement,
     Taint,
+    parse_int64,
 )
 from analyzers.simulator.selectors import node_term_valid
 from analyzers.snapshot import ClusterSnapshot, Origin, bound_node
@@ -343,32 +344,35 @@ class NodeTable:
         if op in ("Gt", "Lt"):
             if len(req.values) != 1:
                 return 0
-            want = _parse_int(req.values[0])
+            want = parse_int64(req.values[0])
             if want is None:
                 return 0
             m = 0
             for v, vm in values.items():
-                have = _parse_int(v)
+                have = parse_int64(v)
                 if have is not None and (have > want if op == "Gt" else have < want):
                     m |= vm
             return m
         return 0
 
-    def field_requirement_mask(self, req: Requirement) -> int:
+    def field_requirement_mask(self, req: Requirement, *, named: bool = True) -> int:
         """matchFields (component-helpers/scheduling/corev1/nodeaffinity
         nodeSelectorRequirementsAsFieldSelector): In/NotIn of one value against the
-        node's only field, ``metadata.name``; any other key reads as empty."""
+        node's only field, ``metadata.name``; any other key reads as empty. Unless
+        ``named``, every node's name reads as empty too (a PV's node affinity:
+        component-helpers/storage/volume CheckNodeAffinity matches a Node built
+        from the labels alone)."""
         if req.operator not in ("In", "NotIn") or len(req.values) != 1:
             return 0
         value = req.values[0]
-        if req.key == "metadata.name":
+        if req.key == "metadata.name" and named:
             i = self.index.get(value)
             m = 1 << i if i is not None else 0
         else:
             m = self.all_mask if value == "" else 0
         return m if req.operator == "In" else self.all_mask & ~m
 
-    def term_mask(self, term: NodeSelectorTerm) -> int:
+    def term_mask(self, term: NodeSelectorTerm, *, named: bool = True) -> int:
         """Nodes a required node-affinity term matches: none when the term is empty
         or does not parse (``selectors.node_term_valid``)."""
         if not term.match_expressions and not term.match_fields:
@@ -381,13 +385,14 @@ class NodeTable:
             if not m:
                 return 0
         for req in term.match_fields:
-            m &= self.field_requirement_mask(req)
+            m &= self.field_requirement_mask(req, named=named)
         return m
 
-    def selector_mask(self, selector: NodeSelector) -> int:
+    def selector_mask(self, selector: NodeSelector, *, named: bool = True) -> int:
+        """Nodes matching any term (``named``: see :meth:`field_requirement_mask`)."""
         m = 0
         for term in selector.terms:
-            m |= self.term_mask(term)
+            m |= self.term_mask(term, named=named)
         return m
 
     def labels_mask(self, wanted: Mapping[str, str]) -> int:
@@ -431,18 +436,6 @@ def _count(counts: dict[int, int], i: int, sign: int) -> None:
         counts[i] = c
     else:
         counts.pop(i, None)
-
-
-def _parse_int(text: str) -> int | None:
-    """strconv.ParseInt(text, 10, 64): an optional sign, ASCII digits, int64 range."""
-    s = text.strip() if text else text
-    if not s or s != text:
-        return None
-    body = s[1:] if s[0] in "+-" else s
-    if not body.isdigit() or not body.isascii():
-        return None
-    value = int(s)
-    return value if -(2**63) <= value < 2**63 else None
 
 
 def pods_on(table: NodeTable, i: int, removed: Sequence[Pod] = ()) -> tuple[Pod, ...]:

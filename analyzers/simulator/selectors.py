@@ -26,9 +26,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from analyzers.records import LabelSelector, NodeSelectorTerm, PodAffinityTerm, PodSpec, Requirement
+from analyzers.records import (
+    LabelSelector,
+    NodeSelector,
+    NodeSelectorTerm,
+    PodAffinityTerm,
+    PodSpec,
+    Requirement,
+    parse_int64,
+)
 
 _QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL_VALUE_FMT = f"({_QNAME_FMT})?"
@@ -39,7 +47,6 @@ _LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
 _DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
 _MAX_NAME = 63
 _MAX_SUBDOMAIN = 253
-_INT64 = re.compile(r"[+-]?[0-9]+")
 
 _QNAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
@@ -122,7 +129,7 @@ def label_value_errors(value: str) -> list[str]:
 
 
 def _parses_as_int64(text: str) -> bool:
-    return _full(_INT64, text) and -(2**63) <= int(text) < 2**63
+    return parse_int64(text) is not None
 
 
 def _values_repr(values: Sequence[str]) -> str:
@@ -186,6 +193,26 @@ def node_term_valid(term: NodeSelectorTerm) -> bool:
     if any(requirement_errors(req) for req in term.match_expressions):
         return False
     return all(req.operator in ("In", "NotIn") and len(req.values) == 1 for req in term.match_fields)
+
+
+def node_term_matches(term: NodeSelectorTerm, labels: Mapping[str, str], node_name: str | None) -> bool:
+    """nodeSelectorTerm.match: an empty term or one that does not parse matches
+    nothing. ``node_name`` None: the node is seen by its labels only (a PV's node
+    affinity, component-helpers/storage/volume CheckNodeAffinity), so
+    ``metadata.name`` reads as empty."""
+    if not term.match_expressions and not term.match_fields:
+        return False
+    if not node_term_valid(term):
+        return False
+    if not all(req.matches(labels) for req in term.match_expressions):
+        return False
+    fields = {"metadata.name": node_name or ""}
+    return all(req.matches(fields) for req in term.match_fields)
+
+
+def node_selector_matches(selector: NodeSelector, labels: Mapping[str, str], node_name: str | None) -> bool:
+    """LazyErrorNodeSelector.Match: any term matches (see :func:`node_term_matches`)."""
+    return any(node_term_matches(term, labels, node_name) for term in selector.terms)
 
 
 def label_selector_error(selector: LabelSelector | None) -> str | None:

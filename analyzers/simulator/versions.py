@@ -31,6 +31,14 @@ releases we follow the patch number when the caller gives one.
   ``matchFields metadata.name`` set are reported as ``node is filtered out by
   the prefilter result`` (1.26-1.30) and ``node(s) didn't satisfy plugin(s)
   [NodeAffinity]`` (1.31+, NodeToStatus.SetAbsentNodesStatus).
+- RunPreFilterPlugins (pkg/scheduler/framework/runtime/framework.go): until
+  1.29 the first rejecting PreFilter status ends PreFilter; since 1.30
+  (kubernetes#119770) only an UnschedulableAndUnresolvable one does, while an
+  Unschedulable one is kept (the last) and the other plugins still run.
+- VolumeRestrictions PreFilter (.../volumerestrictions/volume_restrictions.go):
+  with ReadWriteOncePod on by default (beta 1.27) it reads every claim of the
+  pod, so a missing claim is its ``persistentvolumeclaim "<name>" not found``,
+  ahead of VolumeBinding's same words.
 - DynamicResources PostFilter (.../dynamicresources/dynamicresources.go): with
   DRA on by default (1.34 GA) a pod without claims adds ``no new claims to
   deallocate`` before the preemption clause.
@@ -44,6 +52,7 @@ from functools import lru_cache
 
 DEFAULT_KUBE_VERSION = "1.33"
 OLDEST = (1, 18, 0)
+PREFILTER_PAST_UNSCHEDULABLE = (1, 30)
 
 _VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -77,6 +86,10 @@ class Wording:
     prefilter_result_reason: str | None
     resource_unresolvable: bool
     dra_postfilter: bool
+    # VolumeRestrictions' PreFilter reads the pod's claims (ReadWriteOncePod on by default, 1.27+).
+    volume_restrictions_reads_claims: bool = True
+    # RunPreFilterPlugins keeps an Unschedulable PreFilter status and runs the others (kubernetes#119770).
+    prefilter_runs_past_unschedulable: bool = True
 
     @property
     def label(self) -> str:
@@ -133,4 +146,6 @@ def wording_for(kube_version: str | None) -> Wording:
         prefilter_result_reason=prefilter_result,
         resource_unresolvable=minor >= (1, 34),
         dra_postfilter=minor >= (1, 34),
+        volume_restrictions_reads_claims=minor >= (1, 27),
+        prefilter_runs_past_unschedulable=minor >= PREFILTER_PAST_UNSCHEDULABLE,
     )

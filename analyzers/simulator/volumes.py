@@ -44,7 +44,9 @@ class _Claims:
 
 
 def _pv_mask(table: NodeTable, pv: PersistentVolume) -> int:
-    return table.all_mask if pv.node_affinity is None else table.selector_mask(pv.node_affinity)
+    """Nodes a PV's node affinity admits (component-helpers/storage/volume
+    CheckNodeAffinity: the same parsing as NodeAffinity, node names unseen)."""
+    return table.all_mask if pv.node_affinity is None else table.selector_mask(pv.node_affinity, named=False)
 
 
 def _pv_matches_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
@@ -57,6 +59,37 @@ def _pv_matches_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
     if pv.capacity_bytes < pvc.request_bytes:
         return False
     return all(m in pv.access_modes for m in pvc.access_modes)
+
+
+def claim_not_found(plugin: str, name: str) -> FilterFailure:
+    """The PVC lister's NotFound error as a PreFilter rejection (UnschedulableAndUnresolvable)."""
+    return failure(
+        plugin,
+        C.UNRESOLVABLE,
+        (f'persistentvolumeclaim "{name}" not found',),
+        (C.PVC_NOT_FOUND,),
+        detail(claim=name),
+    )
+
+
+class VolumeRestrictions(Plugin):
+    """VolumeRestrictions' PreFilter, the part the simulator models
+    (pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go,
+    v1.27.16 to v1.35.4, readWriteOncePodPVCsForPod): it reads every claim of the
+    pod, so a missing one is its UnschedulableAndUnresolvable rejection, with the
+    lister's NotFound text -- before VolumeBinding (default plugin order) says the
+    same. Disk and ReadWriteOncePod conflicts are not modelled."""
+
+    name = C.VOLUME_RESTRICTIONS_PLUGIN
+
+    def prefilter(self, cycle: Cycle) -> FilterFailure | None:
+        pod = cycle.pod
+        if not cycle.wording.volume_restrictions_reads_claims:
+            return None
+        for name in pod.spec.pvc_names:
+            if (pod.namespace, name) not in cycle.snapshot.pvcs:
+                return claim_not_found(self.name, name)
+        return None
 
 
 class VolumeBinding(Plugin):
@@ -72,13 +105,7 @@ class VolumeBinding(Plugin):
         for name in pod.spec.pvc_names:
             pvc = snap.pvcs.get((pod.namespace, name))
             if pvc is None:
-                return failure(
-                    self.name,
-                    C.UNRESOLVABLE,
-                    (f'persistentvolumeclaim "{name}" not found',),
-                    (C.PVC_NOT_FOUND,),
-                    detail(claim=name),
-                )
+                return claim_not_found(self.name, name)
             if pvc.phase == "Lost":
                 return failure(
                     self.name,

@@ -301,6 +301,7 @@ def test_every_part_of_the_spec_key_reaches_the_pod_spec() -> None:
         "preemptionPolicy": _set("preemptionPolicy", "Never"),
         "overhead": _set("overhead", {"memory": "1Mi"}),
         "resources": _set("resources", {"requests": {"memory": "8Gi"}}),
+        "resourceClaims": _set("resourceClaims", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]),
     }
     assert set(changes) == set(_SPEC_PARTS)
     cached = Decoder()
@@ -367,3 +368,17 @@ def test_each_kind_is_held_where_its_record_type_is() -> None:
     # apply_object stores a decoded record in the collection of the object's
     # kind; ClusterState.apply uses the record's type. They must agree.
     assert {cls.__name__: name for cls, name in COLLECTIONS.items()} == KIND_COLLECTIONS
+
+
+def test_a_pod_status_naming_its_generated_resource_claim_is_a_new_record() -> None:
+    """status.resourceClaimStatuses decides DynamicResources' PreEnqueue: a watch
+    MODIFIED that only adds it must not return the held record."""
+    state = ClusterState()
+    obj = rich_pod()
+    obj["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    held = state.apply_object(copy.deepcopy(obj))
+    assert held.resource_claim_statuses == {}
+    obj.setdefault("status", {})["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": "p-gpu-1"}]
+    now = state.apply_object(copy.deepcopy(obj))
+    assert now is not held and now.resource_claim_statuses == {"gpu": "p-gpu-1"}
+    assert state.apply_object(copy.deepcopy(obj)) is now

@@ -92,3 +92,107 @@ def test_gated_pods_are_left_to_scheduling_gated() -> None:
         if o["kind"] == "Pod":
             o["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
     assert analyze_one(scheduler_silent, snapshot(node("w-0"), objs)) == []
+
+
+# --- DynamicResources PreEnqueue: ResourceClaims that hold a pod out of the queue ------------
+# dynamicresources.go (v1.35.4) PreEnqueue/foreachPodResourceClaim; resourceclaim.Name.
+
+
+def _claim(
+    name: str, *, api: str = "resource.k8s.io/v1", owner_uid: str = "", deleting: bool = False
+) -> dict:
+    meta: dict = {"name": name, "namespace": "default", "uid": f"uid-claim-{name}"}
+    if owner_uid:
+        meta["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": owner_uid, "controller": True}
+        ]
+    if deleting:
+        meta["deletionTimestamp"] = "2025-12-31T23:55:00Z"
+        meta["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+    return {
+        "apiVersion": api,
+        "kind": "ResourceClaim",
+        "metadata": meta,
+        "spec": {"devices": {"requests": []}},
+    }
+
+
+def _web_with_claims(entries: list[dict], statuses: list[dict] | None = None) -> list[dict]:
+    tpl = template()
+    tpl["spec"]["resourceClaims"] = entries
+    tpl["spec"]["containers"][0]["resources"]["claims"] = [{"name": e["name"]} for e in entries]
+    objs = deployment("web", tpl)
+    for o in objs:
+        if o["kind"] == "Pod" and statuses is not None:
+            o.setdefault("status", {})["resourceClaimStatuses"] = statuses
+    return objs
+
+
+def _pending_uid(objs: list[dict]) -> str:
+    return next(o["metadata"]["uid"] for o in objs if o["kind"] == "Pod")
+
+
+def test_a_claim_from_a_template_not_created_yet_holds_the_pod() -> None:
+    objs = _web_with_claims([{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+    snap = snapshot(node("w-0"), objs)
+    [f] = findings(snap)  # the placement rules leave a pod that was never tried alone
+    assert f.rule_id == "scheduler-silent"
+    pod = next(o["metadata"]["name"] for o in objs if o["kind"] == "Pod")
+    assert f.evidence["cause"] == "resourceclaim-not-created"
+    assert (f.evidence["resource_claim_template"], f.evidence["pod_resource_claim"]) == ("one-gpu", "gpu")
+    assert f.evidence["preenqueue_status"] == f'pod "default/{pod}": ResourceClaim not created yet'
+    assert "DynamicResources PreEnqueue keeps it out of the scheduling queue" in f.explanation
+    assert "kubectl get resourceclaimtemplate one-gpu -n default" in (f.remedies[0].command or "")
+
+
+def test_a_named_claim_that_does_not_exist_holds_the_pod() -> None:
+    objs = _web_with_claims([{"name": "gpu", "resourceClaimName": "shared-gpu"}])
+    snap = snapshot(node("w-0"), objs, _claim("another"))
+    [f] = analyze_one(scheduler_silent, snap)
+    assert (f.evidence["cause"], f.evidence["resource_claim"]) == ("missing-resourceclaim", "shared-gpu")
+    assert f.evidence["preenqueue_status"] == 'could not find ResourceClaim "default/shared-gpu"'
+
+
+def test_an_input_without_any_claim_cannot_tell_missing_from_not_collected() -> None:
+    objs = _web_with_claims([{"name": "gpu", "resourceClaimName": "shared-gpu"}])
+    assert analyze_one(scheduler_silent, snapshot(node("w-0"), objs)) == []
+
+
+def test_the_generated_claim_named_in_status_is_looked_up_and_owned() -> None:
+    entries = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    objs = _web_with_claims(entries, [{"name": "gpu", "resourceClaimName": "web-gpu-x7k2"}])
+    uid = _pending_uid(objs)
+    for api in ("resource.k8s.io/v1", "resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2"):
+        # Owned by the pod: nothing holds it (and a fitting pod is not reported).
+        assert (
+            analyze_one(
+                scheduler_silent, snapshot(node("w-0"), objs, _claim("web-gpu-x7k2", api=api, owner_uid=uid))
+            )
+            == []
+        )
+    [f] = analyze_one(
+        scheduler_silent, snapshot(node("w-0"), objs, _claim("web-gpu-x7k2", owner_uid="someone-else"))
+    )
+    assert f.evidence["cause"] == "resourceclaim-not-owned"
+    [f] = analyze_one(
+        scheduler_silent, snapshot(node("w-0"), objs, _claim("web-gpu-x7k2", owner_uid=uid, deleting=True))
+    )
+    assert (f.evidence["cause"], f.evidence["preenqueue_status"]) == (
+        "resourceclaim-being-deleted",
+        'resourceclaim "web-gpu-x7k2" is being deleted',
+    )
+
+
+def test_a_status_entry_without_a_claim_name_is_skipped_as_upstream_does() -> None:
+    entries = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    objs = _web_with_claims(entries, [{"name": "gpu"}])
+    assert analyze_one(scheduler_silent, snapshot(node("w-0"), objs, _claim("other"))) == []
+
+
+def test_entries_are_checked_in_order_and_the_first_refusal_is_named() -> None:
+    entries = [
+        {"name": "a", "resourceClaimName": "missing-a"},
+        {"name": "b", "resourceClaimTemplateName": "tpl-b"},
+    ]
+    [f] = analyze_one(scheduler_silent, snapshot(node("w-0"), _web_with_claims(entries), _claim("x")))
+    assert (f.evidence["cause"], f.evidence["resource_claim"]) == ("missing-resourceclaim", "missing-a")

@@ -234,8 +234,9 @@ THREE = [node("a", labels={"zone": "z1"}), node("b", labels={"zone": "z2"}), nod
 def test_volume_missing_pvc_is_a_prefilter_rejection_rendered_by_version(version: str, message: str) -> None:
     v = run([*THREE, pod("p", pvcs=["data"])], version=version)
     assert v.prefilter is not None
+    # VolumeRestrictions reads the claims first since ReadWriteOncePod is on by default (1.27).
     assert (v.prefilter.plugin, v.prefilter.code, v.prefilter.reason_codes) == (
-        "VolumeBinding",
+        "VolumeBinding" if version == "1.25" else "VolumeRestrictions",
         UNRES,
         ("pvc-not-found",),
     )

@@ -269,5 +269,9 @@ def test_match_fields_with_in_and_one_value_is_valid_and_with_two_is_not() -> No
     from analyzers.simulator.selectors import node_term_valid
 
     assert node_term_valid(NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", ("a",)),)))
-    assert not node_term_valid(NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", ("a", "b")),)))
-    assert not node_term_valid(NodeSelectorTerm(match_fields=(Requirement("metadata.name", "Exists", ("a",)),)))
+    assert not node_term_valid(
+        NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", ("a", "b")),))
+    )
+    assert not node_term_valid(
+        NodeSelectorTerm(match_fields=(Requirement("metadata.name", "Exists", ("a",)),))
+    )
