@@ -259,11 +259,17 @@ def _spread_remedy(
     ctx: RuleContext, group: P.Blocked, title: str, spread: tuple[TopologySpreadConstraint, ...], what: str
 ) -> tuple[Remedy, bool]:
     verdict = P.what_if(ctx, P.with_spec(group.pod, topology_spread=spread))
+    constraints = [P.spread_yaml(c) for c in spread]
+    for doc, before, after in zip(constraints, group.pod.spec.topology_spread, spread, strict=True):
+        if before.min_domains is not None and after.min_domains is None:
+            # Strategic merge keeps a field the patch leaves out (the list merges by topologyKey):
+            # a dropped minDomains must be deleted explicitly.
+            doc["minDomains"] = None
     remedy = P.template_remedy(
         ctx,
         group,
         title,
-        {"topologySpreadConstraints": [P.spread_yaml(c) for c in spread]},
+        {"topologySpreadConstraints": constraints},
         verified=verdict.fits,
         verification=f"re-simulated {group.pods[0].name} with {what}: {P.outcome(verdict)}",
     )
@@ -279,7 +285,9 @@ def _remedies(ctx: RuleContext, group: P.Blocked, a: Analysis) -> list[Remedy]:
         ctx,
         group,
         f"Spread as a preference: whenUnsatisfiable ScheduleAnyway for {c.topology_key}",
-        _with(pod, s.index, when_unsatisfiable="ScheduleAnyway"),
+        # minDomains is only allowed with DoNotSchedule (validateMinDomains,
+        # pkg/apis/core/validation/validation.go): the API server refuses it beside ScheduleAnyway.
+        _with(pod, s.index, when_unsatisfiable="ScheduleAnyway", min_domains=None),
         "whenUnsatisfiable: ScheduleAnyway (scoring only)",
     )
     out.append(remedy)

@@ -1,11 +1,10 @@
 """Regression cases the real-cluster tier found, replayed deterministically on the real
 control plane.
 
-A remedy the real API server refuses is a bug in the rule that wrote it (analyzers/,
-owned elsewhere): each case here is reported, listed in ``verdicts.KNOWN_REFUSALS`` so a
-random differential run that meets it again prints it instead of failing, and marked
-``xfail(strict=True)``: the day the rule is fixed this test passes, strictness turns
-that into a failure, and the mark and the KNOWN_REFUSALS entry are removed.
+A remedy the real API server refuses is a bug in the rule that wrote it: each case here
+replays one. Until the rule is fixed a case is listed in ``verdicts.KNOWN_REFUSALS`` (so
+a random differential run that meets it again prints it instead of failing) and marked
+``xfail(strict=True)``; once fixed, both go and the case stays as a regression test.
 """
 
 from __future__ import annotations
@@ -23,11 +22,10 @@ from analyzers.snapshot import ClusterState
 from tests.realcluster.conftest import Cluster
 from tests.realcluster.harness import KUBE_VERSION, node
 from tests.realcluster.replay import pending
-from tests.realcluster.verdicts import KNOWN_REFUSALS, cluster_objects_with_workloads
+from tests.realcluster.verdicts import cluster_objects_with_workloads
 
 pytestmark = pytest.mark.realcluster
 ZONE = "topology.kubernetes.io/zone"
-MIN_DOMAINS_WITH_SCHEDULE_ANYWAY = "can only use minDomains if whenUnsatisfiable=DoNotSchedule"
 
 
 def web_pod(name: str, ns: str, **spec: Any) -> dict[str, Any]:
@@ -39,17 +37,11 @@ def web_pod(name: str, ns: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="topology-spread-infeasible's 'Spread as a preference' remedy keeps minDomains with "
-    "whenUnsatisfiable: ScheduleAnyway, which pod validation refuses (pkg/apis/core/validation/validation.go "
-    "ValidateTopologySpreadConstraints, v1.35.4); found by the differential run, seeds 254654 (c6-p7, c27-p2)",
-)
 async def test_spread_as_a_preference_drops_min_domains(cluster: Cluster) -> None:
     """Two zones, one matching pod in each, a pending pod spreading over zones with
     minDomains 3: fewer domains than minDomains make the global minimum 0, so both zones
     are over the skew. The rule's ScheduleAnyway remedy must be a pod the server accepts."""
-    assert MIN_DOMAINS_WITH_SCHEDULE_ANYWAY in KNOWN_REFUSALS
+    # Fixed (the remedy sets minDomains: null); found by the differential run, seed 254654.
     ns = cluster.ns
     await asyncio.to_thread(cluster.nodes, [node("a-1", labels={ZONE: "a"}), node("b-1", labels={ZONE: "b"})])
     for name, where in (("web-a", "a-1"), ("web-b", "b-1")):

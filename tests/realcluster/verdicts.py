@@ -143,11 +143,7 @@ def compare(objects: list[dict[str, Any]], pod: dict[str, Any], namespace: str, 
 # API-server refusals of remedies that are known bugs of the rules (analyzers/), each with its
 # deterministic regression case in test_regressions.py: a differential run prints them
 # instead of failing. Remove an entry when its rule is fixed (its xfail test then says so).
-KNOWN_REFUSALS = {
-    "can only use minDomains if whenUnsatisfiable=DoNotSchedule": (
-        "test_regressions.py::test_spread_as_a_preference_drops_min_domains"
-    ),
-}
+KNOWN_REFUSALS: dict[str, str] = {}
 
 
 def known_refusal(refusal: str) -> str | None:
