@@ -161,7 +161,8 @@ WAITING_FOR_SCALE_UP = "scale-up"
 def _pods_of(finding: Finding, snapshot: ClusterSnapshot) -> list[Pod]:
     return [
         snapshot.pods[(ns, name)]
-        for ns, name in (p.split("/", 1) for p in finding.pods)
+        # Names hold no "/": only the first one splits.
+        for ns, name in (p.split("/", 1) for p in finding.pods)  # pragma: no mutate
         if (ns, name) in snapshot.pods
     ]
 
@@ -246,8 +247,9 @@ def analyse(
     """One pass's analysis (run off the event loop): list the changes since the last
     pass once, carry the node table over, plan the scope (``plan``: plan_scope's
     arguments), build the report."""
-    changed = list(changes(previous, snapshot)) if previous is not None else None
-    if previous is not None and changed is not None:
+    changed = None
+    if previous is not None:
+        changed = list(changes(previous, snapshot))
         carry_over(previous, snapshot, changed)
     scope = plan_scope(snapshot, previous, changed=changed, **plan)
     report = build_report(
@@ -289,8 +291,9 @@ class Pipeline:
         self.stats = PipelineStats()
         self._triggers: list[Trigger] = []
         self._open: dict[str, ObjectRef] | None = None  # fingerprint -> subject of open incidents
-        self._last_generation = -1
-        self._held_any = False
+        # Any value below the first generation (0) and either flag: the first pass always runs.
+        self._last_generation = -1  # pragma: no mutate
+        self._held_any = False  # pragma: no mutate
         self._previous: ClusterSnapshot | None = None  # the last pass's snapshot
         self._last_full = float("-inf")  # when the last whole-cluster pass ran (clock)
         self._pending_subjects: frozenset[ObjectRef] = frozenset()  # held or waiting: every pass looks again

@@ -55,6 +55,7 @@ TESTS: dict[str, list[str]] = {
     "analyzers/simulator/": ["tests/simulator"],
     "storage/tracker.py": ["tests/storage"],
     "agent/pipeline.py": [
+        "tests/agent/test_pipeline_units.py",
         "tests/agent/test_pipeline_scope.py",
         "tests/agent/test_pipeline_boundaries.py",
         "tests/agent/test_pipeline_reminders.py",
@@ -113,6 +114,8 @@ def _points(func: ast.FunctionDef | ast.AsyncFunctionDef, skipped_lines: set[int
             in_fstring.update(id(n) for n in ast.walk(node))
         if isinstance(node, ast.arguments):  # defaults are evaluated once, at definition
             in_fstring.update(id(n) for d in [*node.defaults, *node.kw_defaults] if d for n in ast.walk(d))
+        if isinstance(node, ast.AnnAssign):  # annotations are never evaluated (PEP 563)
+            in_fstring.update(id(n) for n in ast.walk(node.annotation))
     for stmt in func.body:
         for node in ast.walk(stmt):
             if getattr(node, "lineno", None) in skipped_lines or id(node) in in_fstring:
@@ -309,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", nargs="+", help="pytest arguments to run instead of the known tests")
     parser.add_argument("--show-survivors", action="store_true", help="list every surviving mutant")
     parser.add_argument("--only", help="only functions whose qualified name contains this")
+    parser.add_argument("-k", dest="keyword", help="pytest -k expression for the tests (e.g. 'not postgres')")
     parser.add_argument("--fail-under", type=float, default=0.0, help="exit 1 under this score (percent)")
     args = parser.parse_args(argv)
 
@@ -323,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     for target in args.targets:
         for path in _modules(target):
             tests = args.tests or _tests_for(path)
+            if args.keyword:
+                tests = [*tests, "-k", args.keyword]
             rel = path.relative_to(ROOT).as_posix()
             module_name = rel[:-3].replace("/", ".")
             importlib.import_module(module_name)

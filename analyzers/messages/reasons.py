@@ -257,6 +257,7 @@ CATALOGUE: Final[tuple[tuple[str, str, str | None], ...]] = (
     ("cannot allocate all claims", DRA_CANNOT_ALLOCATE, DYNAMIC_RESOURCES),
     ("resourceclaim not available on the node", DRA_CLAIM_UNAVAILABLE, DYNAMIC_RESOURCES),
     ("resourceclaim in use", DRA_CLAIM_UNAVAILABLE, DYNAMIC_RESOURCES),
+    ("timed out trying to allocate devices", DRA_CANNOT_ALLOCATE, DYNAMIC_RESOURCES),
     ("waiting for resource driver to allocate resource", DRA_CLAIM_UNAVAILABLE, DYNAMIC_RESOURCES),
     ("waiting for resource driver to provide information", DRA_CLAIM_UNAVAILABLE, DYNAMIC_RESOURCES),
     ("no nodes available to schedule pods", NO_NODES, None),
@@ -373,6 +374,12 @@ _RESOURCECLAIM_ALLOCATING_RE: Final = re.compile(
     r"^resource claim (\S+) is in the process of being allocated$"
 )
 _DEVICE_CLASS_RE: Final = re.compile(r"^request (\S+): device class (\S+) does not exist$")
+# nativedynamicresources.go: a native resource served through DRA, with its figures.
+_INSUFFICIENT_NATIVE_RE: Final = re.compile(r"^Insufficient resources: (\S+) \(requested: [^()]*\)$")
+# dynamicresources.go (1.36, PR 137607): the timeout as an Error naming the node.
+_NODE_ALLOCATE_TIMEOUT_RE: Final = re.compile(r"^node \S+: timed out trying to allocate devices$")
+# dynamicresources.go PreEnqueue (ErrClaimNotFound): the pod's claim does not exist yet.
+_CLAIM_NOT_CREATED_RE: Final = re.compile(r'^pod "([^"/]+)/([^"]+)": ResourceClaim not created yet$')
 _REPEATED_RE: Final = re.compile(r"\s*\(repeated \d+ times\)$")
 
 
@@ -410,6 +417,16 @@ def classify_reason(text: str) -> ReasonInfo:
     info = _EXACT.get(text)
     if info is not None:
         return info
+    if text.startswith("Insufficient resources: "):
+        match = _INSUFFICIENT_NATIVE_RE.match(text)
+        if match is not None:
+            return ReasonInfo(INSUFFICIENT_RESOURCE, DYNAMIC_RESOURCES, resource=match.group(1))
+    if text.startswith("node ") and _NODE_ALLOCATE_TIMEOUT_RE.match(text) is not None:
+        return ReasonInfo(DRA_CANNOT_ALLOCATE, DYNAMIC_RESOURCES)
+    if text.startswith("pod ") and text.endswith("ResourceClaim not created yet"):
+        match = _CLAIM_NOT_CREATED_RE.match(text)
+        if match is not None:
+            return ReasonInfo(DRA_CLAIM_MISSING, DYNAMIC_RESOURCES)
     if text.startswith("Insufficient "):
         resource = text[13:].strip()
         if " " in resource:

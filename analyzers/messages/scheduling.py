@@ -163,7 +163,7 @@ def _is_reason_text(text: str) -> bool:
     return bool(text) and not text.isdigit() and not any(marker in text for marker in _NOT_IN_A_REASON)
 
 
-def parse_reason_list(text: str, *, truncated: bool = False) -> tuple[Reason, ...]:
+def parse_reason_list(text: str, *, truncated: bool = False, headed: bool = True) -> tuple[Reason, ...]:
     """Parse ``"2 Insufficient cpu, 1 node(s) had taint {a: b}, that the pod didn't tolerate"``.
 
     A comma starts a new reason only when a count follows it, so reasons that
@@ -171,7 +171,8 @@ def parse_reason_list(text: str, *, truncated: bool = False) -> tuple[Reason, ..
     reason (a PreFilter message, which may itself contain commas). With
     ``truncated`` the last reason may be cut short: it is matched against the
     beginnings of known reasons, and a dangling ``, 1`` is dropped. Pieces that
-    are empty, bare counts or hold a header are dropped.
+    are empty, bare counts or hold a header are dropped. ``headed``: the text
+    follows a header, so its first piece begins a reason even without a count.
     """
     if truncated:
         text = _TRAILING_COUNT_RE.sub("", text.strip())
@@ -202,7 +203,11 @@ def parse_reason_list(text: str, *, truncated: bool = False) -> tuple[Reason, ..
         reasons = [r for r in reasons if _is_reason_text(r.text)]
     if truncated and reasons:
         last = reasons[-1]
-        if last.info.code == OTHER:
+        # A cut piece is read as the beginning of a known reason only where a reason begins:
+        # after a header or a count. A bare piece without either ("pod affi ...") may have
+        # been cut at both ends, and begin in the middle of any reason.
+        starts_a_reason = headed or last.count is not None or len(reasons) > 1
+        if last.info.code == OTHER and starts_a_reason:
             guess = classify_truncated(last.text)
             if guess is not None:
                 reasons[-1] = Reason(last.count, last.text, guess)
@@ -584,7 +589,7 @@ def parse_reasons_only(text: str) -> ParsedMessage | None:
     unschedulable``, ``waiting for scheduling gates: [x]``, a PodScheduled
     condition message) of which at least one reason is known; else None."""
     body, _, _, cut = _until_end(text)
-    reasons = parse_reason_list(body, truncated=cut)
+    reasons = parse_reason_list(body, truncated=cut, headed=False)
     if not reasons or all(r.info.code == OTHER for r in reasons):
         return None
     # A list whose first piece has no count while later ones have was cut at the front.

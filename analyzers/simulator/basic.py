@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from analyzers.records import Pod, Taint, Toleration
 from analyzers.simulator import codes as C
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
-from analyzers.simulator.nodeinfo import WILDCARD_IP, mask_of
+from analyzers.simulator.nodeinfo import WILDCARD_IP, host_port_triples, mask_of
 from analyzers.simulator.results import FilterFailure
 
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
@@ -165,11 +165,7 @@ class NodeAffinity(Plugin):
 
 
 def wanted_ports(pod: Pod) -> list[tuple[str, str, int]]:
-    return [
-        (hp.host_ip or WILDCARD_IP, hp.protocol or "TCP", hp.port)
-        for hp in pod.spec.host_ports
-        if hp.port > 0
-    ]
+    return host_port_triples(pod)
 
 
 def port_conflicts(
@@ -239,9 +235,4 @@ class NodePorts(Plugin):
 
 
 def _ports_of(pods: Iterable[Pod]) -> set[tuple[str, str, int]]:
-    return {
-        (hp.host_ip or WILDCARD_IP, hp.protocol or "TCP", hp.port)
-        for p in pods
-        for hp in p.spec.host_ports
-        if hp.port > 0
-    }
+    return {triple for p in pods for triple in host_port_triples(p)}

@@ -33,6 +33,17 @@ _T = TypeVar("_T")
 WILDCARD_IP = "0.0.0.0"
 
 
+def host_port_triples(pod: Pod) -> list[tuple[str, str, int]]:
+    """The pod's host ports as (host IP, protocol, port); HostPortInfo.Add skips ports
+    <= 0 (pkg/scheduler/framework/types.go); the decoder already drops hostPort 0."""
+    return [
+        (hp.host_ip or WILDCARD_IP, hp.protocol or "TCP", hp.port)
+        for hp in pod.spec.host_ports
+        # hostPort 0 never reaches here: ">=" would agree with ">".
+        if hp.port > 0  # pragma: no mutate
+    ]
+
+
 def bits(mask: int) -> list[int]:
     """Indices of the set bits of ``mask``, ascending."""
     if not mask:
@@ -260,12 +271,7 @@ class NodeTable:
         self.pod_count[i] = len(pods)
         self.priorities[i] = prios
         self.min_priority[i] = min(prios) if prios else None
-        ports = {
-            (hp.host_ip or WILDCARD_IP, hp.protocol or "TCP", hp.port)
-            for pod in pods
-            for hp in pod.spec.host_ports
-            if hp.port > 0
-        }
+        ports = {triple for pod in pods for triple in host_port_triples(pod)}
         if ports:
             self.used_ports[i] = frozenset(ports)
         else:

@@ -384,3 +384,13 @@ def test_a_preemption_histogram_cut_inside_its_first_reason_is_never_a_filter_re
         parsed = parse_message_uncached(tail[:keep] + " ...")
         assert parsed.reasons == (), (tail[:keep], parsed.reasons)
         assert_never_wrong(parsed, s)
+
+
+def test_a_bare_piece_cut_at_both_ends_is_not_guessed_from_its_beginning() -> None:
+    # "pod affi" begins "pod affinity terms conflict", but this one was cut out of the
+    # middle of "node(s) didn't match pod affinity/anti-affinity": never guess.
+    s = Scenario("1.18", 1, {"node(s) didn't match pod affinity/anti-affinity": 1}, None, None, False)
+    message = s.render()
+    start = message.index("pod affinity")
+    for keep in range(start + 3, len(message) - 1):
+        assert_never_wrong(parse_message_uncached(message[start:keep] + " ..."), s)

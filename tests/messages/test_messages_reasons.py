@@ -249,3 +249,47 @@ def test_a_taint_kubernetes_sets_itself_says_what_it_means(key: str, says: str) 
 def test_a_teams_own_taint_gets_no_component_clause() -> None:
     info = classify_reason("node(s) had untolerated taint {dedicated: gpu}")
     assert describe(info).endswith("that the pod does not tolerate")
+
+
+# pkg/scheduler/framework/plugins/dynamicresources/{dynamicresources,nativedynamicresources}.go
+# (1.34-1.36, as summarised in reference/anchors-2026.md): the DRA wordings, with their codes.
+@pytest.mark.parametrize(
+    ("text", "code", "resource"),
+    [
+        ("timed out trying to allocate devices", r.DRA_CANNOT_ALLOCATE, None),
+        ("node worker-3: timed out trying to allocate devices", r.DRA_CANNOT_ALLOCATE, None),
+        ("cannot allocate all claims", r.DRA_CANNOT_ALLOCATE, None),
+        ("Insufficient resources: cpu (requested: 4, used: 2, capacity: 4)", r.INSUFFICIENT_RESOURCE, "cpu"),
+        (
+            "Insufficient resources: memory (requested: 8Gi, used: 0, capacity: 4Gi)",
+            r.INSUFFICIENT_RESOURCE,
+            "memory",
+        ),
+        ('pod "ml/trainer-0": ResourceClaim not created yet', r.DRA_CLAIM_MISSING, None),
+        ("request gpu: device class a100.nvidia.com does not exist", r.DRA_CLAIM_MISSING, None),
+        (
+            "resource claim ml/trainer-0-gpu is in the process of being allocated",
+            r.DRA_CLAIM_UNAVAILABLE,
+            None,
+        ),
+    ],
+)
+def test_dynamic_resources_wordings(text: str, code: str, resource: str | None) -> None:
+    info = classify_reason(text)
+    assert (info.code, info.plugin, info.resource) == (code, r.DYNAMIC_RESOURCES, resource)
+
+
+def test_a_histogram_with_the_dra_wordings_keeps_every_count() -> None:
+    from analyzers.messages import parse_message_uncached
+
+    parsed = parse_message_uncached(
+        "0/6 nodes are available: 1 timed out trying to allocate devices, 2 Insufficient resources: cpu "
+        "(requested: 4, used: 2, capacity: 4), 3 cannot allocate all claims. still not schedulable, "
+        "preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
+    )
+    assert [(x.count, x.code) for x in parsed.reasons] == [
+        (1, r.DRA_CANNOT_ALLOCATE),
+        (2, r.INSUFFICIENT_RESOURCE),
+        (3, r.DRA_CANNOT_ALLOCATE),
+    ]
+    assert parsed.notes == ("still not schedulable",)
