@@ -278,8 +278,11 @@ class Pipeline:
         on_pass: Callable[[PassOutcome], Awaitable[None] | None] | None = None,
         observe_seconds: Callable[[float], None] | None = None,
         check_remedies: Callable[[Sequence[Finding]], Awaitable[list[Finding]]] | None = None,
+        before_pass: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self.cache = cache
+        # e.g. agent.scales.ScaleReader: reads the state does not watch, before each pass
+        self.before_pass = before_pass
         # e.g. agent.dryrun.DryRunVerifier.check: the API server's dry run of each patch remedy
         self.check_remedies = check_remedies
         self.sessions = sessions
@@ -324,6 +327,8 @@ class Pipeline:
     async def run_pass(self) -> PassOutcome | None:
         """One analysis pass over the current snapshot; None when nothing changed."""
         async with self._lock:
+            if self.before_pass is not None:
+                await self.before_pass()
             snapshot = self.cache.state.snapshot()
             if (
                 snapshot.generation == self._last_generation

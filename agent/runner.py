@@ -34,6 +34,7 @@ from agent.notify.metrics import NotifyCollector
 from agent.notify.settings import NotifySettings
 from agent.notify.worker import OutboxWorker
 from agent.pipeline import PassOutcome, Pipeline, PipelineConfig
+from agent.scales import ScaleReader
 from agent.settings import ApiSettings
 from analyzers.findings import Finding
 from analyzers.remedies import RemedyRenderer
@@ -113,6 +114,7 @@ class ClusterAgent:
                     await maybe
 
         check_remedies = DryRunVerifier(gateway).check if verify_with_dry_run else None
+        scales = ScaleReader(gateway)
         pipeline = Pipeline(
             cache,
             sessions,
@@ -121,6 +123,7 @@ class ClusterAgent:
             on_pass=_on_pass,
             observe_seconds=observe_seconds,
             check_remedies=check_remedies,
+            before_pass=lambda: scales.refresh(cache.state),
         )
         cache.on_event = pipeline.on_event
         watcher = Watcher(gateway, cache, namespaces=namespaces)

@@ -27,6 +27,9 @@ from analyzers.quantity import QuantityError, to_units
 from analyzers.records import (
     EMPTY_MAP,
     Condition,
+    CustomObject,
+    CustomResourceDefinition,
+    CustomResourceVersion,
     DaemonSet,
     Deployment,
     Event,
@@ -445,18 +448,31 @@ class Decoder:
         refs = meta.get("ownerReferences")
         if not refs:
             return None
-        chosen = next((r for r in refs if r.get("controller")), None) or refs[0]
+        chosen = next((r for r in refs if r.get("controller") is True), None)
+        controller = chosen is not None
+        if chosen is None:
+            chosen = refs[0]
         if not chosen:
             return None
+        if chosen.get("apiVersion") is not None and not isinstance(chosen.get("apiVersion"), str):
+            raise ValueError("ownerReferences[].apiVersion: expected a string")
         if (
             held is not None
             and (chosen.get("kind") or "") == held.kind
             and (chosen.get("name") or "") == held.name
             and (chosen.get("uid") or "") == held.uid
+            and (chosen.get("apiVersion") or "") == held.api_version
+            and controller == held.controller
         ):
             return held
         return self.value(
-            OwnerRef(self.s(chosen.get("kind")), self.s(chosen.get("name")), self.s(chosen.get("uid")))
+            OwnerRef(
+                self.s(chosen.get("kind")),
+                self.s(chosen.get("name")),
+                self.s(chosen.get("uid")),
+                self.s(chosen.get("apiVersion")),
+                controller,
+            )
         )
 
     def conditions(self, value: Any, held: tuple[Condition, ...] = ()) -> tuple[Condition, ...]:
@@ -691,9 +707,11 @@ class Decoder:
         changed the held record itself comes back. The result is always equal
         to a fresh decode of ``obj``."""
         kind = obj.get("kind")
-        fn = _DECODERS.get(kind) if isinstance(kind, str) else None
+        fn: Any = _DECODERS.get(kind) if isinstance(kind, str) else None
         if fn is None:
-            return None
+            if not is_custom_resource(obj):
+                return None
+            fn = Decoder.custom_object
         try:
             record: Record = fn(self, obj) if known is None or kind not in _REUSING else fn(self, obj, known)
             return record
@@ -1205,6 +1223,56 @@ class Decoder:
             timestamp=parse_time(obj.get("timestamp")),
         )
 
+    def crd(self, obj: Obj) -> CustomResourceDefinition:
+        """apiextensions.k8s.io/v1 CustomResourceDefinition: names and, per version,
+        ``subresources.scale`` (specReplicasPath, statusReplicasPath)."""
+        meta = _meta(obj)
+        spec = _object_at(obj.get("spec"), "spec")
+        names = _object_at(spec.get("names"), "spec.names")
+        listed = spec.get("versions") or []
+        if not isinstance(listed, list):
+            raise ValueError(f"spec.versions: expected an array, found {json_type(listed)}")
+        versions = []
+        for i, item in enumerate(listed):
+            v = _object_at(item, f"spec.versions[{i}]")
+            subresources = _object_at(v.get("subresources"), f"spec.versions[{i}].subresources")
+            scale = subresources.get("scale")
+            if scale is not None:
+                scale = _object_at(scale, f"spec.versions[{i}].subresources.scale")
+                for field in ("specReplicasPath", "statusReplicasPath"):
+                    if not isinstance(scale.get(field, ""), str):
+                        where = f"spec.versions[{i}].subresources.scale.{field}"
+                        raise ValueError(f"{where}: expected a string, found {json_type(scale[field])}")
+            versions.append(
+                CustomResourceVersion(
+                    name=self.s(v.get("name")),
+                    served=v.get("served") is not False,
+                    spec_replicas_path=None if scale is None else self.s(scale.get("specReplicasPath")),
+                    status_replicas_path=None if scale is None else self.s(scale.get("statusReplicasPath")),
+                )
+            )
+        return CustomResourceDefinition(
+            name=self.s(meta["name"]),
+            group=self.s(spec.get("group")),
+            kind=self.s(names.get("kind")),
+            plural=self.s(names.get("plural")),
+            namespaced=spec.get("scope") != "Cluster",
+            versions=tuple(versions),
+        )
+
+    def custom_object(self, obj: Obj) -> CustomObject:
+        """A custom resource: identity, ``spec`` and ``status`` (read at its CRD's scale paths)."""
+        meta = _meta(obj)
+        content = {k: _frozen(obj[k]) for k in ("spec", "status") if k in obj}
+        return CustomObject(
+            api_version=self.s(obj.get("apiVersion")),
+            kind=self.s(obj.get("kind")),
+            namespace=self.s(meta.get("namespace") or ""),
+            name=self.s(meta["name"]),
+            uid=self.s(meta.get("uid")),
+            content=FrozenMap(content),
+        )
+
 
 # The pod spec fields a PodSpec is built from, besides containers, volumes and
 # nodeName (of which _spec_parts takes a part). Fields that differ between
@@ -1308,6 +1376,40 @@ def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
         into[k] = into.get(k, 0) + v
 
 
+def _object_at(value: Any, where: str) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object (absent: empty), else an error naming ``where``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: expected an object, found {json_type(value)}")
+    return value
+
+
+def is_custom_resource(obj: Obj) -> bool:
+    """Whether an object of a kind unstick does not decode may be a custom resource: its
+    group has a dot (a CRD's ``spec.group`` must, ValidateCustomResourceDefinitionSpec in
+    apiextensions-apiserver) and its kind is not one dumps carry that unstick skips."""
+    api_version = obj.get("apiVersion")
+    meta = obj.get("metadata")
+    if not isinstance(api_version, str) or not isinstance(meta, Mapping) or not meta.get("name"):
+        return False
+    return "." in api_version.rpartition("/")[0] and obj.get("kind") not in IGNORED_KINDS
+
+
+def _frozen(value: Any, depth: int = 0) -> Any:
+    """JSON as immutable values: objects → FrozenMap, arrays → tuples (bounded depth)."""
+    if depth > 64:
+        raise ValueError("custom resource nested too deeply")
+    cls = value.__class__
+    if cls is str or cls is int or cls is float or cls is bool or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return FrozenMap((str(k), _frozen(v, depth + 1)) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v, depth + 1) for v in value)
+    return value
+
+
 _KEPT_POD_ANNOTATIONS = frozenset(
     {
         "cluster-autoscaler.kubernetes.io/safe-to-evict",
@@ -1334,6 +1436,7 @@ _DECODERS: dict[str, Any] = {
     "Event": Decoder.event,
     "NodeMetrics": Decoder.node_metrics,
     "PodMetrics": Decoder.pod_metrics,
+    "CustomResourceDefinition": Decoder.crd,
 }
 
 # Kinds decoded against the record already held for them (``Decoder.decode``'s ``known``).
@@ -1356,7 +1459,6 @@ IGNORED_KINDS = frozenset(
         "RoleBinding",
         "ClusterRole",
         "ClusterRoleBinding",
-        "CustomResourceDefinition",
         "HorizontalPodAutoscaler",
         "NetworkPolicy",
         "LimitRange",

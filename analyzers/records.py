@@ -243,9 +243,19 @@ class PodSpec:
 
 @dataclass(frozen=True, slots=True)
 class OwnerRef:
+    """An ownerReference: the one with ``controller: true`` when there is one
+    (metav1.GetControllerOf), else the first (``controller`` False then)."""
+
     kind: str
     name: str
     uid: str = ""
+    api_version: str = ""
+    controller: bool = True
+
+    @property
+    def group(self) -> str:
+        """The API group of ``api_version`` ("" for the core group's ``v1``)."""
+        return self.api_version.rpartition("/")[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -611,6 +621,79 @@ class PodMetrics:
         return (self.namespace, self.name)
 
 
+@dataclass(frozen=True, slots=True)
+class CustomResourceVersion:
+    """One ``spec.versions[]`` entry of a CustomResourceDefinition: its scale
+    subresource's JSON paths (None when the version has no scale subresource)."""
+
+    name: str
+    served: bool = True
+    spec_replicas_path: str | None = None
+    status_replicas_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CustomResourceDefinition:
+    """An apiextensions.k8s.io/v1 CustomResourceDefinition: what maps a custom
+    kind to its resource and scale subresource."""
+
+    name: str  # PLURAL.GROUP
+    group: str
+    kind: str
+    plural: str
+    namespaced: bool
+    versions: tuple[CustomResourceVersion, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+    def version(self, name: str) -> CustomResourceVersion | None:
+        return next((v for v in self.versions if v.name == name), None)
+
+
+@dataclass(frozen=True, slots=True)
+class CustomObject:
+    """A custom resource from a dump: its identity and its ``spec`` and ``status``
+    (nested FrozenMaps; lists become tuples), read at a CRD's scale paths."""
+
+    api_version: str
+    kind: str
+    namespace: str  # "" when cluster-scoped
+    name: str
+    uid: str
+    content: FrozenMap[Any] = EMPTY_MAP  # {"spec": ..., "status": ...}
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.namespace, self.group, self.kind, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleReading:
+    """What the live agent read from a controller's ``/scale`` subresource
+    (autoscaling/v1 Scale): ``uid`` and ``replicas`` (its spec.replicas), or why
+    it could not: ``problem`` is an error the disruption controller would hit too
+    (it then fails safe), ``unknown`` one only unstick has (RBAC, discovery)."""
+
+    namespace: str
+    group: str
+    kind: str
+    name: str
+    uid: str = ""
+    replicas: int | None = None
+    problem: str | None = None
+    unknown: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.namespace, self.group, self.kind, self.name)
+
+
 Record = (
     Pod
     | Node
@@ -630,6 +713,9 @@ Record = (
     | Event
     | NodeMetrics
     | PodMetrics
+    | CustomResourceDefinition
+    | CustomObject
+    | ScaleReading
 )
 
 

@@ -32,6 +32,9 @@ CLUSTER_WIDE = frozenset(
         "nodes",
         "pdbs",
         "replication_controllers",  # their replicas change PDB budgets
+        "crds",  # custom controllers' scale: PDB budgets too
+        "custom_objects",
+        "scales",
         "priority_classes",
         "namespaces",
         "pvcs",

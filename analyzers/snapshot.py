@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 from analyzers.findings import ObjectRef
 from analyzers.ingest import IGNORED_KINDS, Decoder, InputError, describe
 from analyzers.records import (
+    CustomObject,
+    CustomResourceDefinition,
     DaemonSet,
     Deployment,
     Event,
@@ -35,6 +37,7 @@ from analyzers.records import (
     ReplicaSet,
     ReplicationController,
     ResourceClaim,
+    ScaleReading,
     StatefulSet,
     StorageClass,
 )
@@ -62,6 +65,9 @@ COLLECTIONS: dict[type, str] = {
     Event: "events",
     NodeMetrics: "node_metrics",
     PodMetrics: "pod_metrics",
+    CustomResourceDefinition: "crds",
+    CustomObject: "custom_objects",  # keyed (namespace, group, kind, name)
+    ScaleReading: "scales",  # the live agent's /scale reads, keyed like custom_objects
 }
 KIND_COLLECTIONS: dict[str, str] = {
     "Pod": "pods",
@@ -82,6 +88,9 @@ KIND_COLLECTIONS: dict[str, str] = {
     "Event": "events",
     "NodeMetrics": "node_metrics",
     "PodMetrics": "pod_metrics",
+    "CustomResourceDefinition": "crds",
+    "CustomObject": "custom_objects",
+    "ScaleReading": "scales",
 }
 _NAMESPACED = frozenset(
     {
@@ -148,7 +157,7 @@ class ClusterState:
             if kind not in IGNORED_KINDS:
                 self.warn(f"{source}: {describe(obj)}: kind {kind!r} is not analysed; skipped")
             return None
-        if known is None:
+        if known is None or record.__class__ is CustomObject:  # a CR's kind names no collection
             self.apply(record)
         else:  # apply() and _changed(), inlined: this runs for every watch event
             known[record.key] = record
@@ -204,6 +213,8 @@ class ClusterSnapshot:
     __slots__ = (
         "_cache",
         "_origin",
+        "crds",
+        "custom_objects",
         "daemonsets",
         "deployments",
         "events",
@@ -222,6 +233,7 @@ class ClusterSnapshot:
         "replicasets",
         "replication_controllers",
         "resource_claims",
+        "scales",
         "statefulsets",
         "storage_classes",
         "warnings",
@@ -245,6 +257,9 @@ class ClusterSnapshot:
     events: Mapping[tuple[str, str], Event]
     node_metrics: Mapping[str, NodeMetrics]
     pod_metrics: Mapping[tuple[str, str], PodMetrics]
+    crds: Mapping[str, CustomResourceDefinition]
+    custom_objects: Mapping[tuple[str, str, str, str], CustomObject]
+    scales: Mapping[tuple[str, str, str, str], ScaleReading]
 
     def __init__(
         self,

@@ -227,7 +227,7 @@ def array(item: Checker) -> Checker:
 
 # -- the fields ingest reads --------------------------------------------------
 
-_OWNER = obj(kind=_str, name=_str, uid=_str, controller=_bool)
+_OWNER = obj(apiVersion=_str, kind=_str, name=_str, uid=_str, controller=_bool)
 _METADATA = obj(
     name=_str,
     namespace=_str,

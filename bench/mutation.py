@@ -53,7 +53,7 @@ TESTS: dict[str, list[str]] = {
         "tests/simulator/test_preemption.py",
     ],
     "analyzers/simulator/": ["tests/simulator"],
-    "storage/tracker.py": ["tests/storage"],
+    "storage/tracker.py": ["tests/storage"],  # -k "not postgres" for a quicker, SQLite-only run
     "agent/pipeline.py": [
         "tests/agent/test_pipeline_units.py",
         "tests/agent/test_pipeline_scope.py",

@@ -324,7 +324,12 @@ def print_human(report: Report, node_count: int, out: TextIO, *, context: str = 
                 if pdb.min_available is not None
                 else f"maxUnavailable={pdb.max_unavailable}"
             )
-            extra = f" ({b.error})" if b.error else ""
+            if b.error:
+                extra = f" (failSafe: {b.error}; the other figures are the PDB's status)"
+            elif b.unknown:
+                extra = f" (unknown: {b.unknown}; figures from the PDB's status as the controller last wrote it)"
+            else:
+                extra = ""
             w(
                 f"  {pdb.namespace}/{pdb.name}: {spec}; expected {b.expected_pods}, desired healthy {b.desired_healthy}, "
                 f"healthy {b.current_healthy} → disruptions allowed {b.disruptions_allowed}{extra}\n"

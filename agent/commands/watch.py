@@ -52,8 +52,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--verify-with-dry-run",
         action="store_true",
         help=(
-            "check each verified patch remedy with a server-side dry run (PATCH ?dryRun=All) and record the "
-            "outcome in its verification; needs RBAC verb patch on the patched kinds (see README)"
+            "check each verified remedy with a server-side dry run (its PATCH or CREATE with ?dryRun=All) and "
+            "record the outcome in its verification; needs RBAC verbs patch and create on the kinds (see README)"
         ),
     )
     add_agent_arguments(p)

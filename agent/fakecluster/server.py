@@ -61,6 +61,7 @@ from typing import Any, Literal
 import orjson
 from aiohttp import web
 
+from agent.fakecluster.custom import CustomResources
 from agent.fakecluster.kubeconfig import write_kubeconfig
 from agent.fakecluster.selectors import FieldSelector, LabelSelector, SelectorError
 from agent.kube.kinds import EVENT, LEASE, METRICS_GROUP, NAMESPACE, SERVED_KINDS, Kind, kind_for
@@ -353,6 +354,7 @@ class _Route:
     namespace: str | None = None
     name: str | None = None
     body: Obj | None = field(default=None)
+    subresource: str | None = None
 
 
 class FakeCluster:
@@ -399,6 +401,7 @@ class FakeCluster:
         self._runner: web.AppRunner | None = None
         self._url: str | None = None
         self._event_names = itertools.count(1)
+        self.custom = CustomResources()  # CustomResourceDefinitions and their objects
         for ns in _DEFAULT_NAMESPACES:
             self._ensure_namespace(ns)
 
@@ -464,6 +467,8 @@ class FakeCluster:
                 stored = self.apply(item, copy=copy)
             return stored
         new: Obj = orjson.loads(orjson.dumps(obj)) if copy else dict(obj)
+        if new.get("kind") == "CustomResourceDefinition" or self.custom.serves(new):
+            return self._apply_custom(new)
         kind = kind_for(str(new.get("kind")), new.get("apiVersion"))
         meta = new.setdefault("metadata", {})
         if not meta.get("name"):
@@ -496,6 +501,37 @@ class FakeCluster:
         meta["resourceVersion"] = str(self._rv)
         self._objects[kind.kind][key] = new
         self._record(kind, key, "MODIFIED" if prev is not None else "ADDED", new, prev)
+        return new
+
+    def _apply_custom(self, new: Obj) -> Obj:
+        """A CustomResourceDefinition (its kind is served from then on) or an object of one;
+        no watch events (unstick does not watch custom resources)."""
+        meta = new.setdefault("metadata", {})
+        if new["kind"] == "CustomResourceDefinition":
+            held = self.custom.definitions.get(meta["name"])
+            meta.pop("namespace", None)
+        else:
+            (group, kind), (_, name) = self.custom.key(new)
+            version = new["apiVersion"].rpartition("/")[2]
+            if any(v.kind.namespaced for v in self.custom.versions(group, version) if v.kind.kind == kind):
+                meta["namespace"] = meta.get("namespace") or "default"
+                self._ensure_namespace(meta["namespace"])
+            else:
+                meta.pop("namespace", None)
+            held = self.custom.objects[(group, kind)].get((meta.get("namespace", ""), name))
+        if held is not None:
+            meta["uid"] = held["metadata"].get("uid")
+            meta["creationTimestamp"] = held["metadata"].get("creationTimestamp")
+        else:
+            meta.setdefault("uid", str(uuid.UUID(int=self._random.getrandbits(128), version=4)))
+            meta.setdefault("creationTimestamp", _rfc3339(self.now()))
+        self._rv += 1
+        meta["resourceVersion"] = str(self._rv)
+        if new["kind"] == "CustomResourceDefinition":
+            self.custom.define(new)
+        else:
+            coll, key = self.custom.key(new)
+            self.custom.objects[coll][key] = new
         return new
 
     def delete(self, kind: str, name: str, namespace: str | None = None) -> Obj | None:
@@ -707,6 +743,8 @@ class FakeCluster:
             version, rest = parts[2], parts[3:]
         else:
             return self._error(404, _NOT_FOUND_PATH, details={})
+        if self.custom.versions(group, version):
+            return self._route_custom(group, version, rest)
         kinds = [k for k in SERVED_KINDS if k.group == group and k.version == version]
         if not kinds or (group == METRICS_GROUP and not self.metrics_enabled):
             return self._error(404, _NOT_FOUND_PATH, details={})
@@ -725,6 +763,35 @@ class FakeCluster:
             return _Route("create", kind, namespace)
         watch = request.query.get("watch", "").lower() in ("true", "1")
         return _Route("watch" if watch else "list", kind, namespace)
+
+    def _route_custom(self, group: str, version: str, rest: list[str]) -> _Route | web.Response:
+        """Discovery, GET of an object and GET of its /scale for a CRD's group version."""
+        if not rest:
+            return _Route("discovery", body=self.custom.resource_list(group, version))
+        namespace: str | None = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            namespace, rest = rest[1], rest[2:]
+        served = self.custom.versions(group, version)
+        found = next((v for v in served if v.kind.plural == rest[0]), None)
+        if found is None or len(rest) not in (2, 3) or (namespace is not None) != found.kind.namespaced:
+            return self._error(404, _NOT_FOUND_PATH, details={})
+        if len(rest) == 3 and (rest[2] != "scale" or found.spec_replicas_path is None):
+            return self._error(404, _NOT_FOUND_PATH, details={})
+        return _Route("get", found.kind, namespace, rest[1], subresource=rest[2] if len(rest) == 3 else None)
+
+    def _serve_custom_get(self, route: _Route) -> web.Response:
+        kind, name = route.kind, route.name or ""
+        assert kind is not None
+        obj = self.custom.get(kind, route.namespace, name)
+        if obj is None:
+            details = {"name": name, "group": kind.group, "kind": kind.plural}
+            return self._error(404, f'{kind.plural}.{kind.group} "{name}" not found', details=details)
+        if route.subresource == "scale":
+            status, body = self.custom.scale(kind, obj)
+            if status != 200:
+                return self._error(status, body["message"], reason=body.get("reason"))
+            return self._json(body)
+        return self._json(obj)
 
     def _authorised(self, request: web.Request) -> bool:
         return self.token is None or request.headers.get("Authorization") == f"Bearer {self.token}"
@@ -768,6 +835,8 @@ class FakeCluster:
             return self._json(routed.body)
         assert routed.kind is not None
         try:
+            if routed.verb == "get" and self.custom.owns(routed.kind):
+                return self._serve_custom_get(routed)
             if routed.verb == "get":
                 return self._serve_get(routed.kind, routed.namespace, routed.name or "")
             if routed.verb == "list":
@@ -798,15 +867,17 @@ class FakeCluster:
     def _group_served(self, group: str) -> bool:
         if group == METRICS_GROUP:
             return self.metrics_enabled
-        return any(k.group == group for k in SERVED_KINDS)
+        return any(k.group == group for k in SERVED_KINDS) or group in self.custom.groups()
 
     def _group(self, group: str) -> Obj:
-        versions = sorted({k.version for k in SERVED_KINDS if k.group == group})
+        custom = self.custom.groups().get(group, [])
+        versions = sorted({k.version for k in SERVED_KINDS if k.group == group} | set(custom))
         entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
         return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": entries, "preferredVersion": entries[0]}
 
     def _group_list(self) -> Obj:
-        groups = sorted({k.group for k in SERVED_KINDS if k.group and self._group_served(k.group)})
+        served = {k.group for k in SERVED_KINDS if k.group and self._group_served(k.group)}
+        groups = sorted(served | set(self.custom.groups()))
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [self._group(g) for g in groups]}
 
     def _resource_list(self, group: str, version: str, kinds: Iterable[Kind]) -> Obj:

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from typing import Any, Literal, TypedDict
 
 import aiohttp
@@ -199,6 +199,8 @@ def _service_account_namespace() -> str | None:
             return fh.read().strip() or None
     except OSError:
         return None
+
+
 def _check_kubeconfig(paths: str) -> None:
     """Each file of a kubeconfig path list exists, is readable and holds a YAML map;
     ConfigError naming the file and the problem otherwise."""
@@ -226,6 +228,40 @@ def _log_refresh_failure(task: asyncio.Task[None]) -> None:
             "refreshing Kubernetes credentials failed; requests will fail once the token expires",
             exc_info=task.exception(),
         )
+
+
+async def _object_response(what: str, call: Awaitable[aiohttp.ClientResponse]) -> RawObject:
+    """Await a kubernetes-asyncio request made with ``_preload_content=False`` and decode its
+    JSON object; client failures and non-2xx answers leave as ``agent.kube.errors``."""
+    try:
+        resp = await call
+    except ApiException as exc:
+        headers: Mapping[str, str] = exc.headers or {}
+        raw = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
+        raise error_from_response(exc.status or 0, raw, headers) from exc
+    except ApiValueError as exc:
+        raise ProtocolError(f"{what}: {exc}") from exc
+    except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+        raise Timeout(f"{what}: timed out") from exc
+    except aiohttp.ClientError as exc:
+        raise Unavailable(f"{what}: {exc}") from exc
+    try:
+        payload = await resp.read()
+    except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+        raise Timeout(f"{what}: timed out reading the body") from exc
+    except aiohttp.ClientError as exc:
+        raise Unavailable(f"{what}: {exc}") from exc
+    finally:
+        resp.release()
+    if not 200 <= resp.status < 300:
+        raise error_from_response(resp.status, payload, resp.headers)
+    try:
+        obj = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(f"{what}: body is not JSON ({payload[:80]!r})") from exc
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"{what}: body is not an object")
+    return obj
 
 
 class Gateway:
@@ -267,6 +303,7 @@ class Gateway:
         self._refresher: asyncio.Task[None] | None = None
         self._groups: dict[str, list[str]] | None = None
         self._groups_at = 0.0
+        self._resources: dict[tuple[str, str], tuple[float, list[dict[str, Any]]]] = {}
         self.namespace: str | None = None
         """The kubeconfig context's namespace (in a pod: the service account's), as kubectl's default."""
 
@@ -386,47 +423,29 @@ class Gateway:
             raise error_from_response(resp.status, payload, resp.headers)
         return resp
 
-    async def _send(self, method: Literal["POST", "PUT"], path: str, body: RawObject) -> RawObject:
+    async def _send(
+        self,
+        method: Literal["POST", "PUT"],
+        path: str,
+        body: RawObject,
+        params: Sequence[tuple[str, str]] = (),
+    ) -> RawObject:
         """POST or PUT a JSON object and decode the answer; non-2xx answers are raised
         (a 409 as ``Conflict``, a 404 as ``NotFound``)."""
         api = self._api
         if api is None:
             raise RuntimeError("Gateway.open() was not awaited")
-        try:
-            resp: aiohttp.ClientResponse = await api.call_api(
-                path,
-                method,
-                header_params={**_ACCEPT, "Content-Type": "application/json"},
-                body=body,
-                auth_settings=_AUTH,
-                _preload_content=False,
-                _request_timeout=self._request_timeout,
-            )
-        except ApiException as exc:
-            headers: Mapping[str, str] = exc.headers or {}
-            raw = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
-            raise error_from_response(exc.status or 0, raw, headers) from exc
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise Timeout(f"{method} {path}: timed out") from exc
-        except aiohttp.ClientError as exc:
-            raise Unavailable(f"{method} {path}: {exc}") from exc
-        try:
-            payload = await resp.read()
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise Timeout(f"{method} {path}: timed out reading the body") from exc
-        except aiohttp.ClientError as exc:
-            raise Unavailable(f"{method} {path}: {exc}") from exc
-        finally:
-            resp.release()
-        if not 200 <= resp.status < 300:
-            raise error_from_response(resp.status, payload, resp.headers)
-        try:
-            obj = orjson.loads(payload)
-        except orjson.JSONDecodeError as exc:
-            raise ProtocolError(f"{method} {path}: body is not JSON ({payload[:80]!r})") from exc
-        if not isinstance(obj, dict):
-            raise ProtocolError(f"{method} {path}: body is not an object")
-        return obj
+        call = api.call_api(
+            path,
+            method,
+            query_params=list(params),
+            header_params={**_ACCEPT, "Content-Type": "application/json"},
+            body=body,
+            auth_settings=_AUTH,
+            _preload_content=False,
+            _request_timeout=self._request_timeout,
+        )
+        return await _object_response(f"{method} {path}", call)
 
     async def get_json(self, path: str, params: Sequence[tuple[str, str]] = ()) -> Any:
         """GET a path and decode its JSON body."""
@@ -466,37 +485,25 @@ class Gateway:
             "merge": "application/merge-patch+json",
             "json": "application/json-patch+json",
         }[patch_type]
-        try:
-            resp: aiohttp.ClientResponse = await api.call_api(
-                path,
-                "PATCH",
-                query_params=[("dryRun", "All"), ("fieldManager", "unstick-dry-run")],
-                header_params={**_ACCEPT, "Content-Type": content_type},
-                body=patch,
-                auth_settings=_AUTH,
-                _preload_content=False,
-                _request_timeout=self._request_timeout,
-            )
-        except ApiException as exc:
-            headers: Mapping[str, str] = exc.headers or {}
-            body = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
-            raise error_from_response(exc.status or 0, body, headers) from exc
-        except ApiValueError as exc:
-            raise ProtocolError(f"PATCH {path}: {exc}") from exc
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise Timeout(f"PATCH {path}: timed out") from exc
-        except aiohttp.ClientError as exc:
-            raise Unavailable(f"PATCH {path}: {exc}") from exc
-        try:
-            payload = await resp.read()
-        finally:
-            resp.release()
-        if not 200 <= resp.status < 300:
-            raise error_from_response(resp.status, payload, resp.headers)
-        obj = orjson.loads(payload)
-        if not isinstance(obj, dict):
-            raise ProtocolError(f"PATCH {path}: the answer is not an object")
-        return obj
+        call = api.call_api(
+            path,
+            "PATCH",
+            query_params=[("dryRun", "All"), ("fieldManager", "unstick-dry-run")],
+            header_params={**_ACCEPT, "Content-Type": content_type},
+            body=patch,
+            auth_settings=_AUTH,
+            _preload_content=False,
+            _request_timeout=self._request_timeout,
+        )
+        return await _object_response(f"PATCH {path}", call)
+
+    async def dry_run_create(self, kind: Kind | str, obj: RawObject) -> RawObject:
+        """POST ``obj`` with ``dryRun=All`` and ``fieldValidation=Strict`` (kubectl's default):
+        validated, admitted and defaulted, never stored (needs ``create`` RBAC on the kind).
+        ``Conflict`` (409 AlreadyExists) when an object of that name exists."""
+        k = kind if isinstance(kind, Kind) else kind_for(kind)
+        params = (("dryRun", "All"), ("fieldManager", "unstick-dry-run"), ("fieldValidation", "Strict"))
+        return await self._send("POST", k.path(obj.get("metadata", {}).get("namespace")), obj, params)
 
     # -- reads -----------------------------------------------------------------
     async def version(self) -> dict[str, Any]:
@@ -652,6 +659,38 @@ class Gateway:
                     groups[name] = [v.get("version") for v in group.get("versions") or [] if v.get("version")]
             self._groups, self._groups_at = groups, now
         return dict(self._groups)
+
+    async def api_resources(self, group: str, version: str) -> list[dict[str, Any]]:
+        """Discovery of one group version (``/apis/GROUP/VERSION``; ``/api/v1`` for the core
+        group): its APIResourceList's ``resources``, cached for ``discovery_ttl`` seconds."""
+        now = time.monotonic()
+        held = self._resources.get((group, version))
+        if held is not None and now - held[0] <= self._discovery_ttl:
+            return held[1]
+        doc = await self.get_json(f"/apis/{group}/{version}" if group else f"/api/{version}")
+        found = doc.get("resources") if isinstance(doc, dict) else None
+        resources = [r for r in found if isinstance(r, dict)] if isinstance(found, list) else []
+        self._resources[(group, version)] = (now, resources)
+        return resources
+
+    async def get_scale(self, group: str, version: str, namespace: str, plural: str, name: str) -> RawObject:
+        """GET a custom resource's ``/scale`` subresource (an autoscaling/v1 Scale) through
+        kubernetes-asyncio's ``CustomObjectsApi.get_namespaced_custom_object_scale``."""
+        api = self._api
+        if api is None:
+            raise RuntimeError("Gateway.open() was not awaited")
+        call = k8s_client.CustomObjectsApi(api).get_namespaced_custom_object_scale(
+            group,
+            version,
+            namespace,
+            plural,
+            name,
+            _preload_content=False,
+            _request_timeout=self._request_timeout,
+        )
+        return await _object_response(
+            f"GET /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}/scale", call
+        )
 
     async def has_api(self, group: str, version: str) -> bool:
         return version in (await self.api_groups()).get(group, [])

@@ -99,6 +99,7 @@ def build_environment() -> jinja2.Environment:
     env.filters["first_line"] = lambda text: str(text).strip().splitlines()[0] if str(text).strip() else ""
     env.filters["ago"] = duration_words
     env.filters["events"] = lambda n: f"{n} event" if n == 1 else f"{n} events"
+    env.filters["details"] = resolution_details
     return env
 
 
@@ -189,6 +190,15 @@ def links_for(public_url: str | None, incident: Mapping[str, Any]) -> Links:
     return Links(f"{base}/incidents/{inc_id}", remedies, f"{base}/incidents")
 
 
+def resolution_details(resolution: Mapping[str, Any] | None) -> list[str]:
+    """The changes of a resolution that its summary does not already say (a summary names
+    every cause and the first effect: listing them again repeats the sentence)."""
+    if not resolution:
+        return []
+    summary = str(resolution.get("summary") or "").lower()
+    return [str(c) for c in resolution.get("changes") or () if str(c).lower().rstrip(".") not in summary]
+
+
 def _humanize(key: str) -> str:
     words = key.replace("_", " ").replace("-", " ").strip()
     return words[:1].upper() + words[1:]
@@ -208,9 +218,27 @@ def _evidence_value(value: Any) -> str:
     return text if len(text) <= EVIDENCE_VALUE_MAX else text[: EVIDENCE_VALUE_MAX - 1] + "…"
 
 
+def _readable(value: Any) -> bool:
+    """A value a field can show in words: a scalar, a flat list or a flat mapping. Nested
+    ones (per-term or per-node tables) would show as JSON: they stay on the incident page."""
+    flat = str | int | float | bool
+    if isinstance(value, flat):
+        return True
+    if isinstance(value, list):
+        return all(isinstance(v, flat) for v in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(v, flat) for v in value.values())
+    return False
+
+
 def key_evidence(evidence: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Up to :data:`EVIDENCE_FIELDS` (label, value) pairs, scalars first, in the rule's own order."""
-    items = [(k, v) for k, v in evidence.items() if v not in (None, "", [], {}) and k not in _SHOWN_ELSEWHERE]
+    """Up to :data:`EVIDENCE_FIELDS` (label, value) pairs, scalars first, in the rule's own order;
+    nested values are left to the incident page."""
+    items = [
+        (k, v)
+        for k, v in evidence.items()
+        if v not in (None, "", [], {}) and k not in _SHOWN_ELSEWHERE and _readable(v)
+    ]
     scalars = [(k, v) for k, v in items if isinstance(v, str | int | float | bool)]
     others = [(k, v) for k, v in items if not isinstance(v, str | int | float | bool)]
     return [(_humanize(k), _evidence_value(v)) for k, v in (scalars + others)[:EVIDENCE_FIELDS]]
@@ -506,7 +534,7 @@ class Renderer:
             lines = []
             if res.get("summary"):
                 lines.append(f"*What fixed it:* {slack_escape(res['summary'])}")
-            lines += [f"• {slack_escape(c)}" for c in res.get("changes") or ()]
+            lines += [f"• {slack_escape(c)}" for c in resolution_details(res)]
             if lines:
                 blocks.append(self._md("\n".join(lines)))
         return blocks

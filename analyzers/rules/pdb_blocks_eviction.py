@@ -58,6 +58,7 @@ from analyzers.disruption import (
     EvictionVerdict,
     budget_status,
     eviction_verdict,
+    scale_sources,
     selected_pods,
 )
 from analyzers.findings import Finding, ObjectRef, Remedy, Severity
@@ -721,11 +722,7 @@ def _candidates(snap: ClusterSnapshot, namespace: str, selector: LabelSelector) 
 
 def _controllers(snap: ClusterSnapshot, namespace: str) -> list[Any]:
     def build() -> list[Any]:
-        return [
-            *(r for r in snap.replicasets.values() if r.namespace == namespace),
-            *(d for d in snap.deployments.values() if d.namespace == namespace),
-            *(s for s in snap.statefulsets.values() if s.namespace == namespace),
-        ]
+        return scale_sources(snap, namespace)
 
     found: list[Any] = snap.derived(f"{RULE_ID}:controllers:{namespace}", build)
     return found

@@ -1,10 +1,15 @@
-"""Which remedies --verify-with-dry-run sends, and as which patch type (the dry runs
+"""Which remedies --verify-with-dry-run sends, and as which request (the dry runs
 themselves are checked against the real API server in tests/realcluster)."""
 
 from __future__ import annotations
 
-from agent.dryrun import patch_of
-from analyzers.findings import ObjectRef
+import json
+from dataclasses import replace
+
+import yaml
+
+from agent.dryrun import DryRun, dry_runs, patch_of, recreated_pod, strategic_merge
+from analyzers.findings import ObjectRef, Remedy
 from analyzers.remedies import RemedyRenderer
 
 DEPLOY = ObjectRef("Deployment", "shop", "web")
@@ -45,3 +50,125 @@ def test_commands_and_re_created_pods_are_not_sent_as_patches() -> None:
     assert patch_of(command) is None
     assert patch_of(recreate) is None
     assert patch_of(pod) is not None  # a direct pod patch (e.g. added tolerations) is sent
+
+
+# -- what else is dry-run: re-created bare pods and manifests (create) --------------------------------
+
+POD = ObjectRef("Pod", "shop", "p")
+
+
+def recreate_remedy(patch: dict[str, object]) -> Remedy:
+    pod = RemedyRenderer().patch("t", POD, patch, verified=True, verification="v")
+    return replace(
+        pod,
+        command="kubectl get pod p -n shop -o json | kubectl patch --local -f - --type strategic"
+        f" -p {json.dumps(patch)!r} -o json | kubectl replace --force -f -",
+    )
+
+
+def test_a_re_created_pod_is_dry_run_as_a_create_of_the_patched_pod() -> None:
+    patch = {"spec": {"nodeSelector": {"gpu-type": "a10g", "gpu-typ": None}}}
+    assert dry_runs(recreate_remedy(patch)) == [DryRun("recreate", "Pod", "shop", "p", patch)]
+
+
+def test_manifests_are_dry_run_per_document_in_the_remedy_namespace() -> None:
+    r = RemedyRenderer()
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-1"}, "spec": {}}
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"}, "spec": {}}
+    two = replace(
+        r.manifest(
+            "t",
+            ObjectRef("PersistentVolumeClaim", "shop", "data"),
+            "object.yaml.j2",
+            verified=True,
+            verification="v",
+            obj=pv,
+        ),
+        yaml=yaml.safe_dump_all([pv, claim]),
+    )
+    runs = dry_runs(two)
+    assert runs is not None
+    assert [(d.how, d.kind, d.namespace, d.name) for d in runs] == [
+        ("apply", "PersistentVolume", None, "pv-1"),
+        ("apply", "PersistentVolumeClaim", "shop", "data"),
+    ]
+    assert runs[1].body["metadata"]["namespace"] == "shop"  # kubectl apply -n would put it there
+
+
+def test_manifests_of_unknown_kinds_or_versions_are_not_sent() -> None:
+    r = RemedyRenderer()
+    snapshot = {
+        "apiVersion": "snapshot.storage.k8s.io/v1",
+        "kind": "VolumeSnapshot",
+        "metadata": {"name": "s"},
+    }
+    old_pv = {"apiVersion": "v2", "kind": "PersistentVolume", "metadata": {"name": "x"}}
+    for obj in (snapshot, old_pv):
+        m = r.manifest("t", None, "object.yaml.j2", verified=True, verification="v", obj=obj)
+        assert dry_runs(m) is None, obj
+
+
+def test_strategic_merge_follows_the_pod_merge_keys() -> None:
+    pod = {
+        "metadata": {"name": "p", "finalizers": ["a"]},
+        "spec": {
+            "nodeSelector": {"gpu-typ": "a10g", "zone": "a"},
+            "tolerations": [{"key": "x", "operator": "Exists"}],
+            "topologySpreadConstraints": [
+                {"topologyKey": "zone", "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"},
+                {"topologyKey": "host", "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"},
+            ],
+            "containers": [
+                {"name": "app", "image": "a:1", "env": [{"name": "A", "value": "1"}]},
+                {"name": "side", "image": "s:1"},
+            ],
+        },
+    }
+    patch = {
+        "metadata": {"finalizers": ["b", "a"]},
+        "spec": {
+            "nodeSelector": {"gpu-typ": None, "gpu-type": "a10g"},
+            "tolerations": [{"key": "y", "operator": "Exists"}],
+            "topologySpreadConstraints": [
+                {"topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"},
+                {"topologyKey": "rack", "maxSkew": 2, "whenUnsatisfiable": "DoNotSchedule"},
+            ],
+            "containers": [{"name": "app", "env": [{"name": "B", "value": "2"}]}],
+        },
+    }
+    merged = strategic_merge(pod, patch)
+    spec = merged["spec"]
+    assert spec["nodeSelector"] == {"zone": "a", "gpu-type": "a10g"}  # null deletes, maps merge
+    assert spec["tolerations"] == [{"key": "y", "operator": "Exists"}]  # no merge key: replaced
+    assert [
+        (c["topologyKey"], c["maxSkew"], c["whenUnsatisfiable"]) for c in spec["topologySpreadConstraints"]
+    ] == [
+        ("zone", 1, "ScheduleAnyway"),
+        ("host", 1, "DoNotSchedule"),
+        ("rack", 2, "DoNotSchedule"),
+    ]
+    app, side = spec["containers"]
+    assert app["image"] == "a:1" and [e["name"] for e in app["env"]] == ["A", "B"]
+    assert side == {"name": "side", "image": "s:1"}
+    assert merged["metadata"]["finalizers"] == ["a", "b"]
+    assert pod["spec"]["nodeSelector"] == {"gpu-typ": "a10g", "zone": "a"}  # the original is untouched
+
+
+def test_the_re_created_pod_drops_what_kubectl_replace_force_does_not_send() -> None:
+    current = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p",
+            "namespace": "shop",
+            "uid": "u",
+            "resourceVersion": "41",
+            "managedFields": [{"manager": "kubectl"}],
+        },
+        "spec": {"nodeSelector": {"gpu-typ": "a10g"}, "containers": [{"name": "app", "image": "a:1"}]},
+        "status": {"phase": "Pending"},
+    }
+    pod = recreated_pod(current, {"spec": {"nodeSelector": {"gpu-typ": None, "gpu-type": "a10g"}}})
+    assert pod["metadata"] == {"namespace": "shop", "uid": "u", "generateName": "p-"}
+    assert pod["spec"]["nodeSelector"] == {"gpu-type": "a10g"}
+    assert current["metadata"]["resourceVersion"] == "41"

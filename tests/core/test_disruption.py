@@ -273,7 +273,11 @@ def test_disruption_go_a_replicaset_without_a_deployment_counts_its_own_replicas
     assert (s.expected_pods, s.desired_healthy, s.disruptions_allowed) == (5, 1, 0)
 
 
-def test_disruption_go_a_replicaset_owned_by_a_missing_deployment_fails_safe():
+def test_disruption_go_a_replicaset_owned_by_a_missing_deployment_is_counted_through_its_scale():
+    # getPodDeployment finds no Deployment and getPodReplicaSet skips a ReplicaSet a
+    # Deployment controls, but the last finder, getScaleController, reads the
+    # ReplicaSet's own /scale (apps/v1 replicasets implement it): its spec.replicas
+    # counts (pkg/controller/disruption/disruption.go v1.35.4, finders()).
     objs = [
         node("n1"),
         replicaset("db-5f7", "db", replicas=1, labels={"app": "db"}),
@@ -281,9 +285,8 @@ def test_disruption_go_a_replicaset_owned_by_a_missing_deployment_fails_safe():
         pdb("p", selector=SEL, max_unavailable=1),
     ]
     s = status_of(ClusterSnapshot.from_objects(objs), "p")
-    assert s.error == 'found no controllers for pod "db-5f7-0"'
-    # failSafe without a previous status: every figure 0.
-    assert (s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (0, 0, 0, 0)
+    assert s.error is None
+    assert (s.expected_pods, s.desired_healthy, s.current_healthy, s.disruptions_allowed) == (1, 0, 1, 1)
 
 
 def test_disruption_go_a_replicaset_missing_from_the_dump_is_resolved_to_its_deployment_by_name():
@@ -331,12 +334,17 @@ def test_disruption_go_statefulset_scale_is_its_spec_replicas():
 
 
 def test_disruption_go_an_owner_kind_it_cannot_scale_fails_safe():
+    # getScaleController: the Scale GET answers 404 and discovery lists no
+    # daemonsets/scale, so the error is `%s does not implement the scale subresource`
+    # with the GroupResource (disruption.go v1.35.4).
     objs = [
         node("n1"),
         pod("w-0", node_name="n1", labels={"app": "db"}, owner=("DaemonSet", "agent"), ready=True),
         pdb("p", selector=SEL, max_unavailable=1),
     ]
-    assert status_of(ClusterSnapshot.from_objects(objs), "p").error == 'found no controllers for pod "w-0"'
+    s = status_of(ClusterSnapshot.from_objects(objs), "p")
+    assert s.error == "daemonsets.apps does not implement the scale subresource"
+    assert s.disruptions_allowed == 0
 
 
 def test_disruption_go_a_pdb_with_neither_field_expects_nothing_and_allows_nothing():

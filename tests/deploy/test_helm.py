@@ -75,6 +75,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "mode": "sidecar",
         "sidecar": {"serviceAccount": {"name": "platform-controller", "namespace": "platform"}},
     },
+    "scale-subresource": {"apiTokens": {"tokens": [TOKEN]}, "scaleSubresource": True},
 }
 
 
@@ -437,3 +438,16 @@ def test_impossible_combinations_fail_naming_the_value(
     base: dict[str, Any] = {"apiTokens": {"tokens": [TOKEN]}}
     err = refused(helm, {**base, **values}, tmp_path)
     assert named in err and "Traceback" not in err, err
+
+
+def test_reading_scale_subresources_is_an_opt_in_read_only_grant(helm: Path, tmp_path: Path) -> None:
+    """scaleSubresource: one more ClusterRole with `get` on `*/scale` only (PDB arithmetic of
+    custom controllers, agent/scales.py), bound to the agent's ServiceAccount; absent by default."""
+    default = _by_kind(render(helm, VARIANTS["default"], tmp_path))
+    assert not [r for r in default["ClusterRole"] if r["metadata"]["name"].endswith("-read-scale")]
+    kinds = _by_kind(render(helm, VARIANTS["scale-subresource"], tmp_path))
+    (role,) = [r for r in kinds["ClusterRole"] if r["metadata"]["name"].endswith("-read-scale")]
+    assert role["rules"] == [{"apiGroups": ["*"], "resources": ["*/scale"], "verbs": ["get"]}]
+    (binding,) = [b for b in kinds["ClusterRoleBinding"] if b["roleRef"]["name"] == role["metadata"]["name"]]
+    (account,) = kinds["ServiceAccount"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": NS}]

@@ -51,7 +51,9 @@ def check_golden(name: str, doc: dict[str, Any]) -> None:
         path.write_text(text)
         if not UPDATE:
             pytest.fail(f"golden file {path.name} was missing and has been written; review and commit it")
-    assert json.loads(path.read_text()) == json.loads(text), f"{path.name} differs (UNSTICK_UPDATE_GOLDEN=1 to accept)"
+    assert json.loads(path.read_text()) == json.loads(text), (
+        f"{path.name} differs (UNSTICK_UPDATE_GOLDEN=1 to accept)"
+    )
 
 
 def test_every_rule_has_a_golden_case() -> None:
@@ -83,7 +85,12 @@ async def test_every_event_matches_golden() -> None:
             "changes": ["spec.strategy.rollingUpdate.maxSurge: 25% → 0", "pod scheduled on tracker-node"],
         },
     }
-    other = {**inc, "id": 7, "title": "trainer: nodeSelector gpu-typ=a10g matches no node", "severity": "warning"}
+    other = {
+        **inc,
+        "id": 7,
+        "title": "trainer: nodeSelector gpu-typ=a10g matches no node",
+        "severity": "warning",
+    }
     events = {
         "opened": opened,
         "updated": {
@@ -105,7 +112,10 @@ async def test_every_event_matches_golden() -> None:
     doc = {name: rendered(p) for name, p in events.items()}
     check_golden("events", doc)
     # Spot checks a person reads first.
-    assert doc["resolved"]["text"].splitlines()[0] == ":white_check_mark: Resolved · Deployment vision/vision-object-tracker"
+    assert (
+        doc["resolved"]["text"].splitlines()[0]
+        == ":white_check_mark: Resolved · Deployment vision/vision-object-tracker"
+    )
     assert "What fixed it: the Deployment's strategy changed" in doc["resolved"]["text"]
     assert "Waited for scale-up; it did not bring the capacity." in doc["escalated"]["text"]
     assert doc["reminder"]["text"].startswith(":alarm_clock: Still open after 1d")
@@ -150,7 +160,11 @@ async def test_huge_incidents_stay_within_slack_limits() -> None:
     assert any(t.endswith(CUT_NOTE) and t.startswith("```") for t in texts)
     assert len(blocks[0]["text"]["text"]) <= 150
     assert len(RENDERER.slack_text(payload)) <= 4000
-    many = {"event": "digest", "cluster": "c", "incidents": [dict(inc, id=i, title=f"t{i} " * 40) for i in range(400)]}
+    many = {
+        "event": "digest",
+        "cluster": "c",
+        "incidents": [dict(inc, id=i, title=f"t{i} " * 40) for i in range(400)],
+    }
     digest = RENDERER.slack_blocks(many)
     assert len(digest) <= BLOCKS_MAX
     assert "more on <https://unstick.example.com/incidents|the incident list>" in json.dumps(digest)
@@ -164,3 +178,23 @@ def test_user_text_is_escaped_for_slack() -> None:
     }
     text = RENDERER.slack_text(payload)
     assert "<!channel>" not in text and "&lt;!channel&gt; &amp;" in text
+
+
+def test_a_resolution_lists_only_the_changes_its_summary_does_not_say() -> None:
+    from agent.notify.render import resolution_details
+
+    one = {
+        "summary": "The Deployment shop/web strategy changed from A to B.",
+        "changes": ["the Deployment shop/web strategy changed from A to B"],
+    }
+    assert resolution_details(one) == []
+    two = {
+        "summary": "Pod web-1 was scheduled on node-3 after the Deployment shop/web strategy changed from A to B.",
+        "changes": [
+            "the Deployment shop/web strategy changed from A to B",
+            "pod web-1 was scheduled on node-3",
+            "pod web-2 was scheduled on node-4",
+        ],
+    }
+    assert resolution_details(two) == ["pod web-2 was scheduled on node-4"]
+    assert resolution_details(None) == [] and resolution_details({"summary": "x"}) == []

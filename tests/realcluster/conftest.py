@@ -134,3 +134,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             f"real-scheduler differential: seed {stats['seed']}, {stats['cases']} cases, "
             f"{stats['agree']} agreements, {stats['seconds']:.1f} s (disagreements recorded in {stats['record_dir']})"
         )
+        if stats.get("known_refusals"):
+            terminalreporter.write_line(
+                f"real-scheduler differential: {stats['known_refusals']} remedies refused by the API server "
+                "were known bugs (tests/realcluster/verdicts.py KNOWN_REFUSALS; listed in the output above)"
+            )

@@ -58,11 +58,15 @@ class Seed:
     message: str  # kube-scheduler 1.35's PodScheduled=False message, as Kubernetes' format strings give it
     rule_id: str | None = None
     subject: str | None = None  # the Deployment (or other workload) the finding names
+    severity: str = "warning"  # the finding's (critical: a Deployment with no ready pod left)
     remedy_contains: str = ""  # picks the remedy to apply among the finding's verified ones
     stick: list[str] = field(default_factory=list)  # kubectl args (namespace added) that make it stick
     cluster_scoped: list[dict[str, Any]] = field(default_factory=list)
     ready_first: bool = False  # wait for the Deployment's first rollout before ``stick``
     waited: float = 0.0  # analyse as if this many seconds had passed (rules with a time threshold)
+    # The remedy adds capacity, which no kubectl command does: the test registers these Nodes
+    # instead (the fake kubelet runs them), as a node group scaling up would.
+    adds_nodes: list[dict[str, Any]] = field(default_factory=list)
 
 
 def seeds() -> list[Seed]:
@@ -94,6 +98,7 @@ def seeds() -> list[Seed]:
                 "affinity/selector. no new claims to deallocate, preemption: 0/10 nodes are available: "
                 "1 No preemption victims found for incoming pod, 9 Preemption is not helpful for scheduling."
             ),
+            severity="critical",
             rule_id="rollout-surge-deadlock",
             subject="tracker",
             remedy_contains="maxSurge: 0",
@@ -116,9 +121,35 @@ def seeds() -> list[Seed]:
                 "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. no new claims to "
                 "deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
             ),
+            severity="critical",
             rule_id="node-selector-mismatch",
             subject="embedder",
             remedy_contains="gpu-type: a10g",
+        ),
+        Seed(
+            id="bare-pod-selector-typo",
+            nodes=[node(f"gpu-{i}", labels={"gpu-type": "a10g"}) for i in range(3)],
+            objects=[
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": "notebook", "labels": {"app": "notebook"}},
+                    "spec": {
+                        "terminationGracePeriodSeconds": 0,
+                        "nodeSelector": {"gpu-typ": "a10g"},
+                        "containers": [container(cpu="100m")],
+                    },
+                }
+            ],
+            stuck_label={"app": "notebook"},
+            message=(
+                "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. no new claims to "
+                "deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+            ),
+            rule_id="node-selector-mismatch",
+            subject="notebook",
+            # a pod's nodeSelector is immutable: the remedy re-creates the pod with the fix
+            remedy_contains="kubectl replace --force",
         ),
         Seed(
             id="untolerated-taint",
@@ -132,6 +163,7 @@ def seeds() -> list[Seed]:
                 "0/3 nodes are available: 3 node(s) had untolerated taint(s). no new claims to deallocate, "
                 "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
             ),
+            severity="critical",
             rule_id="untolerated-taint",
             subject="api",
             remedy_contains="tolerations",
@@ -145,8 +177,10 @@ def seeds() -> list[Seed]:
                 "0/3 nodes are available: 3 Insufficient cpu, 3 Insufficient memory. no new claims to deallocate, "
                 "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
             ),
+            severity="critical",
             rule_id="insufficient-resources",
             subject="trino",
+            remedy_contains="--requests=cpu=8,memory=32Gi",
         ),
         Seed(
             id="anti-affinity-more-replicas-than-nodes",
@@ -211,6 +245,7 @@ def seeds() -> list[Seed]:
             ),
             rule_id="topology-spread-infeasible",
             subject="web",
+            remedy_contains="whenUnsatisfiable: ScheduleAnyway",
         ),
         Seed(
             id="scheduling-gates",
@@ -229,6 +264,8 @@ def seeds() -> list[Seed]:
             stuck_label={"app": "gated"},
             message="Scheduling is blocked due to non-empty scheduling gates",
             rule_id="scheduling-gated",
+            subject="gated",
+            remedy_contains='"path":"/spec/schedulingGates"',
             waited=3600.0,  # a gate is normal for a while; the rule speaks up once it has stayed
         ),
         Seed(
@@ -284,6 +321,9 @@ def seeds() -> list[Seed]:
                 "to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
             ),
             rule_id="volume-binding",
+            subject="db",
+            remedy_contains="-l topology.kubernetes.io/zone=a",
+            adds_nodes=[node("a-1", labels={ZONE: "a"})],
         ),
         Seed(
             id="wait-for-first-consumer-no-usable-node",
@@ -343,5 +383,7 @@ def seeds() -> list[Seed]:
                 "scheduling."
             ),
             rule_id="volume-binding",
+            subject="etl",
+            remedy_contains="claimRef:",
         ),
     ]

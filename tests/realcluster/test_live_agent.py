@@ -1,6 +1,7 @@
 """The live agent's Kubernetes side against the real API server: list pagination,
-watch bookmarks, 410 Gone after an etcd compaction handled by a relist, and the
-agent running under a ServiceAccount bound to deploy/'s ClusterRole."""
+watch bookmarks from the real watch cache (recorded and resumed from), 410 Gone after
+an etcd compaction handled by a relist, and the agent running under a ServiceAccount
+bound to deploy/'s ClusterRole."""
 
 from __future__ import annotations
 
@@ -104,6 +105,83 @@ async def test_watch_relists_after_a_compaction(cluster: Cluster) -> None:
         await watcher.list_once()  # the relist reconciles: two added, one deletion inferred
         seen = sorted((d.type, d.object["metadata"]["name"], d.final_state_unknown) for d in sink.deltas)
         assert seen == [("ADDED", "after-1", False), ("ADDED", "after-2", False), ("DELETED", "before", True)]
+
+
+async def test_watch_records_the_bookmark_of_the_real_watch_cache_and_resumes_from_it(
+    cluster: Cluster,
+) -> None:
+    """kube-apiserver v1.35's watch cache (staging/src/k8s.io/apiserver/pkg/storage/cacher,
+    v0.35.4) sends a watch with ``allowWatchBookmarks`` and a deadline a BOOKMARK about 2 s
+    before the deadline (cache_watcher.go nextBookmarkTime: min(now + 1 min, deadline - 2 s),
+    fired by cacher.go dispatchEvents' ~1 s bookmark timer) carrying the last resourceVersion
+    the pods cache processed; cache_watcher.go process() only passes events, bookmarks too,
+    newer than the watch's own resourceVersion. Only watches with a resourceVersion set are
+    served by the cache (delegator.go Watch sends RV="" to etcd). So: watch pods from the
+    listed version with a 6 s deadline, write one pod in another namespace (the watch filters
+    it out, but the cache's version moves past ours): a bookmark must arrive within ~4 s."""
+    ns = cluster.ns
+    cluster.api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "before", "namespace": ns},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+    )
+    async with Gateway(str(cluster.plane.kubeconfig)) as gateway:
+        sink = Recorder()
+        watcher = KindWatcher(
+            gateway,
+            kind_for("Pod"),
+            sink,
+            namespace=ns,
+            watch_timeout=6,
+            min_watch_duration=0,
+            random=lambda: 0.0,  # exactly timeoutSeconds=6
+        )
+        await watcher.list_once()
+        listed_at = int(watcher.resource_version or 0)
+        elsewhere = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"generateName": "bookmark-nudge-", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+        watching = asyncio.create_task(watcher.watch_once())
+        await asyncio.sleep(0.5)  # let the watch register before the write it must not see
+        nudge = await asyncio.to_thread(cluster.api.create, elsewhere)
+        try:
+            started = asyncio.get_running_loop().time()
+            await asyncio.wait_for(watching, 15)
+            took = asyncio.get_running_loop().time() - started
+        finally:
+            await asyncio.to_thread(
+                cluster.api.delete, f"/api/v1/namespaces/default/pods/{nudge['metadata']['name']}", grace=0
+            )
+        assert watcher.stats.bookmarks >= 1, (watcher.stats, took)
+        assert [d.object["metadata"]["name"] for d in sink.deltas] == ["before"]  # the nudge is filtered out
+        bookmarked = int(watcher.resource_version or 0)
+        assert bookmarked >= int(nudge["metadata"]["resourceVersion"]) > listed_at
+
+        # resumed from the bookmark's version: the next watch delivers only what came after it
+        sink.deltas.clear()
+        watcher.watch_timeout = 3
+        after = asyncio.create_task(watcher.watch_once())
+        await asyncio.sleep(0.3)
+        await asyncio.to_thread(
+            cluster.api.create,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "after", "namespace": ns},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        )
+        await asyncio.wait_for(after, 15)
+        seen = [(d.type, d.object["metadata"]["name"]) for d in sink.deltas]
+        assert seen[0] == ("ADDED", "after") and {n for _, n in seen} == {"after"}, seen  # no replay
+        assert watcher.stats.relists == 0
+    print(f"\nbookmark: resourceVersion {listed_at} → {bookmarked} within a 6 s watch")
 
 
 def rbac_from_deploy(cluster: Cluster) -> tuple[str, str]:

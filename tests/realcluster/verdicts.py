@@ -6,9 +6,15 @@ The simulation is fed the objects exactly as the API server returns them
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from agent.dryrun import DryRunVerifier, dry_runs
+from agent.kube.gateway import Gateway
+from analyzers.findings import Finding
 from analyzers.messages.parse import parse_message
 from analyzers.simulator import PodVerdict, simulate
 from analyzers.snapshot import ClusterState
@@ -132,3 +138,46 @@ def compare(objects: list[dict[str, Any]], pod: dict[str, Any], namespace: str, 
         real_nominated=nominated,
         sim_candidates=tuple(verdict.preemption.candidates),
     )
+
+
+# API-server refusals of remedies that are known bugs of the rules (analyzers/), each with its
+# deterministic regression case in test_regressions.py: a differential run prints them
+# instead of failing. Remove an entry when its rule is fixed (its xfail test then says so).
+KNOWN_REFUSALS = {
+    "can only use minDomains if whenUnsatisfiable=DoNotSchedule": (
+        "test_regressions.py::test_spread_as_a_preference_drops_min_domains"
+    ),
+}
+
+
+def known_refusal(refusal: str) -> str | None:
+    """The regression case of a known refusal, else None."""
+    return next((case for text, case in KNOWN_REFUSALS.items() if text in refusal), None)
+
+
+def dry_run_every_remedy(
+    kubeconfig: Path, findings: Sequence[Finding], namespace: str
+) -> tuple[int, list[str]]:
+    """Every remedy of the namespace's findings that unstick can dry-run (verified or not:
+    in-place patches, re-created bare pods, manifests), sent to the real API server by
+    the product's own ``DryRunVerifier``: (requests sent, refusals)."""
+
+    async def run() -> tuple[int, list[str]]:
+        async with Gateway(str(kubeconfig)) as gateway:
+            verifier = DryRunVerifier(gateway)
+            refused: list[str] = []
+            for finding in findings:
+                if finding.subject.namespace != namespace:
+                    continue
+                for remedy in finding.remedies:
+                    if dry_runs(remedy) is None:
+                        continue
+                    refusal = await verifier.outcome(remedy)
+                    if refusal is not None:
+                        refused.append(
+                            f"{finding.rule_id}: remedy {remedy.title!r} refused by the API server: {refusal}\n"
+                            f"{remedy.command}\n{remedy.yaml}"
+                        )
+            return verifier.requests, refused
+
+    return asyncio.run(run())

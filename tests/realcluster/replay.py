@@ -1,0 +1,150 @@
+"""Playing a seed (tests/realcluster/seeds.py) on the real control plane: its objects
+created, made to stick, a remedy applied as a user would; shared by the seed tests and
+the fixture recorder (record_seeds.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import time
+from typing import Any
+
+import yaml
+
+from tests.realcluster.conftest import Cluster, scheduled_condition
+from tests.realcluster.harness import CLUSTER_SCOPED, ControlPlane, object_path
+from tests.realcluster.seeds import Seed
+
+
+def substitute(obj: Any, ns: str) -> Any:
+    return json.loads(json.dumps(obj).replace("{ns}", ns))
+
+
+def set_up(cluster: Cluster, seed: Seed) -> list[str]:
+    """Create the seed's objects; return the paths of cluster-scoped ones to delete after."""
+    cleanup = set_up_cluster(cluster, seed)
+    create_objects(cluster, seed)
+    return cleanup
+
+
+def set_up_cluster(cluster: Cluster, seed: Seed) -> list[str]:
+    """The seed's Nodes and cluster-scoped objects; returns the paths of the latter."""
+    cluster.nodes(seed.nodes)
+    cleanup: list[str] = []
+    for obj in seed.cluster_scoped:
+        obj = substitute(obj, cluster.ns)
+        cluster.api.create(obj)
+        cleanup.append(object_path(obj))
+    return cleanup
+
+
+def create_objects(cluster: Cluster, seed: Seed) -> None:
+    """The seed's objects in the test's namespace."""
+    for obj in seed.objects:
+        obj = substitute(obj, cluster.ns)
+        obj["metadata"]["namespace"] = cluster.ns
+        cluster.api.create(obj)
+        if obj["kind"] == "PersistentVolumeClaim" and obj["spec"].get("volumeName"):
+            # pre-bound: wait for the PV controller, else the pod meets an unbound claim
+            name = obj["metadata"]["name"]
+            cluster.api.wait_for(
+                f"/api/v1/namespaces/{cluster.ns}/persistentvolumeclaims",
+                lambda c, name=name: (
+                    c["metadata"]["name"] == name and c.get("status", {}).get("phase") == "Bound"
+                ),
+                timeout=30,
+                what=f"claim {name} to bind",
+            )
+
+
+def matches(pod: dict[str, Any], labels: dict[str, str]) -> bool:
+    have = pod["metadata"].get("labels", {})
+    return all(have.get(k) == v for k, v in labels.items())
+
+
+def pending(pod: dict[str, Any], labels: dict[str, str]) -> bool:
+    cond = scheduled_condition(pod)
+    return (
+        matches(pod, labels)
+        and cond is not None
+        and cond.get("status") == "False"
+        and not pod["metadata"].get("deletionTimestamp")
+    )
+
+
+def first_rollout(cluster: Cluster, seed: Seed) -> None:
+    """Wait for the seed's Deployment to be fully rolled out (seeds that break a healthy one)."""
+    name = seed.objects[0]["metadata"]["name"]
+    cluster.api.wait_for(
+        f"/apis/apps/v1/namespaces/{cluster.ns}/deployments",
+        lambda d: (
+            d["metadata"]["name"] == name
+            and d.get("status", {}).get("availableReplicas", 0) == d["spec"]["replicas"]
+            and d["status"].get("updatedReplicas") == d["spec"]["replicas"]
+        ),
+        timeout=60,
+        what=f"{name}'s first rollout",
+    )
+
+
+def stick(cluster: Cluster, seed: Seed) -> dict[str, Any]:
+    """Make the seed stick and return its Pending pod (as the scheduler left it)."""
+    if seed.ready_first:
+        first_rollout(cluster, seed)
+    if seed.stick:
+        cluster.plane.kubectl("-n", cluster.ns, *seed.stick)
+    return cluster.api.wait_for(
+        f"/api/v1/namespaces/{cluster.ns}/pods",
+        lambda p: pending(p, seed.stuck_label),
+        timeout=60,
+        what=f"a Pending pod of {seed.id}",
+    )
+
+
+def run_remedy(
+    plane: ControlPlane, command: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a remedy's command as a user pastes it (``kubectl apply -f -`` reads the YAML on stdin)."""
+    env = {
+        **os.environ,
+        "PATH": f"{plane.bin_dir}:{os.environ.get('PATH', '')}",
+        "KUBECONFIG": str(plane.kubeconfig),
+    }
+    return subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, env=env, timeout=60, input=stdin
+    )
+
+
+def all_scheduled(cluster: Cluster, labels: dict[str, str], timeout: float) -> None:
+    """Wait (watching pods) until every live pod with ``labels`` is bound to a node."""
+    path = f"/api/v1/namespaces/{cluster.ns}/pods"
+    deadline = time.monotonic() + timeout
+    while True:
+        listing = cluster.api.get(path)
+        live = [
+            p for p in listing["items"] if matches(p, labels) and not p["metadata"].get("deletionTimestamp")
+        ]
+        if live and all(p["spec"].get("nodeName") for p in live):
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            names = sorted(p["metadata"]["name"] for p in live if not p["spec"].get("nodeName"))
+            raise AssertionError(f"pods {labels} still unscheduled after {timeout:.0f}s: {names}")
+        with contextlib.suppress(TimeoutError):  # any change to the namespace's pods: look again
+            next(iter(cluster.api.watch(path, listing["metadata"]["resourceVersion"], min(left, 5))), None)
+
+
+def apply_remedy(cluster: Cluster, seed: Seed, remedy: dict[str, Any], cleanup: list[str]) -> None:
+    """Apply ``remedy`` as a user would: its command (a manifest's YAML piped to it), then, for a
+    remedy that adds capacity, the seed's new Nodes registered as a node group would."""
+    manifest = remedy["kind"] == "manifest"
+    applied = run_remedy(cluster.plane, remedy["command"], remedy["yaml"] if manifest else None)
+    assert applied.returncode == 0, f"`{remedy['command']}`: {applied.stderr}"
+    if manifest:
+        for doc in yaml.safe_load_all(remedy["yaml"]):
+            if doc and doc.get("kind") in CLUSTER_SCOPED:
+                cleanup.append(object_path(doc))
+    for new in seed.adds_nodes:
+        cluster.api.create(new)
