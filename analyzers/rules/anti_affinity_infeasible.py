@@ -372,8 +372,11 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
                 "occupied": s.occupied,
                 "nodes_without_key": s.nodes_without_key,
                 "usable_domain_count": len(s.usable_domains),
-                "admitted_domains": s.admitted_domains,
-                **(s.confined.evidence() if s.confined is not None else {}),
+                **(
+                    {"admitted_domains": s.admitted_domains, **s.confined.evidence()}
+                    if s.confined is not None
+                    else {}
+                ),
                 "never_placed": (
                     a.replicas - len(s.usable_domains)
                     if a.replicas is not None and a.replicas > len(s.usable_domains)

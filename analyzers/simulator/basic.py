@@ -23,12 +23,12 @@ Upstream (kubernetes/kubernetes, pkg/scheduler/framework/plugins/):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from analyzers.records import Pod, Taint, Toleration
 from analyzers.simulator import codes as C
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
-from analyzers.simulator.nodeinfo import WILDCARD_IP, host_port_triples, mask_of, pods_on
+from analyzers.simulator.nodeinfo import WILDCARD_IP, host_port_triples, mask_of
 from analyzers.simulator.results import FilterFailure
 
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
@@ -211,9 +211,28 @@ class NodePorts(Plugin):
         return out
 
     def filter_node(self, cycle: Cycle, i: int, removed: Sequence[Pod]) -> FilterFailure | None:
+        """The node in preemption's dry run (SelectVictimsOnNode): every pod of lower
+        priority removed, then those not in ``removed`` added back. NodeInfo.UsedPorts
+        is a set (kube-scheduler framework/types.go HostPortInfo.Remove, v0.35.4): a
+        removed pod takes its ports out even when a pod that stays holds them too
+        (pods bound without the scheduler can share a host port)."""
         wanted = wanted_ports(cycle.pod)
         if not wanted:
             return None
-        used = {triple for p in pods_on(cycle.table, i, removed) for triple in host_port_triples(p)}
+        table = cycle.table
+        if not removed:
+            used = _ports_of(table.pods[i])
+        else:
+            lower = [
+                p for p, prio in zip(table.pods[i], table.priorities[i], strict=True) if prio < cycle.priority
+            ]
+            gone = {id(p) for p in removed}
+            used = (_ports_of(table.pods[i]) - _ports_of(lower)) | _ports_of(
+                p for p in lower if id(p) not in gone
+            )
         conflicts = port_conflicts(wanted, used)
         return self._fail(conflicts) if conflicts else None
+
+
+def _ports_of(pods: Iterable[Pod]) -> set[tuple[str, str, int]]:
+    return {triple for p in pods for triple in host_port_triples(p)}

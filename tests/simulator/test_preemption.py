@@ -223,3 +223,20 @@ def test_an_equal_priority_pod_holding_the_resource_is_never_a_victim() -> None:
     v = run(objs, version="1.33")
     assert v.preemption.candidates == ()
     assert v.preemption.message == "preemption: 0/1 nodes are available: 1 Insufficient cpu."
+
+
+def test_a_victims_host_port_is_free_in_the_dry_run_even_when_a_pod_that_stays_shares_it() -> None:
+    """NodeInfo.UsedPorts is a set (kube-scheduler framework/types.go HostPortInfo.Remove,
+    v0.35.4): SelectVictimsOnNode removing the low pod frees 8080 although "high" (bound
+    without the scheduler) holds it too, so the dry run finds victims -- as the real
+    kube-scheduler v1.35.4 did in the differential run (seed 919651)."""
+    port = {"containerPort": 8080, "hostPort": 8080, "protocol": "TCP"}
+    objs = [
+        node("a", cpu="4"),
+        pod("low", node_name="a", host_ports=[port], priority=0),
+        pod("high", node_name="a", host_ports=[port], priority=1000),
+        pod("p", host_ports=[port], priority=10),
+    ]
+    v = run(objs)
+    assert v.message.startswith("0/1 nodes are available: 1 node(s) didn't have free ports")
+    assert dict(v.preemption.victims) == {"a": (("default", "low"),)}
