@@ -104,8 +104,9 @@ async def test_kill_the_leader_the_follower_takes_over_exactly_once(
         await eventually(lambda: _role(url_a, "leader"), timeout=30)
         b, url_b = await start_replica(kubeconfig, pg_url, "unstick-b")
         procs.append(b)
-        follower = await eventually(lambda: _role(url_b, "follower"), timeout=30)
-        assert follower["http"] == 200 and follower["leader"] == "unstick-a"  # ready: it serves
+        # A follower names the holder once it has read the Lease (before that: null).
+        follower = await eventually(lambda: _role(url_b, "follower", leader="unstick-a"), timeout=30)
+        assert follower["http"] == 200  # ready: it serves
         (first,) = await eventually(incidents, timeout=60)
         # Both replicas serve the same history from the shared database.
         for url in (url_a, url_b):
@@ -146,6 +147,8 @@ async def test_kill_the_leader_the_follower_takes_over_exactly_once(
         await engine.dispose()
 
 
-async def _role(url: str, role: str) -> dict[str, Any] | None:
+async def _role(url: str, role: str, *, leader: str | None = None) -> dict[str, Any] | None:
     body = await readyz(url)
-    return body if body.get("role") == role else None
+    if body.get("role") != role or (leader is not None and body.get("leader") != leader):
+        return None
+    return body
