@@ -230,11 +230,11 @@ def _log_refresh_failure(task: asyncio.Task[None]) -> None:
         )
 
 
-async def _object_response(what: str, call: Awaitable[aiohttp.ClientResponse]) -> RawObject:
-    """Await a kubernetes-asyncio request made with ``_preload_content=False`` and decode its
-    JSON object; client failures and non-2xx answers leave as ``agent.kube.errors``."""
+async def _sent(what: str, call: Awaitable[aiohttp.ClientResponse]) -> aiohttp.ClientResponse:
+    """Await a kubernetes-asyncio request made with ``_preload_content=False``; the client's
+    failures leave as ``agent.kube.errors`` (the body is not read)."""
     try:
-        resp = await call
+        return await call
     except ApiException as exc:
         headers: Mapping[str, str] = exc.headers or {}
         raw = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
@@ -245,6 +245,12 @@ async def _object_response(what: str, call: Awaitable[aiohttp.ClientResponse]) -
         raise Timeout(f"{what}: timed out") from exc
     except aiohttp.ClientError as exc:
         raise Unavailable(f"{what}: {exc}") from exc
+
+
+async def _object_response(what: str, call: Awaitable[aiohttp.ClientResponse]) -> RawObject:
+    """Await a kubernetes-asyncio request made with ``_preload_content=False`` and decode its
+    JSON object; client failures and non-2xx answers leave as ``agent.kube.errors``."""
+    resp = await _sent(what, call)
     try:
         payload = await resp.read()
     except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
@@ -393,8 +399,9 @@ class Gateway:
         api = self._api
         if api is None:
             raise RuntimeError("Gateway.open() was not awaited")
-        try:
-            resp: aiohttp.ClientResponse = await api.call_api(
+        resp = await _sent(
+            f"GET {path}",
+            api.call_api(
                 path,
                 "GET",
                 query_params=list(params),
@@ -402,17 +409,8 @@ class Gateway:
                 auth_settings=_AUTH,
                 _preload_content=False,
                 _request_timeout=timeout,
-            )
-        except ApiException as exc:
-            headers: Mapping[str, str] = exc.headers or {}
-            body = exc.body.encode() if isinstance(exc.body, str) else (exc.body or b"")
-            raise error_from_response(exc.status or 0, body, headers) from exc
-        except ApiValueError as exc:
-            raise ProtocolError(f"GET {path}: {exc}") from exc
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise Timeout(f"GET {path}: timed out") from exc
-        except aiohttp.ClientError as exc:
-            raise Unavailable(f"GET {path}: {exc}") from exc
+            ),
+        )
         if not 200 <= resp.status < 300:
             try:
                 payload = await resp.read()
