@@ -117,6 +117,10 @@ JOB: Final = Kind("Job", "batch", "v1", "jobs", True, field_labels=frozenset({"s
 PDB: Final = Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True)
 PRIORITYCLASS: Final = Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False)
 STORAGECLASS: Final = Kind("StorageClass", "storage.k8s.io", "v1", "storageclasses", False)
+# DRA (GA in 1.34): a pod's missing or foreign claim holds it out of the scheduler's queue
+# (analyzers/simulator/dra.py). A cluster that does not serve resource.k8s.io/v1 answers the
+# first list with 404 and the watcher stops watching it.
+RESOURCECLAIM: Final = Kind("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", True)
 
 METRICS_GROUP: Final = "metrics.k8s.io"
 METRICS_VERSION: Final = "v1beta1"
@@ -132,6 +136,7 @@ WATCHED_KINDS: Final[tuple[Kind, ...]] = (
     STORAGECLASS,
     PV,
     PVC,
+    RESOURCECLAIM,
     PDB,
     DEPLOYMENT,
     REPLICASET,

@@ -1,0 +1,72 @@
+"""The live agent watches ResourceClaims (resource.k8s.io/v1): a pod held out of the
+scheduler's queue by a claim being deleted is an incident naming the claim, read through
+the real kubernetes-asyncio client from the fake endpoint; a cluster that does not serve
+the kind (404 on the first list) is watched without it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from agent.fakecluster.server import FakeCluster
+from agent.kube.gateway import Gateway
+from agent.pipeline import PipelineConfig
+from agent.runner import AgentHost, ClusterAgent
+from tests.agent.conftest import eventually, incidents
+from tests.rules.placement_fixtures import deployment, node, template
+
+
+def claimed_web() -> list[dict]:
+    tpl = template()
+    tpl["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared-gpu"}]
+    tpl["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    return deployment("web", tpl)
+
+
+def claim(name: str, *, deleting: bool) -> dict:
+    meta: dict = {"name": name, "namespace": "default", "uid": f"uid-claim-{name}"}
+    if deleting:
+        meta["deletionTimestamp"] = "2025-12-31T23:55:00Z"
+        meta["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": meta,
+        "spec": {"devices": {"requests": []}},
+    }
+
+
+async def connect(host: AgentHost, cluster: FakeCluster, tmp_path: Path) -> ClusterAgent:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    agent = await ClusterAgent.connect(
+        cluster="dra",
+        gateway=Gateway(str(kubeconfig), request_timeout=5, connect_timeout=2, watch_idle_timeout=5),
+        sessions=host.sessions,
+        config=PipelineConfig(grace=0, debounce=0.05, resync=0.5),
+        renderer=host.renderer,
+    )
+    host.agents.append(agent)
+    return agent
+
+
+async def test_a_claim_being_deleted_is_named_by_the_live_agent(host: AgentHost, tmp_path: Path) -> None:
+    async with FakeCluster() as cluster:
+        for obj in [node("w-0"), *claimed_web(), claim("shared-gpu", deleting=True)]:
+            cluster.apply(obj)
+        agent = await connect(host, cluster, tmp_path)
+        stop = asyncio.Event()
+        agent.start(stop)
+        try:
+
+            async def silent() -> list | None:
+                rows = [i for i in await incidents(host) if i.rule_id == "scheduler-silent"]
+                return rows or None
+
+            (incident,) = await eventually(silent, timeout=30)
+            assert incident.evidence["cause"] == "resourceclaim-being-deleted"
+            assert incident.evidence["resource_claim"] == "shared-gpu"
+            paths = {r.path for r in cluster.requests}
+            assert "/apis/resource.k8s.io/v1/resourceclaims" in paths
+        finally:
+            stop.set()
+            await agent.stop()
