@@ -247,18 +247,23 @@ async def _sent(what: str, call: Awaitable[aiohttp.ClientResponse]) -> aiohttp.C
         raise Unavailable(f"{what}: {exc}") from exc
 
 
-async def _object_response(what: str, call: Awaitable[aiohttp.ClientResponse]) -> RawObject:
-    """Await a kubernetes-asyncio request made with ``_preload_content=False`` and decode its
-    JSON object; client failures and non-2xx answers leave as ``agent.kube.errors``."""
-    resp = await _sent(what, call)
+async def _body(what: str, resp: aiohttp.ClientResponse) -> bytes:
+    """The whole body of ``resp`` (released afterwards); read failures as ``agent.kube.errors``."""
     try:
-        payload = await resp.read()
+        return await resp.read()
     except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
         raise Timeout(f"{what}: timed out reading the body") from exc
     except aiohttp.ClientError as exc:
         raise Unavailable(f"{what}: {exc}") from exc
     finally:
         resp.release()
+
+
+async def _object_response(what: str, call: Awaitable[aiohttp.ClientResponse]) -> RawObject:
+    """Await a kubernetes-asyncio request made with ``_preload_content=False`` and decode its
+    JSON object; client failures and non-2xx answers leave as ``agent.kube.errors``."""
+    resp = await _sent(what, call)
+    payload = await _body(what, resp)
     if not 200 <= resp.status < 300:
         raise error_from_response(resp.status, payload, resp.headers)
     try:
@@ -448,14 +453,7 @@ class Gateway:
     async def get_json(self, path: str, params: Sequence[tuple[str, str]] = ()) -> Any:
         """GET a path and decode its JSON body."""
         resp = await self._open(path, params, self._request_timeout)
-        try:
-            payload = await resp.read()
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise Timeout(f"GET {path}: timed out reading the body") from exc
-        except aiohttp.ClientError as exc:
-            raise Unavailable(f"GET {path}: {exc}") from exc
-        finally:
-            resp.release()
+        payload = await _body(f"GET {path}", resp)
         try:
             return orjson.loads(payload)
         except orjson.JSONDecodeError as exc:
