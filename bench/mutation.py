@@ -117,6 +117,7 @@ TESTS: dict[str, list[str]] = {
     # The tracker's own tests, on SQLite and a real PostgreSQL (-k "not postgres": SQLite only).
     "storage/tracker.py": [
         "tests/storage/test_tracker_validation.py",
+        "tests/storage/test_tracker_boundaries.py",
         "tests/storage/test_tracker.py",
         "tests/storage/test_tracker_waiting.py",
         "tests/storage/test_notify_policy.py",
