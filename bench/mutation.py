@@ -109,7 +109,9 @@ TESTS: dict[str, list[str]] = {
         *_sim("filters_pods", "breakdown"),
         "tests/rules/test_placement_root_cause.py",
     ],
-    "analyzers/simulator/versions.py": _sim("render_versions", "filters_node", "preemption", "filters_pods"),
+    "analyzers/simulator/versions.py": _sim(
+        "version_boundaries", "render_versions", "filters_node", "preemption", "filters_pods"
+    ),
     "analyzers/simulator/volumes.py": _sim(
         "filters_resources_volumes", "pv_node_affinity", "pre_enqueue_and_prefilter"
     ),
