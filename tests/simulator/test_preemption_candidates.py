@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from analyzers.simulator import simulate
-from tests.simulator.builders import pod, pod_of, snapshot
 from tests.simulator.builders import node as make_node
+from tests.simulator.builders import pod, pod_of, snapshot
 
 
 def full_nodes(count: int, *, start: int = 0, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
