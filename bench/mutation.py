@@ -62,7 +62,11 @@ TESTS: dict[str, list[str]] = {
     "analyzers/simulator/basic.py": _sim(
         "filters_node", "basic_boundaries", "init_ports_and_selector_parsing", "preemption", "filters_pods"
     ),
-    "analyzers/simulator/dra.py": _sim("pre_enqueue_and_prefilter", "contracts"),
+    "analyzers/simulator/dra.py": [
+        *_sim("pre_enqueue_and_prefilter"),
+        "tests/rules/test_scheduler_silent.py",
+        *_sim("contracts"),
+    ],
     "analyzers/simulator/engine.py": _sim(
         "contracts",
         "pre_enqueue_and_prefilter",

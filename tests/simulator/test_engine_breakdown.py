@@ -80,10 +80,14 @@ def test_one_node_alone_equals_the_same_node_of_the_whole_breakdown() -> None:
     assert [f.plugin for f in one[1].filters] == ["NodeUnschedulable", "TaintToleration"]
     assert [f.plugin for f in one[2].filters] == ["NodeAffinity", "NodeResourcesFit"]
     assert one[5].filters[0].reasons == (CPU, MEMORY) and not one[5].fits
+    assert one[1].first is not None and one[1].first.plugin == "NodeUnschedulable"
     everything = mixed()
     assert everything.nodes == tuple(one)
     assert [everything.node_at(i) for i in range(6)] == one  # read from the built breakdown
     assert everything.node("n4") == one[4] and everything.node("absent") is None
+    as_dict = everything.as_dict()
+    assert (as_dict["namespace"], as_dict["name"]) == ("default", "p")
+    assert as_dict["nodes"][1]["filters"][0]["plugin"] == "NodeUnschedulable"
 
 
 def test_a_prefilter_rejection_rejects_every_node_with_its_own_reason() -> None:
