@@ -76,10 +76,17 @@ TESTS: dict[str, list[str]] = {
         "preemption",
         "init_ports_and_selector_parsing",
         "engine_breakdown",
+        "framework_outcome",
         "breakdown",
     ),
     "analyzers/simulator/framework.py": _sim(
-        "contracts", "engine_breakdown", "preemption", "filters_pods", "filters_node", "breakdown"
+        "framework_outcome",
+        "contracts",
+        "engine_breakdown",
+        "preemption",
+        "filters_pods",
+        "filters_node",
+        "breakdown",
     ),
     "analyzers/simulator/interpod.py": _sim(
         "filters_pods", "preemption", "init_ports_and_selector_parsing", "pre_enqueue_and_prefilter"
