@@ -20,11 +20,12 @@ from analyzers.simulator.results import PodVerdict
 from tests.simulator.builders import node, pod, pod_of, snapshot
 
 NAME = "PerNodeReasons"
+GROUPED = range(1, 11)
 GROUP, EVEN, ODD = "node(s) failed alike", "node(s) with an even index", "node(s) with an odd index"
 
 
 class PerNodeReasons(Plugin):
-    """Nodes 0-9 fail alike (UnschedulableAndUnresolvable); every later node fails with a reason
+    """Nodes 1-10 fail alike (UnschedulableAndUnresolvable); every other node fails with a reason
     of its own: even indices Unschedulable, odd ones UnschedulableAndUnresolvable."""
 
     name = NAME
@@ -32,8 +33,8 @@ class PerNodeReasons(Plugin):
     def filter_all(self, cycle: Cycle) -> Outcome | None:
         out = Outcome(self.name)
         size = cycle.table.size
-        out.add_group(mask_of(range(10), size), failure(self.name, C.UNRESOLVABLE, (GROUP,), ("group",)))
-        for i in range(5, size):  # 5-9 are in the group already: their own reasons are ignored
+        out.add_group(mask_of(GROUPED, size), failure(self.name, C.UNRESOLVABLE, (GROUP,), ("group",)))
+        for i in range(size):  # 1-10 are in the group already: their own reasons are ignored
             if i % 2:
                 out.add_node(i, C.UNRESOLVABLE, (ODD,), ("odd",))
             else:
@@ -52,8 +53,9 @@ def run(size: int, monkeypatch: pytest.MonkeyPatch, version: str = "1.33", **pod
 @pytest.mark.parametrize("size", [30, 80])  # 80: more than 64 nodes with reasons of their own
 def test_each_node_counts_once_under_its_own_reasons(size: int, monkeypatch: pytest.MonkeyPatch) -> None:
     v = run(size, monkeypatch)
-    varying = size - 10
-    even, odd = (varying + 1) // 2, varying // 2
+    evens = [i for i in range(size) if i not in GROUPED and i % 2 == 0]
+    odds = [i for i in range(size) if i not in GROUPED and i % 2]
+    even, odd = len(evens), len(odds)
     assert dict(v.reasons) == {GROUP: 10, EVEN: even, ODD: odd}
     assert dict(v.reason_counts) == {"group": 10, "even": even, "odd": odd}
     assert v.message.startswith(f"0/{size} nodes are available: 10 {GROUP}, {even} {EVEN}, {odd} {ODD}.")
@@ -64,13 +66,16 @@ def test_each_node_counts_once_under_its_own_reasons(size: int, monkeypatch: pyt
     everything = (1 << size) - 1
     assert v.reason_codes_on(NAME, everything) == {("group",): 10, ("even",): even, ("odd",): odd}
     firsts = v.first_reasons(everything)
-    assert firsts[(GROUP,)] == mask_of(range(10), size)
-    assert firsts[(EVEN,)] == mask_of(range(10, size, 2), size)
-    assert firsts[(ODD,)] == mask_of(range(11, size, 2), size)
-    assert v.first_reasons(mask_of([3, 11], size)) == {(GROUP,): 1 << 3, (ODD,): 1 << 11}
+    assert firsts == {
+        (GROUP,): mask_of(GROUPED, size),
+        (EVEN,): mask_of(evens, size),
+        (ODD,): mask_of(odds, size),
+    }
+    assert v.first_reasons(mask_of([0, 3, 11], size)) == {(EVEN,): 1, (GROUP,): 1 << 3, (ODD,): 1 << 11}
     assert v.node_at(11).filters == (failure(NAME, C.UNRESOLVABLE, (ODD,), ("odd",)),)
     assert v.node_at(7).filters[0].reasons == (GROUP,)  # its own reasons were ignored
-    assert [n.filters[0].reasons for n in v.nodes[10:12]] == [(EVEN,), (ODD,)]
+    assert [n.filters[0].reasons for n in v.nodes[10:13]] == [(GROUP,), (ODD,), (EVEN,)]
+    assert v.nodes[0].filters[0].reasons == (EVEN,)
 
 
 @pytest.mark.parametrize(("nominated", "eligible"), [("n012", False), ("n013", True)])
