@@ -118,7 +118,7 @@ TESTS: dict[str, list[str]] = {
         "init_ports_and_selector_parsing", "pv_node_affinity", "filters_node", "filters_pods"
     ),
     "analyzers/simulator/spread.py": [
-        *_sim("filters_pods", "breakdown"),
+        *_sim("spread_boundaries", "filters_pods", "breakdown"),
         "tests/rules/test_placement_root_cause.py",
     ],
     "analyzers/simulator/versions.py": _sim(

@@ -43,7 +43,11 @@ def effective_selector(selector: LabelSelector | None, pod: Pod, keys: Sequence[
 
 
 def matching_pods_per_node(table: NodeTable, namespace: str, selector: LabelSelector) -> dict[int, int]:
-    """Non-terminating pods of ``namespace`` matching ``selector``, per node (memoized per snapshot)."""
+    """Non-terminating pods of ``namespace`` matching ``selector``, per node (memoized per snapshot).
+    An empty selector (``labelSelector: {}``) counts no pod: countPodsMatchSelector (common.go)
+    returns 0 for it, although the incoming pod still matches it itself."""
+    if selector.is_empty:
+        return {}
     key = ("spread", namespace, selector)
     found: dict[int, int] | None = table.memo.get(key)
     if found is None:
@@ -75,7 +79,8 @@ class PodTopologySpread(Plugin):
         specs = [c for c in pod.spec.topology_spread if c.when_unsatisfiable == "DoNotSchedule"]
         base = table.all_mask
         for c in specs:
-            base &= table.key_mask.get(c.topology_key, 0)
+            # A key no node has fails every node (missing label), so the domains never matter.
+            base &= table.key_mask.get(c.topology_key, 0)  # pragma: no mutate
         out = []
         for c in specs:
             eligible = base
@@ -133,7 +138,8 @@ class PodTopologySpread(Plugin):
                 out.add_group(
                     skewed, failure(self.name, C.UNSCHEDULABLE, (REASON_SKEW,), (C.TOPOLOGY_SPREAD_MISMATCH,))
                 )
-            rem &= ~(missing | skewed)
+            # The two are disjoint; add_group skips nodes already failing, so "&" would agree.
+            rem &= ~(missing | skewed)  # pragma: no mutate
         if not out.mask:
             return None
         out.make = lambda i: self._node(cycle, i, ()) or failure(self.name, C.UNSCHEDULABLE, (), ())
@@ -159,12 +165,12 @@ class PodTopologySpread(Plugin):
                 )
             domains = con.domains
             if removed and con.selector is not None and has(con.eligible, i):
+                # RemovePod (updateWithPod, filtering.go) takes every removed pod of the namespace
+                # that matches the selector off the count, a terminating one too (it was never counted).
                 gone = sum(
                     1
                     for p in removed
-                    if p.namespace == cycle.pod.namespace
-                    and p.deleted is None
-                    and con.selector.matches(p.labels)
+                    if p.namespace == cycle.pod.namespace and con.selector.matches(p.labels)
                 )
                 if gone:
                     domains = dict(domains)
