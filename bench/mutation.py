@@ -111,7 +111,12 @@ TESTS: dict[str, list[str]] = {
     ),
     "analyzers/simulator/render.py": _sim("render_versions", "filters_node", "contracts"),
     "analyzers/simulator/resources.py": _sim(
-        "filters_resources_volumes", "preemption", "seed_incident", "contracts", "filters_node"
+        "resources_boundaries",
+        "filters_resources_volumes",
+        "preemption",
+        "seed_incident",
+        "contracts",
+        "filters_node",
     ),
     "analyzers/simulator/results.py": _sim("seed_incident", "engine_breakdown", "breakdown"),
     "analyzers/simulator/selectors.py": _sim(
