@@ -130,7 +130,7 @@ TESTS: dict[str, list[str]] = {
         "version_boundaries", "render_versions", "filters_node", "preemption", "filters_pods"
     ),
     "analyzers/simulator/volumes.py": _sim(
-        "filters_resources_volumes", "pv_node_affinity", "pre_enqueue_and_prefilter"
+        "volumes_boundaries", "filters_resources_volumes", "pv_node_affinity", "pre_enqueue_and_prefilter"
     ),
     "analyzers/simulator/": ["tests/simulator"],
     # The tracker's own tests, on SQLite and a real PostgreSQL (-k "not postgres": SQLite only).
