@@ -186,7 +186,7 @@ class VolumeBinding(Plugin):
                         m = m & pm if flag else m & ~pm
                     if not m:
                         continue
-                    chosen = [p for flag, p in zip((a, b, c), parts, strict=True) if flag]  # pragma: no mutate
+                    chosen = [p for flag, p in zip((a, b, c), parts, strict=True) if flag]
                     out.add_group(
                         m,
                         failure(
