@@ -108,7 +108,8 @@ def wording_for(kube_version: str | None) -> Wording:
     """The wording of ``kube_version`` (default :data:`DEFAULT_KUBE_VERSION`).
     Versions older than 1.18 are treated as 1.18 (the first framework scheduler)."""
     v = parse_version(kube_version or DEFAULT_KUBE_VERSION)
-    if v < OLDEST:
+    # Clamping OLDEST itself to OLDEST changes nothing.
+    if v < OLDEST:  # pragma: no mutate
         v = OLDEST
     minor = v[:2]
     if minor >= (1, 35) or (minor == (1, 34) and v[2] >= 2):
