@@ -103,6 +103,7 @@ TESTS: dict[str, list[str]] = {
     ),
     "analyzers/simulator/preemption.py": _sim(
         "preemption",
+        "preemption_boundaries",
         "preemption_candidates",
         "basic_boundaries",
         "filters_resources_volumes",
