@@ -100,7 +100,8 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
     first_codes: dict[int, str] = {}
     if not fits and gated is None:
         if prefilter is not None:
-            for r, rc in zip(prefilter.reasons, prefilter.reason_codes, strict=True):
+            # One code per reason, always: "strict" never fires (nor in _node_verdicts).
+            for r, rc in zip(prefilter.reasons, prefilter.reason_codes, strict=True):  # pragma: no mutate
                 reasons[r] = reasons.get(r, 0) + total
                 codes[rc] = codes.get(rc, 0) + total
         else:
@@ -354,7 +355,7 @@ def _node_verdicts(
                     node_failures.append(failed)
     head: tuple[FilterFailure, ...] = (prefilter,) if prefilter is not None else ()
     out = []
-    for name, node_failures in zip(table.names, found, strict=True):
+    for name, node_failures in zip(table.names, found, strict=True):  # pragma: no mutate
         filters = head + tuple(node_failures) if node_failures is not None else head
         out.append(NodeVerdict(name, not filters, filters))
     return tuple(out)

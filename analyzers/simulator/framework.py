@@ -92,7 +92,8 @@ class Outcome:
         for m, f in self.groups:
             c = (m & within).bit_count()
             if c:
-                for r, rc in zip(f.reasons, f.reason_codes, strict=True):
+                # Each failure carries one code per reason: "strict" never fires (nor below).
+                for r, rc in zip(f.reasons, f.reason_codes, strict=True):  # pragma: no mutate
                     reasons[r] = reasons.get(r, 0) + c
                     codes[rc] = codes.get(rc, 0) + c
         if self.varying:
@@ -102,7 +103,7 @@ class Outcome:
                 entry = sel.get(i)
                 if entry is None:
                     continue
-                for r, rc in zip(entry[1], entry[2], strict=True):
+                for r, rc in zip(entry[1], entry[2], strict=True):  # pragma: no mutate
                     reasons[r] = reasons.get(r, 0) + 1
                     codes[rc] = codes.get(rc, 0) + 1
 

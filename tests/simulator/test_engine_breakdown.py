@@ -131,3 +131,27 @@ def test_reasons_that_vary_over_more_than_64_nodes_are_each_counted_once() -> No
         (CPU, MEMORY): 2,
         (TAINT,): 1,
     }
+
+
+def test_a_pod_that_fits_somewhere_has_no_reasons() -> None:
+    # kube-scheduler binds it: no FitError, so no histogram, whatever the other nodes say.
+    snap = snapshot(node("small", cpu="1"), node("big", cpu="4"), pod("p", requests={"cpu": "2"}))
+    v = simulate(snap, pod_of(snap, "p"), kube_version="1.33")
+    assert v.fits and v.message == "" and dict(v.reasons) == {} and dict(v.reason_counts) == {}
+    assert not v.preemption.attempted
+
+
+def test_preemption_tries_only_nodes_whose_first_failure_is_unschedulable() -> None:
+    # t fails TaintToleration (UnschedulableAndUnresolvable) before it fails on cpu: preemption
+    # cannot help there (nodesWherePreemptionMightHelp, pkg/scheduler/framework/preemption/preemption.go),
+    # while a, short of cpu only, is tried (and has no pod to evict).
+    snap = snapshot(
+        node("a", cpu="1"),
+        node("t", cpu="1", taints=[taint("dedicated", "gpu")]),
+        pod("p", requests={"cpu": "2"}),
+    )
+    v = simulate(snap, pod_of(snap, "p"), kube_version="1.33")
+    assert dict(v.preemption.reasons) == {
+        "No preemption victims found for incoming pod": 1,
+        "Preemption is not helpful for scheduling": 1,
+    }

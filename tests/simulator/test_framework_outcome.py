@@ -46,6 +46,7 @@ def run(size: int, monkeypatch: pytest.MonkeyPatch, version: str = "1.33", **pod
     monkeypatch.setattr(engine, "FILTERS", (*engine.FILTERS, PerNodeReasons()))
     objs = [node(f"n{i:03d}") for i in range(size)]
     objs.append(pod("victim", node_name="n012", priority=0, deleting=True))
+    objs.append(pod("leaving", node_name="n013", priority=0, deleting=True))
     snap = snapshot(*objs, pod("p", priority=100, **pod_fields))
     return simulate(snap, pod_of(snap, "p"), kube_version=version)
 
@@ -72,6 +73,7 @@ def test_each_node_counts_once_under_its_own_reasons(size: int, monkeypatch: pyt
         (ODD,): mask_of(odds, size),
     }
     assert v.first_reasons(mask_of([0, 3, 11], size)) == {(EVEN,): 1, (GROUP,): 1 << 3, (ODD,): 1 << 11}
+    assert v.reason_codes_on(NAME, mask_of([3, 11], size)) == {("group",): 1, ("odd",): 1}
     assert v.node_at(11).filters == (failure(NAME, C.UNRESOLVABLE, (ODD,), ("odd",)),)
     assert v.node_at(7).filters[0].reasons == (GROUP,)  # its own reasons were ignored
     assert [n.filters[0].reasons for n in v.nodes[10:13]] == [(GROUP,), (ODD,), (EVEN,)]
@@ -82,8 +84,8 @@ def test_each_node_counts_once_under_its_own_reasons(size: int, monkeypatch: pyt
 def test_the_nominated_nodes_own_code_decides_eligibility(
     nominated: str, eligible: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A terminating lower-priority pod runs on n012 (Unschedulable here): nominated there, the pod
-    # waits for it; nominated on n013 (UnschedulableAndUnresolvable), it may preempt again. (1.25:
+    # Terminating lower-priority pods run on n012 (Unschedulable here) and n013: nominated on n012,
+    # the pod waits; nominated on n013 (UnschedulableAndUnresolvable), it may preempt again. (1.25:
     # before PodDisruptionConditions was on by default, any terminating pod is waited for.)
     v = run(30, monkeypatch, version="1.25", nominated=nominated)
     not_eligible = "preemption: not eligible due to a terminating pod on the nominated node."
