@@ -89,7 +89,11 @@ TESTS: dict[str, list[str]] = {
         "breakdown",
     ),
     "analyzers/simulator/interpod.py": _sim(
-        "filters_pods", "preemption", "init_ports_and_selector_parsing", "pre_enqueue_and_prefilter"
+        "interpod_boundaries",
+        "filters_pods",
+        "preemption",
+        "init_ports_and_selector_parsing",
+        "pre_enqueue_and_prefilter",
     ),
     "analyzers/simulator/nodeinfo.py": _sim(
         "nodetable_derive",
@@ -202,6 +206,15 @@ def _points(
             in_fstring.update(id(n) for d in [*node.defaults, *node.kw_defaults] if d for n in ast.walk(d))
         if isinstance(node, ast.AnnAssign):  # annotations are never evaluated (PEP 563)
             in_fstring.update(id(n) for n in ast.walk(node.annotation))
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not func
+        ):  # nor a nested def's
+            args = node.args
+            for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+                if a is not None and a.annotation is not None:
+                    in_fstring.update(id(n) for n in ast.walk(a.annotation))
+            if node.returns is not None:
+                in_fstring.update(id(n) for n in ast.walk(node.returns))
     for stmt in func.body:
         for node in ast.walk(stmt):
             if getattr(node, "lineno", None) in skipped_lines or id(node) in in_fstring:

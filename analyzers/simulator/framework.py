@@ -92,7 +92,7 @@ class Outcome:
         for m, f in self.groups:
             c = (m & within).bit_count()
             if c:
-                # Each failure carries one code per reason: "strict" never fires (nor below).
+                # Each failure carries one code per reason: "strict" never fires.
                 for r, rc in zip(f.reasons, f.reason_codes, strict=True):  # pragma: no mutate
                     reasons[r] = reasons.get(r, 0) + c
                     codes[rc] = codes.get(rc, 0) + c
@@ -103,7 +103,7 @@ class Outcome:
                 entry = sel.get(i)
                 if entry is None:
                     continue
-                for r, rc in zip(entry[1], entry[2], strict=True):  # pragma: no mutate
+                for r, rc in zip(entry[1], entry[2], strict=True):
                     reasons[r] = reasons.get(r, 0) + 1
                     codes[rc] = codes.get(rc, 0) + 1
 
