@@ -21,6 +21,7 @@ output, as the JSON output escapes them.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
@@ -37,6 +38,7 @@ from analyzers.messages import (
     NODE_CONDITION,
     NODE_PRESSURE,
     PDB_VIOLATION,
+    QUEUE,
     SCHEDULING,
     UNKNOWN,
     ParsedMessage,
@@ -279,6 +281,25 @@ def _autoscaler_lines(parsed: ParsedMessage) -> list[str]:
     return lines
 
 
+def _queue_lines(parsed: ParsedMessage) -> list[str]:
+    lines = [
+        "Kueue has not admitted the workload: its pods wait behind the kueue.x-k8s.io/admission scheduling "
+        "gate, and kube-scheduler has not seen them yet."
+    ]
+    reasons = iter(parsed.reasons)
+    for name, count in parsed.groups or [("", len(parsed.reasons))]:
+        if name:
+            lines.append(f"Pod set {name}: no ResourceFlavor fits every resource it requests:")
+        for reason in itertools.islice(reasons, count):
+            lines.append(f"  {reason.text}")
+            lines.append(f"    {reason.code}: {reason.info.meaning}.")
+    lines.extend(f"{note}." for note in parsed.notes)
+    lines.append(
+        "Look: kubectl get workloads -n NAMESPACE -o wide; kubectl describe clusterqueue NAME (quota in use)."
+    )
+    return lines
+
+
 _EVICTION_HEADS = {
     PDB_VIOLATION: "Eviction refused: a PodDisruptionBudget allows no disruption right now.",
     MULTIPLE_PDBS: (
@@ -333,10 +354,12 @@ def render_text(parsed: ParsedMessage) -> str:
         lines = _scheduling_lines(parsed)
     elif parsed.kind == AUTOSCALER:
         lines = _autoscaler_lines(parsed)
+    elif parsed.kind == QUEUE:
+        lines = _queue_lines(parsed)
     elif parsed.kind == EVICTION and parsed.eviction is not None:
         lines = _eviction_lines(parsed)
     else:
-        lines = ["unstick does not recognise this as a scheduling, autoscaler or eviction message."]
+        lines = ["unstick does not recognise this as a scheduling, autoscaler, Kueue or eviction message."]
         if parsed.message:
             lines.append(f"  {parsed.message[:200]}")
     return "\n".join(neutralise(line) for line in lines) + "\n"

@@ -2,7 +2,8 @@
 
 ``parse_message(text)`` takes anything a user pastes (a FailedScheduling event
 of any kube-scheduler version, whole or in pieces, a PodScheduled condition
-message, cluster-autoscaler's and Karpenter's words about a pod, an eviction
+message, cluster-autoscaler's and Karpenter's words about a pod, Kueue's about
+a Workload, an eviction
 refusal from kubectl drain, an autoscaler, the descheduler or the VPA, a kubelet
 rejection) and returns a ``ParsedMessage``; ``classify_reason(text)`` maps
 one per-node reason to the code and plugin the filter simulator uses too.
@@ -23,6 +24,7 @@ from analyzers.messages.eviction import (
 from analyzers.messages.model import (
     AUTOSCALER,
     EVICTION,
+    QUEUE,
     SCHEDULING,
     UNKNOWN,
     ParsedMessage,
@@ -48,6 +50,7 @@ __all__ = [
     "NODE_CONDITION",
     "NODE_PRESSURE",
     "PDB_VIOLATION",
+    "QUEUE",
     "SCHEDULING",
     "UNKNOWN",
     "Eviction",

@@ -14,7 +14,7 @@ Upstream texts:
   schedule pod, <error>``, where the error holds one clause per NodePool joined with ``"; "``
   (v0.3x-v1.0: ``incompatible with nodepool "<name>", daemonset overhead={...}, <reason>``; v1.1+:
   ``<reason> (NodePool=<name>)`` or the reason alone), and ``Nominated`` ``Pod should schedule on:
-  nodeclaim/<name>, node/<name>``.
+  nodeclaim/<name>, node/<name>`` (v0.28-v0.31, before NodeClaims: ``machine/<name>``).
 """
 
 from __future__ import annotations
@@ -157,7 +157,9 @@ def parse_autoscaler(text: str) -> ParsedMessage | None:
     match = _KARPENTER_NOMINATED_RE.search(text)
     if match is not None:
         body = cut_at_next_event(text[match.end() :]).strip()
-        targets = tuple(t.strip() for t in body.split(",") if t.strip().startswith(("nodeclaim/", "node/")))
+        targets = tuple(
+            t.strip() for t in body.split(",") if t.strip().startswith(("nodeclaim/", "machine/", "node/"))
+        )
         if targets:
             return ParsedMessage(
                 kind=AUTOSCALER,
