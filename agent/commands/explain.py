@@ -276,6 +276,11 @@ def _autoscaler_lines(parsed: ParsedMessage) -> list[str]:
         plugin = f" ({reason.plugin})" if reason.plugin else ""
         lines.append(f"  {'':<10} {reason.code}{plugin}: {reason.info.meaning}.")
     lines.extend(f"  {note}" for note in parsed.notes)
+    if parsed.format == "ca-no-scale-up" and not parsed.reasons:
+        lines.append(
+            "  No node group is named: cluster-autoscaler considered none for the pod (it discovered no node "
+            "group it may scale: check its --nodes or --node-group-auto-discovery settings and the groups' tags)."
+        )
     if parsed.format in ("ca-scale-up", "karpenter-nominated"):
         lines.append("  Capacity is on its way: the pod should schedule once the new node is Ready.")
     return lines

@@ -42,7 +42,7 @@ from analyzers.messages.reasons import (
     ReasonInfo,
     Taint,
 )
-from analyzers.messages.text import cut_at_next_event
+from analyzers.messages.text import cut_at_next_event, quoted_until
 
 _POD_SET_RE: Final = re.compile(r"(couldn't|failed to) assign flavors to pod set (\S+?): ", re.IGNORECASE)
 # Where one sorted reason ends and the next begins (the reasons hold ", " themselves).
@@ -126,7 +126,7 @@ def parse_kueue(text: str) -> ParsedMessage | None:
     """Parse a cleaned Kueue admission message; None when ``text`` is not one."""
     match = _POD_SET_RE.search(text)
     if match is not None:
-        body = cut_at_next_event(text[match.start() :]).strip()
+        body = cut_at_next_event(text[match.start() : quoted_until(text, match.start())]).strip()
         reasons, groups, notes = _pod_sets(body)
         return ParsedMessage(
             kind=QUEUE, format="kueue-flavors", message=body, reasons=reasons, notes=notes, groups=groups

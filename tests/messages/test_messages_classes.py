@@ -418,3 +418,21 @@ def test_a_missing_claim_is_attributed_to_the_plugin_that_printed_it(minor: int)
         assert (verdict.prefilter.plugin, reason.plugin) == ("VolumeBinding", "VolumeRestrictions")
     else:
         assert reason.plugin == verdict.prefilter.plugin
+
+
+def test_autoscaler_and_kueue_messages_quoted_in_prose_end_at_their_closing_quote() -> None:
+    """cluster-autoscaler and Kueue print no final full stop: a quote around the message
+    is what ends it, never the words after it (apostrophes inside are not quotes)."""
+    parsed = parse_message_uncached(
+        "message: 'pod didn't trigger scale-up: 2 max node group size reached' at 10:00"
+    )
+    assert [(x.count, x.text, x.code) for x in parsed.reasons] == [
+        (2, "max node group size reached", r.AUTOSCALER_LIMIT)
+    ]
+    parsed = parse_message_uncached(
+        'kueue: "couldn\'t assign flavors to pod set main: flavor a100 not found" (w-1)'
+    )
+    assert [x.text for x in parsed.reasons] == ["flavor a100 not found"]
+    empty = parse_message_uncached('Event: "pod didn\'t trigger scale-up:" (빈 메시지)')
+    assert (empty.format, empty.reasons) == ("ca-no-scale-up", ())
+    assert "considered none for the pod" in explain.render_text(empty)
