@@ -32,6 +32,7 @@ from agent.cli import EXIT_OK, UserError
 from analyzers.messages import (
     AUTOSCALER,
     DO_NOT_DISRUPT,
+    DRAIN_REFUSED,
     EVICTION,
     KUBELET_ADMISSION,
     MULTIPLE_PDBS,
@@ -318,6 +319,18 @@ _EVICTION_HEADS = {
     NODE_PRESSURE: "The kubelet evicted the pod: its node ran low on a resource (node-pressure eviction).",
     NODE_CONDITION: "The kubelet refused the pod: its node reports a pressure condition (admission).",
     KUBELET_ADMISSION: "The kubelet refused to admit the pod on its node (admission check failed).",
+    DRAIN_REFUSED: (
+        "kubectl drain refused to start: the node holds pods it may not delete without a flag. Nothing was "
+        "evicted, but the node stays cordoned (kubectl uncordon NODE to undo that)."
+    ),
+}
+
+# What each of kubectl drain's flags does to the pods it lets through (k8s.io/kubectl/pkg/drain/filters.go).
+_DRAIN_FLAGS = {
+    "--force": "deletes them, and nothing re-creates a pod without a controller: recreate it elsewhere first",
+    "--ignore-daemonsets": "leaves them running on the node (DaemonSet pods tolerate the cordon; they stop with it)",
+    "--delete-emptydir-data": "deletes them with their emptyDir data, which is lost",
+    "--delete-local-data": "deletes them with their emptyDir data, which is lost (the flag's name before 1.20)",
 }
 
 
@@ -325,7 +338,7 @@ def _eviction_lines(parsed: ParsedMessage) -> list[str]:
     ev = parsed.eviction
     assert ev is not None
     lines = [_EVICTION_HEADS.get(ev.kind, "Eviction failure.")]
-    if ev.pod:
+    if ev.pod and not ev.refusals:
         lines.append(f"  pod: {ev.namespace + '/' if ev.namespace else ''}{ev.pod}")
     if ev.pdb:
         lines.append(f"  PodDisruptionBudget: {ev.namespace + '/' if ev.namespace else ''}{ev.pdb}")
@@ -333,6 +346,9 @@ def _eviction_lines(parsed: ParsedMessage) -> list[str]:
         lines.append(f"  PodDisruptionBudgets: {', '.join(ev.budgets)}")
     if ev.resource:
         lines.append(f"  resource: {ev.resource}")
+    for what, flag, pods in ev.refusals:
+        lines.append(f"  {what}: {', '.join(pods)}")
+        lines.append(f"    {flag} {_DRAIN_FLAGS.get(flag, 'lets kubectl drain go on')}.")
     if ev.desired_healthy is not None and ev.current_healthy is not None:
         lines.append(
             f"  it needs {ev.desired_healthy} healthy pods and has {ev.current_healthy}: "
@@ -349,7 +365,7 @@ def _eviction_lines(parsed: ParsedMessage) -> list[str]:
             "  The eviction API answers 429 until a replacement pod is Ready elsewhere; "
             "kubectl drain retries every 5s" + (" (it is retrying)." if ev.will_retry else ".")
         )
-    if ev.detail and (ev.kind != PDB_VIOLATION or ev.sync_failed):
+    if ev.detail and not ev.refusals and (ev.kind != PDB_VIOLATION or ev.sync_failed):
         lines.append(f"  {ev.detail}")
     return lines
 

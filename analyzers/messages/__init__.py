@@ -13,6 +13,7 @@ Pure and synchronous: no I/O, no clock.
 from analyzers.messages.autoscaler import parse_autoscaler
 from analyzers.messages.eviction import (
     DO_NOT_DISRUPT,
+    DRAIN_REFUSED,
     KUBELET_ADMISSION,
     MULTIPLE_PDBS,
     NODE_CONDITION,
@@ -44,6 +45,7 @@ __all__ = [
     "ALL_CODES",
     "AUTOSCALER",
     "DO_NOT_DISRUPT",
+    "DRAIN_REFUSED",
     "EVICTION",
     "KUBELET_ADMISSION",
     "MULTIPLE_PDBS",
