@@ -40,6 +40,7 @@ from analyzers.messages import (
     NODE_PRESSURE,
     PDB_VIOLATION,
     QUEUE,
+    SCHEDULER_ERROR,
     SCHEDULING,
     UNKNOWN,
     ParsedMessage,
@@ -287,6 +288,42 @@ def _autoscaler_lines(parsed: ParsedMessage) -> list[str]:
     return lines
 
 
+# What an error at each extension point usually means, and where to look.
+_ERROR_HINTS = {
+    ("PreBind", "VolumeBinding"): (
+        "binding or provisioning the pod's volumes failed or timed out: read the PersistentVolumeClaims' events "
+        "and the CSI provisioner's log (kubectl describe pvc)"
+    ),
+    ("Bind", None): (
+        "the API server refused the binding (another scheduler or an earlier attempt already bound the pod, or "
+        "the API server could not be reached): usually passes on retry"
+    ),
+    ("Reserve", "DynamicResources"): "reserving the pod's ResourceClaims failed: read the claims' status",
+    (
+        "PreBind",
+        "DynamicResources",
+    ): "writing the claims' allocation failed: read the claims' status and events",
+}
+
+
+def _scheduler_error_lines(parsed: ParsedMessage) -> list[str]:
+    if parsed.format == "pod-deleting":
+        return [f"kube-scheduler skips pod {parsed.pod}: it is being deleted (it has a deletionTimestamp)."]
+    point = parsed.notes[0] if parsed.notes else "?"
+    [reason] = parsed.reasons
+    who = f"plugin {reason.plugin}" if reason.plugin else f"the {point} plugins"
+    hint = _ERROR_HINTS.get((point, reason.plugin)) or _ERROR_HINTS.get((point, None))
+    lines = [
+        f"kube-scheduler error at {point}, from {who}: not a verdict about nodes. The pod stays Pending and is "
+        "retried with backoff; its PodScheduled condition reads SchedulerError.",
+        f"  {reason.text}",
+    ]
+    if hint:
+        lines.append(f"  {hint[0].upper()}{hint[1:]}.")
+    lines.append("  kube-scheduler's log around the event has the full error.")
+    return lines
+
+
 def _queue_lines(parsed: ParsedMessage) -> list[str]:
     lines = [
         "Kueue has not admitted the workload: its pods wait behind the kueue.x-k8s.io/admission scheduling "
@@ -377,10 +414,14 @@ def render_text(parsed: ParsedMessage) -> str:
         lines = _autoscaler_lines(parsed)
     elif parsed.kind == QUEUE:
         lines = _queue_lines(parsed)
+    elif parsed.kind == SCHEDULER_ERROR:
+        lines = _scheduler_error_lines(parsed)
     elif parsed.kind == EVICTION and parsed.eviction is not None:
         lines = _eviction_lines(parsed)
     else:
-        lines = ["unstick does not recognise this as a scheduling, autoscaler, Kueue or eviction message."]
+        lines = [
+            "unstick does not recognise this as a scheduling, scheduler error, autoscaler, Kueue or eviction message."
+        ]
         if parsed.message:
             lines.append(f"  {parsed.message[:200]}")
     return "\n".join(neutralise(line) for line in lines) + "\n"

@@ -24,6 +24,8 @@ EVICTION: Final = "eviction"
 AUTOSCALER: Final = "autoscaler"
 # Kueue's reasons for not admitting a Workload (its pods wait behind a scheduling gate).
 QUEUE: Final = "queue"
+# kube-scheduler's errors (a plugin failed), not a verdict about nodes.
+SCHEDULER_ERROR: Final = "scheduler-error"
 UNKNOWN: Final = "unknown"
 
 # Preemption verdicts.
@@ -124,7 +126,8 @@ class Preemption:
 class ParsedMessage:
     """What a message says, in the scheduler's terms.
 
-    - ``kind``: ``scheduling``, ``eviction``, ``autoscaler``, ``queue`` (Kueue) or ``unknown``.
+    - ``kind``: ``scheduling``, ``eviction``, ``autoscaler``, ``queue`` (Kueue),
+      ``scheduler-error`` (a plugin failed: ``notes`` holds its extension point) or ``unknown``.
     - ``format``: ``fit-error`` (``0/N nodes are available: <count> <reason>, ...``),
       ``fit-error-prefilter`` (1.26+, a PreFilter rejection without count),
       ``preemption-only`` (only the ``preemption: ...`` tail was pasted: ``reasons``
@@ -133,7 +136,8 @@ class ParsedMessage:
       ``reasons`` (a bare reason list or a PodScheduled condition message),
       ``ca-no-scale-up``, ``ca-scale-up``, ``karpenter-failed``,
       ``karpenter-nominated``, ``kueue-flavors`` (per pod set; ``notes`` name the pod
-      sets), ``kueue-queue`` (the queue itself), ``eviction`` or ``unknown``.
+      sets), ``kueue-queue`` (the queue itself), ``plugin-error``, ``pod-deleting``,
+      ``eviction`` or ``unknown``.
     - ``total_nodes``: N of ``0/N nodes are available`` (None when not printed,
       redacted as ``0/x`` or cut off).
     - ``head_missing``: the text starts after the message's beginning (no

@@ -9,6 +9,7 @@ from analyzers.messages.autoscaler import parse_autoscaler
 from analyzers.messages.eviction import parse_eviction
 from analyzers.messages.kueue import parse_kueue
 from analyzers.messages.model import EVICTION, UNKNOWN, ParsedMessage
+from analyzers.messages.scheduler_errors import parse_scheduler_error
 from analyzers.messages.scheduling import clear_caches, parse_headed, parse_reasons_only
 from analyzers.messages.text import clean
 
@@ -22,6 +23,7 @@ def parse_message_uncached(text: str) -> ParsedMessage:
         parse_headed(cleaned)
         or parse_autoscaler(cleaned)
         or parse_kueue(cleaned)
+        or parse_scheduler_error(cleaned)
         or parse_reasons_only(cleaned)
     )
     if parsed is not None:
@@ -41,7 +43,7 @@ def parse_message(text: str) -> ParsedMessage:
     anywhere in the text (event columns, log prefixes, table borders and line
     wraps do not matter), and in pieces (cut at either end); then
     cluster-autoscaler's and Karpenter's messages about a pod, Kueue's about a
-    Workload, a bare reason list,
+    Workload, kube-scheduler's plugin errors, a bare reason list,
     eviction and drain failures; anything else is ``unknown``.
     """
     return parse_message_uncached(text)

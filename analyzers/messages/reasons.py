@@ -105,6 +105,9 @@ QUEUE_FLAVOR_MISMATCH: Final = "queue-flavor-mismatch"
 QUEUE_MISSING: Final = "queue-missing"
 QUEUE_INACTIVE: Final = "queue-inactive"
 QUEUE_ADMISSION: Final = "queue-admission"
+# kube-scheduler errors (analyzers/messages/scheduler_errors.py), not a node's verdict.
+PLUGIN_ERROR: Final = "plugin-error"
+POD_DELETING: Final = "pod-deleting"
 OTHER: Final = "other"
 
 ALL_CODES: Final[tuple[str, ...]] = (
@@ -150,6 +153,8 @@ ALL_CODES: Final[tuple[str, ...]] = (
     QUEUE_MISSING,
     QUEUE_INACTIVE,
     QUEUE_ADMISSION,
+    PLUGIN_ERROR,
+    POD_DELETING,
     OTHER,
 )
 
@@ -623,6 +628,11 @@ _MEANINGS: Final[dict[str, str]] = {
         "kubectl describe it for why"
     ),
     QUEUE_ADMISSION: "Kueue refuses the workload before looking at quota (admission checks or the queue's namespace selector)",
+    PLUGIN_ERROR: (
+        "a scheduler plugin failed with an error (not a verdict about nodes): kube-scheduler retries the pod "
+        "with backoff until the error goes away"
+    ),
+    POD_DELETING: "the pod is being deleted, so kube-scheduler no longer tries to place it",
     OTHER: "a reason unstick does not know; read it as printed",
 }
 
