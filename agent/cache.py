@@ -47,6 +47,9 @@ RELEVANT_EVENT_REASONS = frozenset(
         "ScalingReplicaSet",
         "ProgressDeadlineExceeded",
         "FailedCreate",
+        # a claim's provisioner and the PersistentVolume controller (the scheduler-error rule quotes them)
+        "ProvisioningFailed",
+        "FailedBinding",
     }
 )
 EVENT_TTL_SECONDS = 3600.0
