@@ -101,17 +101,17 @@ def _finding(
     count = plural(len(pods), "pod")
     claim_event = _claim_warning(ctx, oldest) if plugin == "VolumeBinding" else None
     claim_words = (
-        f" The newest warning on PersistentVolumeClaim {claim_event.involved.name}, from "
-        f"{claim_event.source or 'its controller'} ({claim_event.reason}): {claim_event.message!r}."
+        f" Its claim {claim_event.involved.name} says why, from {claim_event.source or 'its controller'} "
+        f"({claim_event.reason}): {claim_event.message!r}."
         if claim_event is not None
         else ""
     )
     explanation = (
         f"{count} of {ref.kind} {ref.namespace}/{ref.name} {are(len(pods))} Pending because kube-scheduler fails on "
         f"{'them' if len(pods) > 1 else 'it'} with an error, not a verdict about nodes: {who} returned "
-        f"{error!r}. That is: {meaning}.{condition} kube-scheduler retries with backoff; its newest event says "
-        f"this {plural(event.count, 'time')} for {oldest.name}, which has waited {duration(waited)}. No node was "
-        f"found wanting, so capacity, selectors and taints are not the cause.{claim_words}"
+        f"{error!r}.{claim_words} That is: {meaning}.{condition} kube-scheduler retries with backoff; its newest "
+        f"event says this {plural(event.count, 'time')} for {oldest.name}, which has waited {duration(waited)}. "
+        "No node was found wanting, so capacity, selectors and taints are not the cause."
     )
     evidence: dict[str, Any] = {
         "extension_point": point,
