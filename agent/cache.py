@@ -82,10 +82,16 @@ class ClusterCache:
         self.apply(delta)
 
     async def synced(self, kind: str) -> None:
-        self.synced_kinds.add(kind)
-        self.changed.set()
+        self.mark_listed(kind)
 
     # -- plain methods (tests and the faust worker call these directly) --------
+    def mark_listed(self, kind: str) -> None:
+        """The initial list of ``kind`` is in (in every namespace watched): an object of it
+        the state lacks does not exist (a missing ResourceClaim is judged)."""
+        self.synced_kinds.add(kind)
+        self.state.mark_collected(kind)
+        self.changed.set()
+
     def apply(self, delta: Delta) -> bool:
         """Apply one delta; returns whether the state changed."""
         obj = delta.object
