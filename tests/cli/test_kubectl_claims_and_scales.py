@@ -127,7 +127,11 @@ async def test_a_drain_reads_the_custom_controllers_scale(tmp_path: Path) -> Non
         _drain_cluster(cluster, 5)
         report, _ = await _diagnose(cluster, tmp_path, "node/n1")
         (budget,) = [b.as_dict() for b in report.pdbs]
-        assert (budget["expected_pods"], budget["desired_healthy"], budget["disruptions_allowed"]) == (5, 4, 0)
+        assert (budget["expected_pods"], budget["desired_healthy"], budget["disruptions_allowed"]) == (
+            5,
+            4,
+            0,
+        )
         assert (budget["figures"], budget["unknown"]) == ("computed", None)
         assert "pdb-blocks-eviction" in [f.rule_id for f in report.findings]
         gets = [r.path for r in cluster.requests if r.verb == "get"]
