@@ -20,6 +20,7 @@ from typing import Any
 
 from agent.kube.watcher import Delta, MetricsSample
 from analyzers.ingest import InputError, describe
+from analyzers.records import Record
 from analyzers.snapshot import ClusterState
 
 log = logging.getLogger(__name__)
@@ -133,6 +134,11 @@ class ClusterCache:
             self.on_event(obj)
         self.changed.set()
         return True
+
+    def apply_record(self, record: Record) -> None:
+        """Apply a record read beside the watches (a ``/scale`` reading, agent.scales)."""
+        self.state.apply(record)
+        self.changed.set()
 
     def apply_metrics(self, sample: MetricsSample) -> None:
         """Replace all metrics with a fresh sample (metrics are a poll, not a watch)."""
