@@ -27,8 +27,6 @@ from agent.stream.fleet import Fleet
 from agent.stream.publisher import DeltaPublisher, ScaleRelay, announce_ready, custom_controlled
 from analyzers.disruption import budget_status
 from analyzers.records import ScaleReading
-from storage.engine import create_engine, create_sessionmaker
-from storage.migrate import upgrade
 from storage.models import Incident
 from tests.agent.test_live_resource_claims import claimed_web
 from tests.agent.test_scales import _database, _state_objects, _uid
@@ -39,16 +37,6 @@ FORBIDDEN = (
     'databases.db.example.com "orders" is forbidden: User "system:serviceaccount:unstick:unstick" '
     'cannot get resource "databases/scale" in API group "db.example.com" in the namespace "default"'
 )
-
-
-@pytest.fixture
-async def sessions(tmp_path: Path):
-    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path}/fleet.db")
-    await upgrade(engine)
-    try:
-        yield create_sessionmaker(engine)
-    finally:
-        await engine.dispose()
 
 
 @contextlib.asynccontextmanager
@@ -65,12 +53,15 @@ async def custom_cluster(*, forbid_scale: bool = False) -> AsyncIterator[FakeClu
         yield cluster
 
 
-async def recorded(cluster: FakeCluster, tmp_path: Path) -> list[bytes]:
-    """What ``unstick watch --publish`` sends up to its ``ready`` marker (and a moment after)."""
+@contextlib.asynccontextmanager
+async def publishing(
+    cluster: FakeCluster, tmp_path: Path
+) -> AsyncIterator[tuple[DeltaPublisher, ScaleRelay]]:
+    """What ``unstick watch --publish`` runs (watcher, relay, ``ready``) into a publisher
+    that never sends: its buffer is what it would send. Waits for ``ready``."""
     gateway = Gateway(str(cluster.write_kubeconfig(tmp_path / "kubeconfig")), request_timeout=5)
-    publisher = DeltaPublisher("c1", bootstrap="127.0.0.1:1", topic="unused", partitions=1)  # never sends
-    await gateway.open()
-    try:
+    publisher = DeltaPublisher("c1", bootstrap="127.0.0.1:1", topic="unused", partitions=1)
+    async with gateway:
         publisher.hello("1.30")
         relay = ScaleRelay(ScaleReader(gateway), publisher, debounce=0.05)
         publisher.observers.append(relay.observe)
@@ -83,14 +74,18 @@ async def recorded(cluster: FakeCluster, tmp_path: Path) -> list[bytes]:
             async with asyncio.timeout(30):
                 while not any(codec.decode(v).type == "ready" for v in publisher.buffer):
                     await asyncio.sleep(0.05)
-            await asyncio.sleep(0.3)
+            yield publisher, relay
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def recorded(cluster: FakeCluster, tmp_path: Path) -> list[bytes]:
+    """What ``unstick watch --publish`` sends up to its ``ready`` marker (and a moment after)."""
+    async with publishing(cluster, tmp_path) as (publisher, _):
+        await asyncio.sleep(0.3)
         return list(publisher.buffer)
-    finally:
-        await gateway.close()
 
 
 def new_fleet(sessions: Any, table: dict[bytes, bytes]) -> Fleet:
@@ -105,10 +100,11 @@ def new_fleet(sessions: Any, table: dict[bytes, bytes]) -> Fleet:
     )
 
 
-async def open_incidents(sessions: Any, rule_id: str) -> list[Incident]:
+async def open_incidents(sessions: Any, rule_id: str | None = None) -> list[Incident]:
+    """Open incidents (of one rule, or all), by rule and fingerprint."""
     async with sessions() as s:
-        rows = (await s.execute(select(Incident).where(Incident.rule_id == rule_id))).scalars()
-        return [i for i in rows if i.status == "open"]
+        rows = (await s.execute(select(Incident).order_by(Incident.rule_id, Incident.fingerprint))).scalars()
+        return [i for i in rows if i.status == "open" and rule_id in (None, i.rule_id)]
 
 
 Verdict = tuple[list[Incident], dict[str, Any] | None]  # open incidents, the budget's figures
@@ -134,7 +130,7 @@ async def fleet_verdict(records: list[bytes], sessions: Any, rule_id: str) -> Ve
         await fleet.close()
 
 
-async def agent_verdict(cluster: FakeCluster, tmp_path: Path, rule_id: str) -> Verdict:
+async def agent_verdict(cluster: FakeCluster, tmp_path: Path, rule_id: str | None = None) -> Verdict:
     """What the single-process agent (``unstick watch``) records for the same cluster."""
     host = await AgentHost.open(f"sqlite+aiosqlite:///{tmp_path}/agent.db")
     try:
@@ -242,32 +238,13 @@ async def test_a_new_scale_target_is_read_and_sent_after_ready(tmp_path: Path) -
         for obj in objs:
             if obj["kind"] != "PodDisruptionBudget":
                 cluster.apply(obj)
-        gateway = Gateway(str(cluster.write_kubeconfig(tmp_path / "kubeconfig")), request_timeout=5)
-        publisher = DeltaPublisher("c1", bootstrap="127.0.0.1:1", topic="unused", partitions=1)
-        async with gateway:
-            relay = ScaleRelay(ScaleReader(gateway), publisher, debounce=0.05)
-            publisher.observers.append(relay.observe)
-            watcher = Watcher(gateway, publisher)
-            tasks = [
-                asyncio.create_task(watcher.run()),
-                asyncio.create_task(announce_ready(watcher, relay, publisher)),
-            ]
-            try:
-                async with asyncio.timeout(30):
-                    while relay.sent == 0 and not any(
-                        codec.decode(v).type == "ready" for v in publisher.buffer
-                    ):
-                        await asyncio.sleep(0.05)
-                assert relay.sent == 0  # no budget: nothing to read
-                (pdb,) = [o for o in objs if o["kind"] == "PodDisruptionBudget"]
-                cluster.apply(pdb)
-                async with asyncio.timeout(30):
-                    while relay.sent == 0:
-                        await asyncio.sleep(0.05)
-            finally:
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+        async with publishing(cluster, tmp_path) as (publisher, relay):
+            assert relay.sent == 0  # no budget: nothing to read
+            (pdb,) = [o for o in objs if o["kind"] == "PodDisruptionBudget"]
+            cluster.apply(pdb)
+            async with asyncio.timeout(30):
+                while relay.sent == 0:
+                    await asyncio.sleep(0.05)
         (scale,) = [codec.decode(v) for v in publisher.buffer if codec.decode(v).type == "scale"]
         assert codec.scale_reading(scale).replicas == 5
 
