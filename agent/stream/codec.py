@@ -31,7 +31,8 @@ state, which is what makes redelivery harmless. ``type`` is one of:
                PodDisruptionBudget (agent.scales): ``kind``, ``namespace``, ``group``,
                ``name``, and ``uid`` and ``replicas``, or ``problem`` (the disruption
                controller's own error) or ``unknown`` (why it could not be read); sent when
-               a reading changes, the first ones before ``ready``
+               a reading changes, the first ones before ``ready`` (a worker older than
+               this type dead-letters it and goes on: its budgets stay *unknown*)
 =============  ====================================================================
 
 JSON keeps records readable with any Kafka tool (``kcat``), and orjson

@@ -27,9 +27,13 @@ def _list(kind: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"apiVersion": api, "kind": kind, "metadata": {"resourceVersion": "7"}, "items": items}
 
 
-def _write(folder: Path, name: str, doc: Any) -> None:
+def _write_text(folder: Path, name: str, text: str) -> None:
     folder.mkdir(exist_ok=True)
-    (folder / name).write_bytes(orjson.dumps(doc))
+    (folder / name).write_text(text)
+
+
+def _write(folder: Path, name: str, doc: Any) -> None:
+    _write_text(folder, name, orjson.dumps(doc).decode())
 
 
 def _cluster(folder: Path) -> Path:
@@ -61,9 +65,8 @@ COLLECTED = {
     ),
     "another claim alone": lambda d: _write(d, "claim.json", claim("other", deleting=False)),
     "empty List in resourceclaims.json": lambda d: _write(d, "resourceclaims.json", _list("List", [])),
-    "empty List in resourceclaims.resource.k8s.io.yaml": lambda d: (
-        d.mkdir(exist_ok=True),
-        (d / "resourceclaims.resource.k8s.io.yaml").write_text("apiVersion: v1\nkind: List\nitems: []\n"),
+    "empty List in resourceclaims.resource.k8s.io.yaml": lambda d: _write_text(
+        d, "resourceclaims.resource.k8s.io.yaml", "apiVersion: v1\nkind: List\nitems: []\n"
     ),
 }
 
@@ -81,9 +84,8 @@ def test_a_dump_that_collected_claims_judges_the_missing_one(tmp_path: Path, sou
 NOT_COLLECTED = {
     "no claim at all": lambda d: None,
     "an empty List in a file named for nothing": lambda d: _write(d, "other.json", _list("List", [])),
-    "an unreadable resourceclaims.json": lambda d: (
-        d.mkdir(exist_ok=True),
-        (d / "resourceclaims.json").write_text('{"kind": "List", "items": ['),
+    "an unreadable resourceclaims.json": lambda d: _write_text(
+        d, "resourceclaims.json", '{"kind": "List", "items": ['
     ),
 }
 
