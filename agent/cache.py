@@ -20,6 +20,7 @@ from typing import Any
 
 from agent.kube.watcher import Delta, MetricsSample
 from analyzers.ingest import InputError, describe
+from analyzers.kueue import WORKLOAD_EVENT_REASONS
 from analyzers.records import Record
 from analyzers.snapshot import ClusterState
 
@@ -47,9 +48,24 @@ RELEVANT_EVENT_REASONS = frozenset(
         "ScalingReplicaSet",
         "ProgressDeadlineExceeded",
         "FailedCreate",
+        # a claim's provisioner and the PersistentVolume controller (the scheduler-error rule quotes them)
+        "ProvisioningFailed",
+        "FailedBinding",
     }
 )
 EVENT_TTL_SECONDS = 3600.0
+
+
+def _relevant_event(obj: dict[str, Any]) -> bool:
+    """An event the analysis reads: one of RELEVANT_EVENT_REASONS, or Kueue's word on a
+    Workload (generic reasons, so kept only for that kind)."""
+    reason = obj.get("reason")
+    if reason in RELEVANT_EVENT_REASONS:
+        return True
+    involved = obj.get("involvedObject") or obj.get("regarding") or {}
+    return (
+        reason in WORKLOAD_EVENT_REASONS and isinstance(involved, dict) and involved.get("kind") == "Workload"
+    )
 
 
 @dataclass
@@ -108,7 +124,7 @@ class ClusterCache:
                 self.changed.set()
             return removed
         is_event = kind == "Event"
-        if is_event and obj.get("reason") not in RELEVANT_EVENT_REASONS:
+        if is_event and not _relevant_event(obj):
             stats.events_dropped += 1
             return False
         if not obj.get("kind"):

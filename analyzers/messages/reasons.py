@@ -29,7 +29,8 @@ The texts are kube-scheduler's own, copied from upstream (kubernetes/kubernetes)
   deleted`` / ``bound to non-existent persistentvolume "y"``
 - ``.../volumezone/volume_zone.go``: ``node(s) had no available volume zone``
 - ``.../volumerestrictions/volume_restrictions.go``: ``node(s) had no available disk``, ``node has
-  pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode``
+  pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode``, and from
+  1.27 the PreFilter ``persistentvolumeclaim "x" not found`` (``Reason.plugin`` says which)
 - ``.../nodevolumelimits/csi.go``: ``node(s) exceed max volume count``
 - ``.../schedulinggates/scheduling_gates.go``: ``waiting for scheduling gates: [a b]``
 - ``.../dynamicresources/dynamicresources.go``: ``cannot allocate all claims``, ``resourceclaim not
@@ -97,6 +98,16 @@ AUTOSCALER_LIMIT: Final = "autoscaler-limit"
 AUTOSCALER_NOT_READY: Final = "autoscaler-not-ready"
 AUTOSCALER_BACKOFF: Final = "autoscaler-backoff"
 AUTOSCALER_NO_INSTANCE_TYPE: Final = "autoscaler-no-instance-type"
+# Kueue (analyzers/messages/kueue.py): why a Workload is not admitted to its ClusterQueue.
+QUEUE_QUOTA_UNUSED: Final = "queue-quota-in-use"
+QUEUE_QUOTA_EXCEEDED: Final = "queue-quota-exceeded"
+QUEUE_FLAVOR_MISMATCH: Final = "queue-flavor-mismatch"
+QUEUE_MISSING: Final = "queue-missing"
+QUEUE_INACTIVE: Final = "queue-inactive"
+QUEUE_ADMISSION: Final = "queue-admission"
+# kube-scheduler errors (analyzers/messages/scheduler_errors.py), not a node's verdict.
+PLUGIN_ERROR: Final = "plugin-error"
+POD_DELETING: Final = "pod-deleting"
 OTHER: Final = "other"
 
 ALL_CODES: Final[tuple[str, ...]] = (
@@ -136,6 +147,14 @@ ALL_CODES: Final[tuple[str, ...]] = (
     AUTOSCALER_NOT_READY,
     AUTOSCALER_BACKOFF,
     AUTOSCALER_NO_INSTANCE_TYPE,
+    QUEUE_QUOTA_UNUSED,
+    QUEUE_QUOTA_EXCEEDED,
+    QUEUE_FLAVOR_MISMATCH,
+    QUEUE_MISSING,
+    QUEUE_INACTIVE,
+    QUEUE_ADMISSION,
+    PLUGIN_ERROR,
+    POD_DELETING,
     OTHER,
 )
 
@@ -591,6 +610,29 @@ _MEANINGS: Final[dict[str, str]] = {
     AUTOSCALER_NO_INSTANCE_TYPE: (
         "no instance type the NodePool may launch satisfies the pod's requirements, resources and offerings together"
     ),
+    QUEUE_QUOTA_UNUSED: (
+        "the ClusterQueue's quota for {resource} in flavor {name} is in use by admitted workloads: this one "
+        "waits until they finish, or preempts them if the queue's preemption policy allows"
+    ),
+    QUEUE_QUOTA_EXCEEDED: (
+        "the pod set asks for more {resource} in flavor {name} than the ClusterQueue may ever give (nominal quota "
+        "plus what it may borrow): it is never admitted as it is; lower the requests or raise the quota"
+    ),
+    QUEUE_FLAVOR_MISMATCH: (
+        "the ResourceFlavor{name} cannot serve this pod set (a taint it does not tolerate, node affinity that "
+        "excludes it, a resource the ClusterQueue does not cover, or a flavor that does not exist)"
+    ),
+    QUEUE_MISSING: "the{name} the workload is submitted to does not exist: create it or fix the queue-name label",
+    QUEUE_INACTIVE: (
+        "the{name} is inactive (stopped, or it names a flavor or admission check that does not exist): "
+        "kubectl describe it for why"
+    ),
+    QUEUE_ADMISSION: "Kueue refuses the workload before looking at quota (admission checks or the queue's namespace selector)",
+    PLUGIN_ERROR: (
+        "a scheduler plugin failed with an error (not a verdict about nodes): kube-scheduler retries the pod "
+        "with backoff until the error goes away"
+    ),
+    POD_DELETING: "the pod is being deleted, so kube-scheduler no longer tries to place it",
     OTHER: "a reason unstick does not know; read it as printed",
 }
 
@@ -606,6 +648,10 @@ def describe(info: ReasonInfo) -> str:
         taint = f" ({info.taint.key}={info.taint.value})" if info.taint.value else f" ({info.taint.key})"
         component = describe_well_known(info.taint.key)
         return template.format(taint=taint) + (f"; {component}" if component else "")
+    if info.code in (QUEUE_QUOTA_UNUSED, QUEUE_QUOTA_EXCEEDED):
+        return template.format(resource=info.resource or "a resource", name=info.object_name or "?")
+    if info.code in (QUEUE_MISSING, QUEUE_INACTIVE):
+        return template.format(name=f" {info.object_name}" if info.object_name else " queue")
     if "{name}" in template:
         return template.format(name=f" {info.object_name!r}" if info.object_name else "")
     return template

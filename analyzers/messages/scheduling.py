@@ -62,7 +62,7 @@ from analyzers.messages.reasons import (
     classify_reason,
     classify_truncated,
 )
-from analyzers.messages.text import until_terminator
+from analyzers.messages.text import quoted_until, until_terminator
 
 # N of "0/N" may be redacted ("0/x", "0/N", "0/<n>") or spaced ("0 /3") in a paste.
 HEADER_RE: Final = re.compile(
@@ -327,8 +327,13 @@ def parse_fit_error(
     head_missing: bool = False,
 ) -> ParsedMessage:
     """Parse a ``0/N nodes are available: ...`` message whose header spans
-    ``text[start:end]`` (``total`` is N, None when not printed)."""
-    body = text[end:]
+    ``text[start:end]`` (``total`` is N, None when not printed). A message a quote
+    opened ends at its closing quote (the message is whole: its full stop is
+    restored when the quote left it out)."""
+    quote_end = quoted_until(text, start)
+    body = text[end:quote_end]
+    if quote_end < len(text) and not body.rstrip().endswith("."):
+        body = body.rstrip() + "."
     preemption_at = body.find(_PREEMPTION)
     if body.count(_HEADER_ANCHOR) > (preemption_at >= 0) or "No nodes are" in body:
         cut = _next_message_start(body)
@@ -364,7 +369,7 @@ def parse_fit_error(
         notes = _notes(rest) if rest and not rest.isspace() else ()
     reasons = parse_reason_list(reasons_text, truncated=filter_cut)
     prefilter = bool(reasons) and all(r.count is None for r in reasons)
-    stop = end + len(body)
+    stop = min(end + len(body), quote_end)
     return make_scheduling(
         "fit-error-prefilter" if prefilter else "fit-error",
         text if start == 0 and stop == len(text) else text[start:stop].strip(),
