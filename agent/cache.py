@@ -21,6 +21,7 @@ from typing import Any
 from agent.kube.watcher import Delta, MetricsSample
 from analyzers.ingest import InputError, describe
 from analyzers.kueue import WORKLOAD_EVENT_REASONS
+from analyzers.records import Record
 from analyzers.snapshot import ClusterState
 
 log = logging.getLogger(__name__)
@@ -98,10 +99,16 @@ class ClusterCache:
         self.apply(delta)
 
     async def synced(self, kind: str) -> None:
-        self.synced_kinds.add(kind)
-        self.changed.set()
+        self.mark_listed(kind)
 
     # -- plain methods (tests and the faust worker call these directly) --------
+    def mark_listed(self, kind: str) -> None:
+        """The initial list of ``kind`` is in (in every namespace watched): an object of it
+        the state lacks does not exist (a missing ResourceClaim is judged)."""
+        self.synced_kinds.add(kind)
+        self.state.mark_collected(kind)
+        self.changed.set()
+
     def apply(self, delta: Delta) -> bool:
         """Apply one delta; returns whether the state changed."""
         obj = delta.object
@@ -143,6 +150,11 @@ class ClusterCache:
             self.on_event(obj)
         self.changed.set()
         return True
+
+    def apply_record(self, record: Record) -> None:
+        """Apply a record read beside the watches (a ``/scale`` reading, agent.scales)."""
+        self.state.apply(record)
+        self.changed.set()
 
     def apply_metrics(self, sample: MetricsSample) -> None:
         """Replace all metrics with a fresh sample (metrics are a poll, not a watch)."""
