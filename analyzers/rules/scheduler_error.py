@@ -161,39 +161,45 @@ def _claim_warning(ctx: RuleContext, pod: Pod) -> Event | None:
 
 
 def _remedies(ctx: RuleContext, ref: ObjectRef, point: str, plugin: str | None, pod: Pod) -> list[Remedy]:
+    """Inspections only: (title, the object looked at, command, note) per what failed."""
     ns = shlex.quote(ref.namespace)
-    out: list[Remedy] = []
+    namespace = ObjectRef("Namespace", "", ref.namespace)
+    looks: list[tuple[str, ObjectRef, str, str]] = []
     if plugin == "VolumeBinding" and pod.spec.pvc_names:
         claims = " ".join(shlex.quote(c) for c in pod.spec.pvc_names)
-        out.append(
-            ctx.renderer.command(
+        looks.append(
+            (
                 "Read why the pod's volumes are not bound",
-                ObjectRef("Namespace", "", ref.namespace),
+                namespace,
                 f"kubectl describe pvc {claims} -n {ns}",
-                note="The claims' events name the provisioner's error (quota, zone, StorageClass parameters).",
-                verified=False,
-                verification="an inspection, not a change: nothing to re-simulate",
+                "The claims' events name the provisioner's error (quota, zone, StorageClass parameters).",
             )
         )
     if plugin == "DynamicResources":
-        out.append(
-            ctx.renderer.command(
+        looks.append(
+            (
                 "Read the state of the pod's ResourceClaims",
-                ObjectRef("Namespace", "", ref.namespace),
+                namespace,
                 f"kubectl get resourceclaims -n {ns} -o wide",
-                note="A claim's status shows its allocation and who reserved it.",
-                verified=False,
-                verification="an inspection, not a change: nothing to re-simulate",
+                "A claim's status shows its allocation and who reserved it.",
             )
         )
-    out.append(
-        ctx.renderer.command(
+    looks.append(
+        (
             f"Read kube-scheduler's log for {pod.name}",
             ObjectRef("Pod", ref.namespace, pod.name),
             f"kubectl logs -n kube-system -l component=kube-scheduler --since=1h | grep -F {shlex.quote(pod.name)}",
-            note=f"The full error of the {point} extension point; on managed clusters the control plane's logs.",
+            f"The full error of the {point} extension point; on managed clusters the control plane's logs.",
+        )
+    )
+    return [
+        ctx.renderer.command(
+            title,
+            target,
+            command,
+            note=note,
             verified=False,
             verification="an inspection, not a change: nothing to re-simulate",
         )
-    )
-    return out
+        for title, target, command, note in looks
+    ]
