@@ -305,7 +305,9 @@ def parse_eviction(text: str) -> Eviction | None:
         pdb = denies.group(1)
         sync_failed = denies.group("sync") is not None
         # A sync failure's condition message may hold full stops: kept whole.
-        detail = (denies.group(0) + _rest_of_cause(text[denies.end() :])).strip()
+        tail = _rest_of_cause(text[denies.end() :])
+        sep = "" if not tail or denies.group(0).endswith(" ") else " "
+        detail = (denies.group(0) + sep + tail).strip()
     elif processing is not None:
         pdb = processing.group(1)
         detail = processing.group(0)

@@ -86,6 +86,7 @@ NODE_NOT_READY: Final = "node-not-ready"
 NODE_PRESSURE: Final = "node-pressure"
 SCHEDULING_GATED: Final = "scheduling-gated"
 DRA_CANNOT_ALLOCATE: Final = "dra-cannot-allocate"
+DRA_INVALID_POOLS: Final = "dra-invalid-pools"
 DRA_CLAIM_UNAVAILABLE: Final = "dra-claim-unavailable"
 DRA_CLAIM_MISSING: Final = "dra-claim-missing"
 SERVICE_AFFINITY_MISMATCH: Final = "service-affinity-mismatch"
@@ -136,6 +137,7 @@ ALL_CODES: Final[tuple[str, ...]] = (
     NODE_PRESSURE,
     SCHEDULING_GATED,
     DRA_CANNOT_ALLOCATE,
+    DRA_INVALID_POOLS,
     DRA_CLAIM_UNAVAILABLE,
     DRA_CLAIM_MISSING,
     SERVICE_AFFINITY_MISMATCH,
@@ -274,6 +276,9 @@ CATALOGUE: Final[tuple[tuple[str, str, str | None], ...]] = (
     # PodScheduled=False, reason SchedulingGated (pkg/scheduler/schedule_one.go).
     ("Scheduling is blocked due to non-empty scheduling gates", SCHEDULING_GATED, SCHEDULING_GATES),
     ("cannot allocate all claims", DRA_CANNOT_ALLOCATE, DYNAMIC_RESOURCES),
+    # k8s.io/dynamic-resource-allocation structured allocator (v0.35.4): a pool whose
+    # ResourceSlices are incomplete or inconsistent is refused on that node.
+    ("invalid resource pools were encountered", DRA_INVALID_POOLS, DYNAMIC_RESOURCES),
     ("resourceclaim not available on the node", DRA_CLAIM_UNAVAILABLE, DYNAMIC_RESOURCES),
     ("resourceclaim in use", DRA_CLAIM_UNAVAILABLE, DYNAMIC_RESOURCES),
     ("timed out trying to allocate devices", DRA_CANNOT_ALLOCATE, DYNAMIC_RESOURCES),
@@ -589,6 +594,10 @@ _MEANINGS: Final[dict[str, str]] = {
     NODE_PRESSURE: "the node reports memory, disk or PID pressure",
     SCHEDULING_GATED: "the pod still has schedulingGates; it is not tried until every gate is removed",
     DRA_CANNOT_ALLOCATE: "the node cannot provide devices for all of the pod's ResourceClaims (DRA)",
+    DRA_INVALID_POOLS: (
+        "a DRA driver's resource pool for this node is incomplete or inconsistent (its ResourceSlices disagree), "
+        "so the allocator will not use it: check the driver and kubectl get resourceslices"
+    ),
     DRA_CLAIM_UNAVAILABLE: "a ResourceClaim of the pod is allocated elsewhere, in use, or still being allocated",
     DRA_CLAIM_MISSING: "a ResourceClaim{name} or DeviceClass the pod needs does not exist (yet)",
     SERVICE_AFFINITY_MISMATCH: "the node does not match the scheduler policy's service affinity",

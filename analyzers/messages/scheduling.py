@@ -309,6 +309,14 @@ def _parse_preemption(text: str) -> tuple[Preemption, bool]:
     return Preemption(None, (), note, info), not found
 
 
+# PostFilter messages besides preemption's: DynamicResources' (dynamicresources.go) and an
+# error from a PostFilter plugin (pkg/scheduler/framework/types_test.go's own table).
+_POSTFILTER_NOTE_RE: Final = re.compile(
+    r"\s*(?:no new claims to deallocate|still not schedulable|error running postfilter plugin|running postfilter plugin)",
+    re.IGNORECASE,
+)
+
+
 def _notes(rest: str) -> tuple[str, ...]:
     return tuple(
         n
@@ -357,7 +365,9 @@ def parse_fit_error(
         filter_cut = cut_mark or (not found and text.endswith(" available:", start, end))
         truncated = filter_cut or mark >= 0
         preemption = None
-        notes: tuple[str, ...] = ()
+        # A PostFilter message without preemption's (1.19+ FitError.Error appends it):
+        # kept when it is one kube-scheduler writes, never the prose after a paste.
+        notes: tuple[str, ...] = (rest.strip().rstrip("."),) if _POSTFILTER_NOTE_RE.match(rest) else ()
     else:
         filter_part = body[:preemption_at]
         reasons_text, rest, found, _ = _until_end(filter_part)

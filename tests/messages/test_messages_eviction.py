@@ -186,3 +186,45 @@ def test_an_aggregated_refusal_keeps_every_kind() -> None:
         ("--ignore-daemonsets", ("kube-system/kindnet-dmj46", "kube-system/kube-proxy-7xjpl")),
         ("--delete-emptydir-data", ("default/cargo-2",)),
     ]
+
+
+# pkg/registry/core/pod/storage/eviction_test.go (v1.35.4): the eviction API's errors as
+# the client prints them ("<message>: TooManyRequests: <cause>").
+_API = "Cannot evict pod as it would violate the pod's disruption budget.: TooManyRequests: "
+
+
+@pytest.mark.parametrize(
+    ("cause", "desired", "current", "sync_failed", "detail"),
+    [
+        ("The disruption budget foo needs 0 healthy pods and has 0 currently", 0, 0, False, None),
+        ("The disruption budget foo needs 3 healthy pods and has 3 currently", 3, 3, False, None),
+        ("The disruption budget foo is still being processed by the server.", None, None, False, None),
+        (
+            "The disruption budget foo does not allow evicting pods currently because it failed sync: hoge",
+            None,
+            None,
+            True,
+            None,
+        ),
+        (
+            "The disruption budget foo does not allow evicting pods currently (bar-reason): hoge",
+            None,
+            None,
+            False,
+            "The disruption budget foo does not allow evicting pods currently (bar-reason): hoge",
+        ),
+    ],
+)
+def test_the_eviction_apis_own_table(
+    cause: str, desired: int | None, current: int | None, sync_failed: bool, detail: str | None
+) -> None:
+    ev = parse_eviction(clean(_API + cause))
+    assert ev is not None
+    assert (ev.kind, ev.pdb, ev.desired_healthy, ev.current_healthy, ev.sync_failed) == (
+        PDB_VIOLATION,
+        "foo",
+        desired,
+        current,
+        sync_failed,
+    )
+    assert ev.detail == (detail or cause.rstrip("."))
