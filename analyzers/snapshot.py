@@ -128,6 +128,12 @@ class ClusterState:
         self.generation = 0
         self._snapshot: ClusterSnapshot | None = None
         self.collections: dict[str, dict[Any, Any]] = {name: {} for name in KIND_COLLECTIONS.values()}
+        # (kind, namespace) whose every object the state holds ("" namespace: all of them):
+        # what tells an object that does not exist from one that was not read.
+        self.collected: set[tuple[str, str]] = set()
+        # Kinds the input is known to lack altogether (a dump without any of them): an
+        # object of them that a pod names is unknown, not missing.
+        self.uncollected: set[str] = set()
 
     # -- updates -------------------------------------------------------------
     def apply(self, record: Record) -> None:
@@ -166,15 +172,35 @@ class ClusterState:
         return record
 
     def load(self, objects: Iterable[Mapping[str, Any]], source: str = "<input>") -> int:
-        """Apply many objects; a malformed one becomes a warning. Returns how many were used."""
+        """Apply many objects (a dump); a malformed one becomes a warning. Returns how many
+        were used. A dump that carries a ResourceClaim carries all of them (collected)."""
         used = 0
         for obj in objects:
             try:
-                if self.apply_object(obj, source) is not None:
-                    used += 1
+                record = self.apply_object(obj, source)
             except InputError as exc:
                 self.warn(str(exc))
+                continue
+            if record is not None:
+                used += 1
+                if record.__class__ is ResourceClaim:
+                    self.mark_collected("ResourceClaim")
         return used
+
+    def mark_collected(self, kind: str, namespace: str = "") -> None:
+        """Say that the state holds every ``kind`` object of ``namespace`` ("" for all
+        namespaces): a list of it succeeded (even an empty one), so an object of it that
+        the state lacks does not exist."""
+        if (kind, namespace) not in self.collected:
+            self.collected.add((kind, namespace))
+            self._changed()
+
+    def mark_uncollected(self, kind: str) -> None:
+        """Say that the input carries no ``kind`` object at all (a dump made without
+        them), so that one a pod names cannot be called missing."""
+        if kind not in self.uncollected:
+            self.uncollected.add(kind)
+            self._changed()
 
     def warn(self, message: str) -> None:
         if len(self.warnings) < 1000:
@@ -192,6 +218,8 @@ class ClusterState:
                 kube_version=self.kube_version,
                 warnings=tuple(self.warnings),
                 generation=self.generation,
+                collected=frozenset(self.collected),
+                uncollected=frozenset(self.uncollected),
             )
         return self._snapshot
 
@@ -213,6 +241,7 @@ class ClusterSnapshot:
     __slots__ = (
         "_cache",
         "_origin",
+        "collected",
         "crds",
         "custom_objects",
         "daemonsets",
@@ -236,6 +265,7 @@ class ClusterSnapshot:
         "scales",
         "statefulsets",
         "storage_classes",
+        "uncollected",
         "warnings",
     )
 
@@ -269,10 +299,14 @@ class ClusterSnapshot:
         warnings: tuple[str, ...] = (),
         generation: int = 0,
         origin: Origin | None = None,
+        collected: frozenset[tuple[str, str]] = frozenset(),
+        uncollected: frozenset[str] = frozenset(),
     ) -> None:
         for name in KIND_COLLECTIONS.values():
             object.__setattr__(self, name, collections.get(name, MappingProxyType({})))
         object.__setattr__(self, "kube_version", kube_version)
+        object.__setattr__(self, "collected", collected)
+        object.__setattr__(self, "uncollected", uncollected)
         object.__setattr__(self, "warnings", warnings)
         object.__setattr__(self, "generation", generation)
         object.__setattr__(self, "_cache", {})
@@ -284,6 +318,8 @@ class ClusterSnapshot:
     kube_version: str | None
     warnings: tuple[str, ...]
     generation: int
+    collected: frozenset[tuple[str, str]]  # see ClusterState.mark_collected
+    uncollected: frozenset[str]  # see ClusterState.mark_uncollected
     _cache: dict[str, Any]
     _origin: Origin | None
 
@@ -344,7 +380,19 @@ class ClusterSnapshot:
             warnings=self.warnings,
             generation=self.generation,
             origin=origin,
+            collected=self.collected,
+            uncollected=self.uncollected,
         )
+
+    def lacks(self, kind: str) -> bool:
+        """Whether the input carried no ``kind`` object at all (ClusterState.mark_uncollected):
+        an object of it that a pod names is unknown, not missing."""
+        return kind in self.uncollected
+
+    def holds_every(self, kind: str, namespace: str) -> bool:
+        """Whether every ``kind`` object of ``namespace`` is here (its list was read), so
+        that one this snapshot lacks does not exist in the cluster."""
+        return (kind, "") in self.collected or (kind, namespace) in self.collected
 
     @property
     def origin(self) -> Origin | None:

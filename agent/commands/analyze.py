@@ -115,6 +115,25 @@ def input_warnings(snapshot: ClusterSnapshot) -> list[str]:
             f"the dump holds {pending} pending pod(s) but no Node objects: nothing to simulate them against; "
             "add `kubectl get nodes -o json` (the scheduler's own message is shown as it is)"
         )
+    from analyzers.simulator.dra import unjudged_claims
+
+    unjudged = unjudged_claims(snapshot)
+    if unjudged:
+        named = sorted({f"{pod.namespace}/{pod.name} names ResourceClaim {claim}" for pod, claim in unjudged})
+        more = f" (and {len(named) - 1} more)" if len(named) > 1 else ""
+        warnings.append(
+            f"claims not in the dump: pod {named[0]}{more}, and the dump holds no ResourceClaims, so whether "
+            "a claim is missing is not judged; add `kubectl get resourceclaims -A -o json`"
+        )
+    from analyzers.simulator.volumes import unchecked_volume_kinds
+
+    lacking = unchecked_volume_kinds(snapshot)
+    if lacking:
+        mounting = sum(1 for p in snapshot.unscheduled_pods() if p.spec.pvc_names)
+        warnings.append(
+            f"the dump holds no {', '.join(lacking)} objects but {mounting} pending pod(s) mount claims: what their "
+            "volumes need of them is not checked (never called missing); add `kubectl get pvc,pv,storageclass -A -o json`"
+        )
     return warnings
 
 
@@ -327,7 +346,9 @@ def print_human(report: Report, node_count: int, out: TextIO, *, context: str = 
             if b.error:
                 extra = f" (failSafe: {b.error}; the other figures are the PDB's status)"
             elif b.unknown:
-                extra = f" (unknown: {b.unknown}; figures from the PDB's status as the controller last wrote it)"
+                extra = (
+                    f" (unknown: {b.unknown}; figures from the PDB's status as the controller last wrote it)"
+                )
             else:
                 extra = ""
             w(

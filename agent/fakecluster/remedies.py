@@ -3,9 +3,14 @@
 The demo's "apply this remedy" action runs the remedy a user would paste into
 a shell, against the fake API's objects instead of a real cluster. Understood:
 
-* ``kubectl patch KIND NAME -n NS [--type strategic|merge] -p 'JSON'``: the
-  patch merged into the object (maps merge, ``null`` deletes a key, lists are
-  replaced: what a strategic merge patch does for the fields remedies touch);
+* ``kubectl patch KIND NAME -n NS [--type strategic|merge|json] -p 'JSON'``: as
+  the API server applies it. ``strategic`` (kubectl's default) merges the lists
+  Kubernetes gives a ``patchMergeKey`` by that key (containers by name, their
+  ports, env and volume mounts, volumes, topology spread constraints, scheduling
+  gates, ...), wherever a pod spec sits in the kind, and replaces the others
+  whole (tolerations, node taints, nodeSelector terms carry no merge key in
+  k8s.io/api core/v1/types.go); ``merge`` is RFC 7386 (every list replaced);
+  ``json`` is RFC 6902 (add, remove, replace, test);
 * ``kubectl uncordon NODE``: ``spec.unschedulable`` cleared and the
   ``node.kubernetes.io/unschedulable`` taint removed (what the node lifecycle
   controller does after it);
@@ -26,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from agent.dryrun import POD_MERGE_KEYS, POD_MERGED_SETS, strategic_merge
 from agent.fakecluster.server import FakeCluster
 from agent.kube.kinds import kind_for
 
@@ -55,6 +61,96 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             out[key] = merge_patch(out.get(key), value)
     return out
+
+
+# Where each kind keeps its pod spec (the PodTemplateSpec's path), for the pod's merge keys.
+_POD_AT: Mapping[str, tuple[str, ...]] = {
+    "Pod": (),
+    **{k: ("spec", "template") for k in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")},
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+}
+# Node's lists with a patchMergeKey (k8s.io/api core/v1/types.go NodeStatus; spec.taints has none).
+_NODE_MERGE_KEYS: Mapping[tuple[str, ...], str] = {
+    ("status", "conditions"): "type",
+    ("status", "addresses"): "type",
+}
+_NODE_MERGED_SETS = frozenset({("spec", "podCIDRs")})
+
+
+def merge_keys(kind: str) -> tuple[Mapping[tuple[str, ...], str], frozenset[tuple[str, ...]]]:
+    """The strategic-merge keys and merged sets of ``kind``'s lists: the Pod's under its pod
+    spec (``metadata.ownerReferences``/``finalizers`` of the object itself too)."""
+    if kind == "Node":
+        keys = {**_NODE_MERGE_KEYS, ("metadata", "ownerReferences"): "uid"}
+        return keys, _NODE_MERGED_SETS | POD_MERGED_SETS
+    at = _POD_AT.get(kind)
+    keys = {("metadata", "ownerReferences"): "uid"}
+    sets = set(POD_MERGED_SETS)
+    if at is not None:
+        keys.update({(*at, *path): key for path, key in POD_MERGE_KEYS.items()})
+        sets.update((*at, *path) for path in POD_MERGED_SETS)
+    return keys, frozenset(sets)
+
+
+def _pointer(path: str) -> list[str]:
+    if not path.startswith("/"):
+        raise NotApplicable(f"JSON pointer {path!r} does not start with /")
+    return [part.replace("~1", "/").replace("~0", "~") for part in path[1:].split("/")]
+
+
+def json_patch(target: Any, operations: Any) -> Any:
+    """RFC 6902 JSON patch (add, remove, replace, test), as the API server applies
+    ``application/json-patch+json``; a path that does not exist fails the whole patch."""
+    if not isinstance(operations, list):
+        raise NotApplicable("a JSON patch is a list of operations")
+    doc = copy.deepcopy(target)
+    for op in operations:
+        if not isinstance(op, Mapping) or not isinstance(op.get("path"), str):
+            raise NotApplicable(f"JSON patch operation without a path: {op!r}")
+        *parents, last = _pointer(op["path"])
+        holder = doc
+        for part in parents:
+            try:
+                holder = holder[int(part)] if isinstance(holder, list) else holder[part]
+            except (KeyError, IndexError, ValueError, TypeError):
+                raise NotApplicable(f"JSON patch path {op['path']} does not exist") from None
+        kind = op.get("op")
+        if isinstance(holder, list):
+            index = len(holder) if last == "-" and kind == "add" else int(last) if last.isdigit() else -1
+            if not 0 <= index <= len(holder) - (kind != "add"):
+                raise NotApplicable(f"JSON patch path {op['path']} does not exist")
+        elif not isinstance(holder, dict) or (kind != "add" and last not in holder):
+            raise NotApplicable(f"JSON patch path {op['path']} does not exist")
+        if kind == "add":
+            value = copy.deepcopy(op.get("value"))
+            if isinstance(holder, list):
+                holder.insert(index, value)
+            else:
+                holder[last] = value
+        elif kind == "remove":
+            del holder[index if isinstance(holder, list) else last]
+        elif kind == "replace":
+            holder[index if isinstance(holder, list) else last] = copy.deepcopy(op.get("value"))
+        elif kind == "test":
+            if holder[index if isinstance(holder, list) else last] != op.get("value"):
+                raise NotApplicable(f"JSON patch test at {op['path']} failed")
+        else:
+            raise NotApplicable(f"JSON patch operation {kind!r} is not supported")
+    return doc
+
+
+def patched(kind: str, obj: Mapping[str, Any], patch: Any, patch_type: str = "strategic") -> Any:
+    """``obj`` with ``patch`` applied as ``kubectl patch --type PATCH_TYPE`` has the API server do."""
+    if patch_type == "json":
+        return json_patch(obj, patch)
+    if patch_type == "merge":
+        return merge_patch(obj, patch)
+    if patch_type != "strategic":
+        raise NotApplicable(f"--type {patch_type}: not strategic, merge or json")
+    if not isinstance(patch, Mapping):
+        raise NotApplicable("a strategic merge patch is a JSON object")
+    keys, sets = merge_keys(kind)
+    return strategic_merge(obj, patch, keys, sets)
 
 
 def _kind(word: str) -> str:
@@ -133,7 +229,7 @@ def apply_command(cluster: FakeCluster, command: str) -> str:
             patch = orjson.loads(options["patch"])
         except orjson.JSONDecodeError as exc:
             raise NotApplicable(f"the patch is not JSON: {exc}") from None
-        cluster.apply(merge_patch(obj, patch))
+        cluster.apply(patched(kind, obj, patch, options.get("type", "strategic")))
         return f"{kind} {positional[1]} patched with {options['patch']}"
     if verb == "set" and positional[:1] == ["resources"] and len(positional) >= 2 and "requests" in options:
         kind_word, _, name = positional[1].partition("/")

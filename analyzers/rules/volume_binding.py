@@ -515,8 +515,19 @@ def _matching_pv(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim, *, imme
 
 
 def _other_class(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim) -> Remedy | None:
-    """Re-create the (unbound, empty) claim with a StorageClass that can provision it here."""
+    """Re-create the (unbound, empty) claim with a StorageClass that can provision it here.
+
+    storageClassName is immutable (pkg/apis/core/validation/validation.go,
+    ValidatePersistentVolumeClaimUpdate), so ``kubectl apply`` of the changed claim is refused:
+    the command deletes the claim first. Its ``kubernetes.io/pvc-protection`` finalizer holds
+    the delete while a pod bound to a node uses the claim (podUsesPVC in
+    pkg/controller/volume/pvcprotection/pvc_protection_controller.go counts only pods with a
+    nodeName), so such pods are deleted before it; pending pods keep their reference and
+    schedule once the new claim exists. A StatefulSet's volumeClaimTemplate claim gets no
+    such remedy: the controller re-creates it from the (immutable) template."""
     snap = ctx.snapshot
+    if _from_claim_template(snap, pod, pvc.name):
+        return None
     classes = sorted(
         (
             c
@@ -525,13 +536,32 @@ def _other_class(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim) -> Reme
         ),
         key=lambda c: (not c.is_default, c.binding_mode != "WaitForFirstConsumer", c.name),
     )
+    holders = sorted(
+        p.name
+        for p in snap.pods.values()
+        if p.namespace == pvc.namespace
+        and p.node_name
+        and not p.finished
+        and p.deleted is None
+        and pvc.name in p.spec.pvc_names
+    )
+    steps = [f"kubectl delete pod {' '.join(holders)} -n {pvc.namespace}"] if holders else []
+    steps += [f"kubectl delete pvc {pvc.name} -n {pvc.namespace}", "kubectl apply -f -"]
+    held = (
+        f"; the claim's pvc-protection finalizer holds the delete while {plural(len(holders), 'pod')} bound to a "
+        f"node use{'s' if len(holders) == 1 else ''} it ({names(holders)}), so the command deletes "
+        f"{'that pod' if len(holders) == 1 else 'those pods'} first (a controller re-creates its pods; a bare pod "
+        "must be re-created by hand)"
+        if holders
+        else ""
+    )
     for cls in classes[:3]:
         changed = replace(pvc, storage_class=cls.name, volume_name="", phase="Pending")
         verdict = what_if_verdict(ctx, pod, table_free_what_if(ctx, changed))
         if not verdict.fits:
             continue
         manifest = _pvc_manifest(pvc, cls.name)
-        return ctx.renderer.manifest(
+        remedy = ctx.renderer.manifest(
             f"Re-create claim {pvc.name} with StorageClass {cls.name} ({cls.provisioner}, {cls.binding_mode})",
             ObjectRef("PersistentVolumeClaim", pvc.namespace, pvc.name),
             "object.yaml.j2",
@@ -543,12 +573,23 @@ def _other_class(ctx: RuleContext, pod: Pod, pvc: PersistentVolumeClaim) -> Reme
                     if cls.binding_mode == "WaitForFirstConsumer"
                     else ""
                 )
-                + f"; storageClassName is immutable and the claim is unbound (no data): kubectl delete pvc {pvc.name} "
-                f"-n {pvc.namespace} first"
+                + "; storageClassName is immutable and the claim is unbound (no data), so the command deletes it "
+                f"and creates it anew{held}"
             ),
             obj=manifest,
         )
+        return replace(remedy, command=" && ".join(steps))
     return None
+
+
+def _from_claim_template(snap: ClusterSnapshot, pod: Pod, claim: str) -> bool:
+    """Whether ``claim`` is one a StatefulSet made for ``pod`` from its volumeClaimTemplates
+    (a pod of it naming a claim its template's volumes do not)."""
+    owner = pod.owner
+    if owner is None or owner.kind != "StatefulSet":
+        return False
+    sts = snap.statefulsets.get((pod.namespace, owner.name))
+    return sts is None or claim not in sts.template.pvc_names
 
 
 def _pvc_manifest(pvc: PersistentVolumeClaim, storage_class: str) -> dict[str, Any]:

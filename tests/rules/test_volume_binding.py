@@ -134,7 +134,56 @@ def test_immediate_claim_without_provisioner_or_pv() -> None:
     assert manifest["spec"]["claimRef"] == {"namespace": "default", "name": "data"}
     assert manifest["spec"]["storageClassName"] == "local-storage"
     other = remedy(finding, "StorageClass gp3")
-    assert other.verified and "kubectl delete pvc data" in other.verification
+    assert other.verified, other.verification
+    # storageClassName is immutable: delete, then create; the pending pod does not hold the claim
+    assert other.command == "kubectl delete pvc data -n default && kubectl apply -f -"
+    assert yaml.safe_load(other.yaml)["spec"]["storageClassName"] == "gp3"
+
+
+def immediate_claim_cluster() -> list[dict[str, Any]]:
+    return [
+        zone_node("n1", "a"),
+        storage_class("manual", "kubernetes.io/no-provisioner", mode="Immediate"),
+        storage_class("gp3", "ebs.csi.aws.com"),
+        claim("data", "manual"),
+    ]
+
+
+def test_a_pod_bound_to_a_node_with_the_claim_is_deleted_before_it() -> None:
+    volumes = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}
+    # created with nodeName (no scheduler): it holds the claim's pvc-protection finalizer
+    holder = pod("backup", node_name="n1", spec_extra=volumes)
+    [finding] = run([*immediate_claim_cluster(), *app("data"), holder])
+    other = remedy(finding, "StorageClass gp3")
+    assert other.command == (
+        "kubectl delete pod backup -n default && kubectl delete pvc data -n default && kubectl apply -f -"
+    )
+    assert "pvc-protection finalizer holds the delete while 1 pod bound to a node uses it (backup)" in (
+        other.verification
+    )
+
+
+def test_a_statefulset_template_claim_is_not_re_created() -> None:
+    # The StatefulSet controller re-creates a missing template claim from its (immutable) template.
+    sts = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "db", "namespace": "default", "uid": "uid-db"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {
+                "metadata": {"labels": {"app": "db"}},
+                "spec": {"containers": [{"name": "db", "image": "x"}]},
+            },
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"storageClassName": "manual"}}],
+        },
+    }
+    volumes = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}]}
+    member = pod("db-0", labels={"app": "db"}, owner=("StatefulSet", "db"), spec_extra=volumes)
+    objs = [*immediate_claim_cluster()[:-1], claim("data-db-0", "manual"), sts, member]
+    [finding] = run(objs)
+    assert not [r for r in finding.remedies if "Re-create claim" in r.title]
 
 
 def test_missing_claim() -> None:
