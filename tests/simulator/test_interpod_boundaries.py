@@ -14,10 +14,14 @@ from typing import Any
 from analyzers.simulator import simulate
 from analyzers.simulator.results import PodVerdict
 from tests.simulator.builders import namespace, node, pod, pod_of, snapshot
+from tests.simulator.test_filters_pods import pod_affinity as affinity
+from tests.simulator.test_filters_pods import pod_anti_affinity as anti
+from tests.simulator.test_filters_pods import term
 
 AFFINITY = "node(s) didn't match pod affinity rules"
 ANTI = "node(s) didn't match pod anti-affinity rules"
 GENERIC = "node(s) didn't match pod affinity/anti-affinity"
+HOST = "kubernetes.io/hostname"
 
 
 def run(*objs: dict[str, Any], version: str = "1.35") -> PodVerdict:
@@ -27,18 +31,6 @@ def run(*objs: dict[str, Any], version: str = "1.35") -> PodVerdict:
 
 def fitting(v: PodVerdict) -> set[str]:
     return {n.node for n in v.nodes if n.fits}
-
-
-def term(labels: dict[str, str], key: str = "kubernetes.io/hostname", **extra: Any) -> dict[str, Any]:
-    return {"labelSelector": {"matchLabels": labels}, "topologyKey": key, **extra}
-
-
-def affinity(*terms: dict[str, Any]) -> dict[str, Any]:
-    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}}
-
-
-def anti(*terms: dict[str, Any]) -> dict[str, Any]:
-    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}}
 
 
 def zone(name: str, z: str, **kw: Any) -> dict[str, Any]:
@@ -53,7 +45,9 @@ def test_match_label_keys_repel_only_pods_with_the_same_value() -> None:
         pod("same", node_name="b", labels={"app": "web", "rev": "2"}),
     ]
     p = pod(
-        "p", labels={"app": "web", "rev": "2"}, affinity=anti(term({"app": "web"}, matchLabelKeys=["rev"]))
+        "p",
+        labels={"app": "web", "rev": "2"},
+        affinity=anti(term({"app": "web"}, key=HOST, matchLabelKeys=["rev"])),
     )
     assert fitting(run(*objs, p)) == {"a"}
 
@@ -87,7 +81,10 @@ def test_a_namespace_selector_alone_does_not_add_the_pods_own_namespace() -> Non
 
 
 def test_an_existing_pods_term_repels_only_pods_it_selects() -> None:
-    objs = [node("a"), pod("db", node_name="a", labels={"app": "db"}, affinity=anti(term({"app": "db"})))]
+    objs = [
+        node("a"),
+        pod("db", node_name="a", labels={"app": "db"}, affinity=anti(term({"app": "db"}, key=HOST))),
+    ]
     assert fitting(run(*objs, pod("p", labels={"app": "web"}))) == {"a"}
     assert fitting(run(*objs, pod("p", labels={"app": "db"}))) == set()
 
@@ -102,7 +99,7 @@ def test_the_first_pod_of_a_self_affine_group_still_needs_the_topology_key() -> 
 
 
 def test_until_1_21_an_affinity_failure_also_prints_the_generic_reason() -> None:
-    v = run(node("a"), node("b"), pod("p", affinity=affinity(term({"app": "db"}))), version="1.21")
+    v = run(node("a"), node("b"), pod("p", affinity=affinity(term({"app": "db"}, key=HOST))), version="1.21")
     assert v.message.startswith(f"0/2 nodes are available: 2 {AFFINITY}, 2 {GENERIC}.")
 
 
@@ -130,7 +127,7 @@ def test_preemption_evicts_every_pod_the_anti_affinity_is_against() -> None:
         node("a"),
         pod("c1", node_name="a", labels={"app": "cache"}, priority=0),
         pod("c2", node_name="a", labels={"app": "cache"}, priority=0),
-        pod("p", priority=100, affinity=anti(term({"app": "cache"}))),
+        pod("p", priority=100, affinity=anti(term({"app": "cache"}, key=HOST))),
     ]
     v = run(*objs)
     assert dict(v.preemption.victims) == {"a": (("default", "c1"), ("default", "c2"))}
@@ -139,8 +136,20 @@ def test_preemption_evicts_every_pod_the_anti_affinity_is_against() -> None:
 def test_preemption_evicts_every_pod_whose_anti_affinity_repels_the_pod() -> None:
     objs = [
         node("a"),
-        pod("r1", node_name="a", labels={"app": "x"}, priority=0, affinity=anti(term({"app": "web"}))),
-        pod("r2", node_name="a", labels={"app": "x"}, priority=0, affinity=anti(term({"app": "web"}))),
+        pod(
+            "r1",
+            node_name="a",
+            labels={"app": "x"},
+            priority=0,
+            affinity=anti(term({"app": "web"}, key=HOST)),
+        ),
+        pod(
+            "r2",
+            node_name="a",
+            labels={"app": "x"},
+            priority=0,
+            affinity=anti(term({"app": "web"}, key=HOST)),
+        ),
         pod("p", labels={"app": "web"}, priority=100),
     ]
     v = run(*objs)

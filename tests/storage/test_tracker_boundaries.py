@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from analyzers.findings import Finding, ObjectRef
 from analyzers.resolution import Resolution
-from storage.models import Incident, Notification, TimelineEntry
+from storage.models import Incident, Notification
 from storage.silences import SilenceSpec, create_silence
 from storage.tracker import (
     EVERY_SUBJECT,
@@ -29,26 +29,13 @@ from storage.tracker import (
     track_passes,
 )
 from tests.storage.factories import at, deployment, finding, trigger
+from tests.storage.test_tracker_waiting import incidents
+from tests.storage.test_tracker_waiting import timeline as entries
 
 Sessions = async_sessionmaker[AsyncSession]
 postgres_only = pytest.mark.parametrize(
     "db_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
 )
-
-
-async def incidents(sessions: Sessions) -> list[Incident]:
-    async with sessions() as s:
-        return list((await s.execute(select(Incident).order_by(Incident.id))).scalars())
-
-
-async def entries(sessions: Sessions, incident_id: int) -> list[tuple[str, str, dict[str, Any]]]:
-    async with sessions() as s:
-        rows = await s.execute(
-            select(TimelineEntry.kind, TimelineEntry.message, TimelineEntry.detail)
-            .where(TimelineEntry.incident_id == incident_id)
-            .order_by(TimelineEntry.id)
-        )
-        return [(k, m, d) for k, m, d in rows]
 
 
 async def outbox(sessions: Sessions) -> list[Notification]:
