@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from analyzers.simulator import simulate
 from analyzers.simulator.results import PodVerdict
 from tests.simulator.builders import namespace, node, pod, pod_of, snapshot
@@ -122,38 +124,27 @@ def test_preemption_takes_a_victim_off_the_affinity_count_only_when_it_matches()
     assert dict(v.preemption.victims) == {"a": (("default", "batch-low"),)}
 
 
-def test_preemption_evicts_every_pod_the_anti_affinity_is_against() -> None:
-    objs = [
-        node("a"),
-        pod("c1", node_name="a", labels={"app": "cache"}, priority=0),
-        pod("c2", node_name="a", labels={"app": "cache"}, priority=0),
-        pod("p", priority=100, affinity=anti(term({"app": "cache"}, key=HOST))),
-    ]
-    v = run(*objs)
-    assert dict(v.preemption.victims) == {"a": (("default", "c1"), ("default", "c2"))}
-
-
-def test_preemption_evicts_every_pod_whose_anti_affinity_repels_the_pod() -> None:
-    objs = [
-        node("a"),
-        pod(
-            "r1",
-            node_name="a",
-            labels={"app": "x"},
-            priority=0,
-            affinity=anti(term({"app": "web"}, key=HOST)),
+@pytest.mark.parametrize(
+    ("victim_fields", "incoming_fields", "reason"),
+    [
+        # The pod's anti-affinity is against the pods on a ...
+        ({"labels": {"app": "cache"}}, {"affinity": anti(term({"app": "cache"}, key=HOST))}, ANTI),
+        # ... or their anti-affinity is against the pod.
+        (
+            {"labels": {"app": "x"}, "affinity": anti(term({"app": "web"}, key=HOST))},
+            {"labels": {"app": "web"}},
+            "node(s) didn't satisfy existing pods anti-affinity rules",
         ),
-        pod(
-            "r2",
-            node_name="a",
-            labels={"app": "x"},
-            priority=0,
-            affinity=anti(term({"app": "web"}, key=HOST)),
-        ),
-        pod("p", labels={"app": "web"}, priority=100),
-    ]
-    v = run(*objs)
-    assert v.message.startswith(
-        "0/1 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules."
+    ],
+)
+def test_preemption_evicts_every_pod_an_anti_affinity_counts(
+    victim_fields: dict[str, Any], incoming_fields: dict[str, Any], reason: str
+) -> None:
+    v = run(
+        node("a"),
+        pod("v1", node_name="a", priority=0, **victim_fields),
+        pod("v2", node_name="a", priority=0, **victim_fields),
+        pod("p", priority=100, **incoming_fields),
     )
-    assert dict(v.preemption.victims) == {"a": (("default", "r1"), ("default", "r2"))}
+    assert v.message.startswith(f"0/1 nodes are available: 1 {reason}.")
+    assert dict(v.preemption.victims) == {"a": (("default", "v1"), ("default", "v2"))}
