@@ -66,7 +66,9 @@ def resolve_term(cycle: Cycle, term: PodAffinityTerm) -> IncomingTerm:
     extra += tuple(
         Requirement(k, "NotIn", (pod.labels[k],)) for k in term.mismatch_label_keys if k in pod.labels
     )
-    if selector is not None and extra:
+    # The API server refuses matchLabelKeys/mismatchLabelKeys without a labelSelector, and an
+    # unchanged selector rebuilt is equal: "or" would agree on every valid pod.
+    if selector is not None and extra:  # pragma: no mutate
         selector = LabelSelector(selector.match_labels, selector.match_expressions + extra)
     ns_sel = term.namespace_selector
     names = set(term.namespaces)

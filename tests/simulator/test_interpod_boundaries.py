@@ -148,3 +148,46 @@ def test_preemption_evicts_every_pod_an_anti_affinity_counts(
     )
     assert v.message.startswith(f"0/1 nodes are available: 1 {reason}.")
     assert dict(v.preemption.victims) == {"a": (("default", "v1"), ("default", "v2"))}
+
+
+def test_a_self_affine_pod_with_peers_elsewhere_must_join_them() -> None:
+    # The first-pod exception holds only while no pod matches (satisfyPodAffinity).
+    v = run(
+        zone("a", "z1"),
+        zone("b", "z2"),
+        pod("peer", node_name="a", labels={"app": "web"}),
+        pod("p", labels={"app": "web"}, affinity=affinity(term({"app": "web"}, key="zone"))),
+    )
+    assert fitting(v) == {"a"}
+    [failed] = v.node_at(1).filters
+    assert failed.reasons == (AFFINITY,) and dict(failed.detail) == {"topology_key": "zone", "domain": "z2"}
+
+
+def test_a_repelling_pod_elsewhere_does_not_block_preemption_here() -> None:
+    repels = {"labels": {"app": "x"}, "affinity": anti(term({"app": "web"}, key=HOST))}
+    v = run(
+        node("a"),
+        node("b"),
+        pod("low", node_name="a", priority=0, **repels),
+        pod("high", node_name="b", priority=1000, **repels),
+        pod("p", labels={"app": "web"}, priority=100),
+    )
+    assert dict(v.preemption.victims) == {"a": (("default", "low"),)}
+    [failed] = v.node_at(1).filters
+    assert dict(failed.detail) == {"topology_key": HOST, "domain": "b"}
+
+
+@pytest.mark.parametrize("kind", ["affinity", "anti"])
+def test_counts_are_kept_per_topology_key(kind: str) -> None:
+    # Node b's zone value equals node a's rack value: a count under "rack" says nothing of "zone".
+    terms = (term({"app": "db"}, key="zone"), term({"app": "db"}, key="rack"))
+    objs = [
+        node("a", labels={"zone": "1", "rack": "2"}),
+        node("b", labels={"zone": "2", "rack": "2"}),
+        pod("db", node_name="a", labels={"app": "db"}),
+    ]
+    if kind == "affinity":  # b shares a's rack but not its zone
+        assert fitting(run(*objs, pod("p", affinity=affinity(*terms)))) == {"a"}
+    else:  # c is in zone "2" and rack "9": neither holds a db pod
+        c = node("c", labels={"zone": "2", "rack": "9"})
+        assert fitting(run(*objs, c, pod("p", affinity=anti(*terms)))) == {"c"}
