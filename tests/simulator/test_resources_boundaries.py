@@ -92,3 +92,14 @@ def test_a_node_at_its_pod_limit_elsewhere_does_not_hide_a_candidate() -> None:
     )
     assert v.message.startswith("0/2 nodes are available: 1 Insufficient cpu, 1 Too many pods.")
     assert dict(v.preemption.victims) == {"a": (("default", "low"),)}
+
+
+def test_victims_of_two_lower_priorities_are_summed() -> None:
+    v = run(
+        node("a", pods="2"),
+        pod("one", node_name="a", priority=1),
+        pod("two", node_name="a", priority=2),
+        pod("p", priority=100),
+    )
+    # Both together free two slots; one is enough, and the more important one is reprieved.
+    assert dict(v.preemption.victims) == {"a": (("default", "one"),)}
