@@ -173,3 +173,24 @@ def test_a_pod_without_a_start_time_is_the_least_important_victim() -> None:
         pod("p", priority=100),
     )
     assert dict(v.preemption.victims) == {"a": (("default", "undated"),)}
+
+
+def test_nodes_still_short_after_their_evictions_report_their_first_failing_filter() -> None:
+    # A spread constraint makes every tried node go through the per-node dry run. c lacks cpu
+    # even without its victim; d too, but its port stays held by a pod that cannot go, and
+    # NodePorts comes before NodeResourcesFit: that is what d reports.
+    port = [{"containerPort": 80, "hostPort": 80}]
+    spread = [{"maxSkew": 5, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule"}]
+    v = run(
+        node("c", cpu="1"),
+        pod("keep-c", node_name="c", requests={"cpu": "1"}, priority=1000),
+        pod("low-c", node_name="c", requests={"memory": "1Gi"}, priority=0),
+        node("d", cpu="1"),
+        pod("keep-d", node_name="d", requests={"cpu": "1"}, priority=1000, host_ports=port),
+        pod("low-d", node_name="d", requests={"memory": "1Gi"}, priority=0),
+        pod("p", requests={"cpu": "1"}, priority=100, host_ports=port, spread=spread),
+    )
+    assert dict(v.preemption.reasons) == {
+        "Insufficient cpu": 1,
+        "node(s) didn't have free ports for the requested pod ports": 1,
+    }

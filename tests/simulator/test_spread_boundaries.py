@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analyzers.simulator import codes as C
 from analyzers.simulator import simulate
 from analyzers.simulator.results import PodVerdict
 from tests.simulator.builders import node, pod, pod_of, snapshot, taint
@@ -123,6 +124,7 @@ def test_preemption_that_removes_no_matching_pod_still_fails_on_the_skew() -> No
     v = run(*objs)
     assert v.preemption.candidates == ()
     assert v.preemption.reasons[SKEW] == 1
+    assert dict(v.preemption.reason_counts) == {C.TOPOLOGY_SPREAD_MISMATCH: 1, C.PREEMPTION_NOT_HELPFUL: 1}
 
 
 def test_a_constraint_without_a_selector_never_blocks_and_preemption_still_works() -> None:
