@@ -168,3 +168,29 @@ async def test_errors_are_kubectls(tmp_path: Path) -> None:
         assert code == 1 and err.startswith("error: ") and "Traceback" not in err
     finally:
         await cluster.stop()
+
+
+async def test_pod_reads_the_events_of_what_it_waits_on(tmp_path: Path) -> None:
+    """pod/NAME also reads its claims' events: scheduler-error quotes the provisioner's
+    own refusal (the golden case prebind-provisioning-failed, served by the fake API)."""
+    from agent.fakecluster import FakeCluster as Cluster
+    from tests.scenarios.test_golden import load_case
+
+    case = Path(__file__).parents[1] / "scenarios" / "scheduler-error" / "prebind-provisioning-failed"
+    objects, _ = load_case(case)
+    cluster = Cluster()
+    for obj in objects:
+        cluster.apply(obj)
+    await cluster.start()
+    try:
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig", context="fake")
+        # No --now: the pod was created days before the wall clock, past every threshold.
+        code, out, err = await run(
+            PLUGIN, "pod/orders-db-0", "-n", "orders", "--kubeconfig", str(kubeconfig), "-o", "json"
+        )
+        assert code == 0, err
+        [finding] = [f for f in json.loads(out)["findings"] if f["rule_id"] == "scheduler-error"]
+        assert finding["evidence"]["claim_event"]["reason"] == "ProvisioningFailed"
+        assert "VolumeLimitExceeded" in finding["explanation"]
+    finally:
+        await cluster.stop()
