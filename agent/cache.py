@@ -20,6 +20,8 @@ from typing import Any
 
 from agent.kube.watcher import Delta, MetricsSample
 from analyzers.ingest import InputError, describe
+from analyzers.kueue import WORKLOAD_EVENT_REASONS
+from analyzers.records import Record
 from analyzers.snapshot import ClusterState
 
 log = logging.getLogger(__name__)
@@ -46,9 +48,24 @@ RELEVANT_EVENT_REASONS = frozenset(
         "ScalingReplicaSet",
         "ProgressDeadlineExceeded",
         "FailedCreate",
+        # a claim's provisioner and the PersistentVolume controller (the scheduler-error rule quotes them)
+        "ProvisioningFailed",
+        "FailedBinding",
     }
 )
 EVENT_TTL_SECONDS = 3600.0
+
+
+def _relevant_event(obj: dict[str, Any]) -> bool:
+    """An event the analysis reads: one of RELEVANT_EVENT_REASONS, or Kueue's word on a
+    Workload (generic reasons, so kept only for that kind)."""
+    reason = obj.get("reason")
+    if reason in RELEVANT_EVENT_REASONS:
+        return True
+    involved = obj.get("involvedObject") or obj.get("regarding") or {}
+    return (
+        reason in WORKLOAD_EVENT_REASONS and isinstance(involved, dict) and involved.get("kind") == "Workload"
+    )
 
 
 @dataclass
@@ -82,10 +99,16 @@ class ClusterCache:
         self.apply(delta)
 
     async def synced(self, kind: str) -> None:
-        self.synced_kinds.add(kind)
-        self.changed.set()
+        self.mark_listed(kind)
 
     # -- plain methods (tests and the faust worker call these directly) --------
+    def mark_listed(self, kind: str) -> None:
+        """The initial list of ``kind`` is in (in every namespace watched): an object of it
+        the state lacks does not exist (a missing ResourceClaim is judged)."""
+        self.synced_kinds.add(kind)
+        self.state.mark_collected(kind)
+        self.changed.set()
+
     def apply(self, delta: Delta) -> bool:
         """Apply one delta; returns whether the state changed."""
         obj = delta.object
@@ -101,7 +124,7 @@ class ClusterCache:
                 self.changed.set()
             return removed
         is_event = kind == "Event"
-        if is_event and obj.get("reason") not in RELEVANT_EVENT_REASONS:
+        if is_event and not _relevant_event(obj):
             stats.events_dropped += 1
             return False
         if not obj.get("kind"):
@@ -127,6 +150,11 @@ class ClusterCache:
             self.on_event(obj)
         self.changed.set()
         return True
+
+    def apply_record(self, record: Record) -> None:
+        """Apply a record read beside the watches (a ``/scale`` reading, agent.scales)."""
+        self.state.apply(record)
+        self.changed.set()
 
     def apply_metrics(self, sample: MetricsSample) -> None:
         """Replace all metrics with a fresh sample (metrics are a poll, not a watch)."""

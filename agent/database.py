@@ -17,6 +17,7 @@ from storage.engine import (
     create_engine,
     redact_db_url,
 )
+from storage.migrate import MigrationFailed, upgrade
 
 
 class NoDatabase(UserError):
@@ -40,3 +41,11 @@ async def open_engine(url: str, *, create: bool = True) -> AsyncEngine:
         await engine.dispose()
         raise UserError(f"--db {where}: cannot use the database: {exc}") from None
     return engine
+
+
+async def migrate(engine: AsyncEngine, url: str) -> None:
+    """Upgrade the schema to the newest revision; a refusal is one line naming ``--db``."""
+    try:
+        await upgrade(engine)
+    except MigrationFailed as exc:
+        raise UserError(f"--db {redact_db_url(url)}: {exc}") from None

@@ -100,17 +100,38 @@ def load_into(
         except InputError as exc:
             state.warn(str(exc))
             continue
+        listings: set[str] = set()
         try:
             used += state.load(
-                _checked(parse_documents(data, source.name), source.name, state, facts), source.name
+                _checked(parse_documents(data, source.name, listings), source.name, state, facts), source.name
             )
         except InputError as exc:
             state.warn(str(exc))
         except Exception as exc:
             state.warn(f"{source.name}: cannot be read (internal error {type(exc).__name__}: {exc})")
+        else:
+            for kind in listed_kinds(source, listings):
+                state.mark_collected(kind)
         if progress is not None:
             progress(index, len(sources), used)
     return used
+
+
+# Kinds whose listing a dump may carry although it holds none of their objects, by the
+# names of a file of the per-kind dump layout (`kubectl get resourceclaims -A -o json >
+# resourceclaims.json`: an empty result is a `List` that does not name its kind).
+LISTING_FILES = {"resourceclaims": "ResourceClaim", "resourceclaims.resource.k8s.io": "ResourceClaim"}
+
+
+def listed_kinds(source: DumpSource, listings: set[str]) -> set[str]:
+    """The kinds whose every object ``source`` carries: the item kinds of its typed lists
+    (a ``ResourceClaimList``, even empty), and the kind its file name is a listing of."""
+    kinds = set(listings)
+    if source.path is not None:
+        named = LISTING_FILES.get(source.path.name.lower().rsplit(".", 1)[0])
+        if named is not None:
+            kinds.add(named)
+    return kinds
 
 
 def _checked(

@@ -40,7 +40,6 @@ from analyzers.findings import Finding
 from analyzers.remedies import RemedyRenderer
 from analyzers.snapshot import ClusterState
 from storage.engine import create_sessionmaker
-from storage.migrate import upgrade
 
 log = logging.getLogger(__name__)
 
@@ -217,11 +216,16 @@ class AgentHost:
 
     @classmethod
     async def open(cls, db_url: str, *, migrate: bool = True) -> AgentHost:
+        from agent.database import migrate as migrate_schema
         from agent.database import open_engine
 
         engine = await open_engine(db_url)
         if migrate:
-            await upgrade(engine)
+            try:
+                await migrate_schema(engine, db_url)
+            except BaseException:
+                await engine.dispose()
+                raise
         registry = CollectorRegistry(auto_describe=True)
         host = cls(
             engine, create_sessionmaker(engine), registry, analysis_histogram(registry), RemedyRenderer()

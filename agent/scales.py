@@ -89,8 +89,13 @@ class ScaleReader:
 
     async def refresh(self, state: ClusterState) -> int:
         """Read the scales due; returns how many readings changed the state."""
+        return len(await self.refresh_readings(state))
+
+    async def refresh_readings(self, state: ClusterState) -> list[ScaleReading]:
+        """Read the scales due into ``state``; returns the readings that changed it (what a
+        publisher sends on, agent.stream.publisher.ScaleRelay)."""
         snapshot = state.snapshot()
-        changed = 0
+        changed: list[ScaleReading] = []
         for namespace, ref in sorted(scale_targets(snapshot), key=lambda t: (t[0], t[1].kind, t[1].name)):
             now = self.clock()
             if now - self._read_at.get((namespace, ref), -math.inf) < self.interval:
@@ -99,7 +104,7 @@ class ScaleReader:
             reading = await self.read(namespace, ref)
             if snapshot.scales.get(reading.key) != reading:
                 state.apply(reading)
-                changed += 1
+                changed.append(reading)
                 if reading.unknown is not None:
                     log.warning(
                         "PodDisruptionBudget arithmetic: %s",

@@ -106,10 +106,14 @@ class LimitError(InputError):
     """An input over one of the limits above; the message names the limit."""
 
 
-def parse_documents(text: str | bytes, source: str = "<input>") -> Iterator[dict[str, Any]]:
+def parse_documents(
+    text: str | bytes, source: str = "<input>", listings: set[str] | None = None
+) -> Iterator[dict[str, Any]]:
     """Yield every Kubernetes object in ``text`` (JSON, JSON stream or YAML),
     flattening ``List`` kinds. Raises InputError on undecodable text and
-    LimitError on text over the limits (size, nesting, YAML aliases)."""
+    LimitError on text over the limits (size, nesting, YAML aliases).
+    ``listings`` receives the item kind of every typed list (``ResourceClaimList``:
+    ``ResourceClaim``), empty ones too: the dump carries that kind's listing."""
     if len(text) > MAX_DOCUMENT_BYTES:
         raise LimitError(source, f"larger than {MAX_DOCUMENT_BYTES >> 20} MiB (the document size limit)")
     if isinstance(text, bytes):
@@ -134,7 +138,7 @@ def parse_documents(text: str | bytes, source: str = "<input>") -> Iterator[dict
     else:
         docs = _yaml_documents(text, source)
     for doc in docs:
-        yield from _flatten(doc, source)
+        yield from _flatten(doc, source, listings=listings)
 
 
 def _json_documents(text: str, source: str) -> Iterator[Any]:
@@ -268,10 +272,12 @@ def _children(node: yaml.Node) -> Iterator[yaml.Node]:
             yield v
 
 
-def _flatten(doc: Any, source: str, list_kind: str = "", where: str = "") -> Iterator[dict[str, Any]]:
+def _flatten(
+    doc: Any, source: str, list_kind: str = "", where: str = "", listings: set[str] | None = None
+) -> Iterator[dict[str, Any]]:
     if isinstance(doc, list):
         for index, item in enumerate(doc):
-            yield from _flatten(item, source, list_kind, f"{where}[{index}]")
+            yield from _flatten(item, source, list_kind, f"{where}[{index}]", listings)
         return
     if not isinstance(doc, dict):
         raise InputError(source, f"expected a Kubernetes object, found {json_type(doc)}", where.lstrip("."))
@@ -286,10 +292,12 @@ def _flatten(doc: Any, source: str, list_kind: str = "", where: str = "") -> Ite
             raise InputError(
                 source, f"items: expected an array, found {json_type(items)}", f"{kind or 'List'}{where}"
             )
+        if item_kind and listings is not None:
+            listings.add(item_kind)
         for index, item in enumerate(items):
             if isinstance(item, dict) and not item.get("kind") and item_kind:
                 item = {**item, "kind": item_kind, "apiVersion": doc.get("apiVersion", "")}
-            yield from _flatten(item, source, item_kind, f"{where}.items[{index}]")
+            yield from _flatten(item, source, item_kind, f"{where}.items[{index}]", listings)
         return
     if not kind and list_kind:
         doc = {**doc, "kind": list_kind}

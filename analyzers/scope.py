@@ -79,6 +79,8 @@ def affected_workloads(
     """The workloads (as ``Finding.subject`` names them) whose analysis may differ
     between the two snapshots; None when the change is cluster-wide. ``changed``:
     ``changes(older, newer)`` when the caller has it already."""
+    if older.collected != newer.collected:  # e.g. the claims are listed now: a missing one is judged
+        return None
     refs: set[ObjectRef] = set()
     for name, old, new in changes(older, newer) if changed is None else changed:
         if name in CLUSTER_WIDE:

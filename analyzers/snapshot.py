@@ -128,6 +128,9 @@ class ClusterState:
         self.generation = 0
         self._snapshot: ClusterSnapshot | None = None
         self.collections: dict[str, dict[Any, Any]] = {name: {} for name in KIND_COLLECTIONS.values()}
+        # (kind, namespace) whose every object the state holds ("" namespace: all of them):
+        # what tells an object that does not exist from one that was not read.
+        self.collected: set[tuple[str, str]] = set()
 
     # -- updates -------------------------------------------------------------
     def apply(self, record: Record) -> None:
@@ -166,15 +169,28 @@ class ClusterState:
         return record
 
     def load(self, objects: Iterable[Mapping[str, Any]], source: str = "<input>") -> int:
-        """Apply many objects; a malformed one becomes a warning. Returns how many were used."""
+        """Apply many objects (a dump); a malformed one becomes a warning. Returns how many
+        were used. A dump that carries a ResourceClaim carries all of them (collected)."""
         used = 0
         for obj in objects:
             try:
-                if self.apply_object(obj, source) is not None:
-                    used += 1
+                record = self.apply_object(obj, source)
             except InputError as exc:
                 self.warn(str(exc))
+                continue
+            if record is not None:
+                used += 1
+                if record.__class__ is ResourceClaim:
+                    self.mark_collected("ResourceClaim")
         return used
+
+    def mark_collected(self, kind: str, namespace: str = "") -> None:
+        """Say that the state holds every ``kind`` object of ``namespace`` ("" for all
+        namespaces): a list of it succeeded (even an empty one), so an object of it that
+        the state lacks does not exist."""
+        if (kind, namespace) not in self.collected:
+            self.collected.add((kind, namespace))
+            self._changed()
 
     def warn(self, message: str) -> None:
         if len(self.warnings) < 1000:
@@ -192,6 +208,7 @@ class ClusterState:
                 kube_version=self.kube_version,
                 warnings=tuple(self.warnings),
                 generation=self.generation,
+                collected=frozenset(self.collected),
             )
         return self._snapshot
 
@@ -213,6 +230,7 @@ class ClusterSnapshot:
     __slots__ = (
         "_cache",
         "_origin",
+        "collected",
         "crds",
         "custom_objects",
         "daemonsets",
@@ -269,10 +287,12 @@ class ClusterSnapshot:
         warnings: tuple[str, ...] = (),
         generation: int = 0,
         origin: Origin | None = None,
+        collected: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
         for name in KIND_COLLECTIONS.values():
             object.__setattr__(self, name, collections.get(name, MappingProxyType({})))
         object.__setattr__(self, "kube_version", kube_version)
+        object.__setattr__(self, "collected", collected)
         object.__setattr__(self, "warnings", warnings)
         object.__setattr__(self, "generation", generation)
         object.__setattr__(self, "_cache", {})
@@ -284,6 +304,7 @@ class ClusterSnapshot:
     kube_version: str | None
     warnings: tuple[str, ...]
     generation: int
+    collected: frozenset[tuple[str, str]]  # see ClusterState.mark_collected
     _cache: dict[str, Any]
     _origin: Origin | None
 
@@ -344,7 +365,13 @@ class ClusterSnapshot:
             warnings=self.warnings,
             generation=self.generation,
             origin=origin,
+            collected=self.collected,
         )
+
+    def holds_every(self, kind: str, namespace: str) -> bool:
+        """Whether every ``kind`` object of ``namespace`` is here (its list was read), so
+        that one this snapshot lacks does not exist in the cluster."""
+        return (kind, "") in self.collected or (kind, namespace) in self.collected
 
     @property
     def origin(self) -> Origin | None:

@@ -32,11 +32,16 @@ import signal
 import sys
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sim(*names: str) -> list[str]:
+    return [f"tests/simulator/test_{n}.py" for n in names]
+
 
 # Module (or package folder) -> the tests that exercise it (pytest arguments).
 TESTS: dict[str, list[str]] = {
@@ -52,8 +57,85 @@ TESTS: dict[str, list[str]] = {
         "tests/rules/test_pdb_blocks_eviction.py",
         "tests/simulator/test_preemption.py",
     ],
+    # Each simulator module: the test files that exercise it (coverage per test file), the most
+    # specific first so that a killed mutant fails early; the folder is the fallback for new modules.
+    "analyzers/simulator/basic.py": _sim(
+        "filters_node", "basic_boundaries", "init_ports_and_selector_parsing", "preemption", "filters_pods"
+    ),
+    "analyzers/simulator/dra.py": [
+        *_sim("pre_enqueue_and_prefilter"),
+        "tests/rules/test_scheduler_silent.py",
+        *_sim("contracts"),
+    ],
+    "analyzers/simulator/engine.py": _sim(
+        "contracts",
+        "pre_enqueue_and_prefilter",
+        "filters_node",
+        "filters_pods",
+        "filters_resources_volumes",
+        "preemption",
+        "init_ports_and_selector_parsing",
+        "engine_breakdown",
+        "framework_outcome",
+        "breakdown",
+    ),
+    "analyzers/simulator/framework.py": _sim(
+        "framework_outcome",
+        "contracts",
+        "engine_breakdown",
+        "preemption",
+        "filters_pods",
+        "filters_node",
+        "breakdown",
+    ),
+    "analyzers/simulator/interpod.py": _sim(
+        "filters_pods", "preemption", "init_ports_and_selector_parsing", "pre_enqueue_and_prefilter"
+    ),
+    "analyzers/simulator/nodeinfo.py": _sim(
+        "nodetable_derive",
+        "contracts",
+        "filters_node",
+        "render_versions",
+        "pv_node_affinity",
+        "filters_resources_volumes",
+        "filters_pods",
+        "preemption",
+    ),
+    "analyzers/simulator/preemption.py": _sim(
+        "preemption",
+        "preemption_candidates",
+        "basic_boundaries",
+        "filters_resources_volumes",
+        "contracts",
+        "pre_enqueue_and_prefilter",
+    ),
+    "analyzers/simulator/render.py": _sim("render_versions", "filters_node", "contracts"),
+    "analyzers/simulator/resources.py": _sim(
+        "filters_resources_volumes", "preemption", "seed_incident", "contracts", "filters_node"
+    ),
+    "analyzers/simulator/results.py": _sim("seed_incident", "engine_breakdown", "breakdown"),
+    "analyzers/simulator/selectors.py": _sim(
+        "init_ports_and_selector_parsing", "pv_node_affinity", "filters_node", "filters_pods"
+    ),
+    "analyzers/simulator/spread.py": [
+        *_sim("filters_pods", "breakdown"),
+        "tests/rules/test_placement_root_cause.py",
+    ],
+    "analyzers/simulator/versions.py": _sim(
+        "version_boundaries", "render_versions", "filters_node", "preemption", "filters_pods"
+    ),
+    "analyzers/simulator/volumes.py": _sim(
+        "filters_resources_volumes", "pv_node_affinity", "pre_enqueue_and_prefilter"
+    ),
     "analyzers/simulator/": ["tests/simulator"],
-    "storage/tracker.py": ["tests/storage"],  # -k "not postgres" for a quicker, SQLite-only run
+    # The tracker's own tests, on SQLite and a real PostgreSQL (-k "not postgres": SQLite only).
+    "storage/tracker.py": [
+        "tests/storage/test_tracker_validation.py",
+        "tests/storage/test_tracker_boundaries.py",
+        "tests/storage/test_tracker.py",
+        "tests/storage/test_tracker_waiting.py",
+        "tests/storage/test_notify_policy.py",
+    ],
     "agent/pipeline.py": [
         "tests/agent/test_pipeline_units.py",
         "tests/agent/test_pipeline_scope.py",
@@ -99,14 +181,12 @@ class Mutant:
 
 
 def _is_docstring(node: ast.AST, parent: ast.AST | None) -> bool:
-    return (
-        isinstance(parent, ast.Expr)
-        and isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-    )
+    return isinstance(parent, ast.Expr) and isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
-def _points(func: ast.FunctionDef | ast.AsyncFunctionDef, skipped_lines: set[int]) -> Iterator[tuple[ast.AST, str]]:
+def _points(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, skipped_lines: set[int]
+) -> Iterator[tuple[ast.AST, str]]:
     """Mutation points of one function body, in a stable walk order, with a description."""
     in_fstring: set[int] = set()
     for node in ast.walk(func):
@@ -175,7 +255,9 @@ def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.As
 
 
 def _skipped_lines(source: str) -> set[int]:
-    return {i for i, line in enumerate(source.splitlines(), 1) if line.rstrip().endswith("# pragma: no mutate")}
+    return {
+        i for i, line in enumerate(source.splitlines(), 1) if line.rstrip().endswith("# pragma: no mutate")
+    }
 
 
 def mutants_of(source: str) -> list[Mutant]:
@@ -250,8 +332,8 @@ def _run_child(module_name: str, code: types.CodeType | None, qualname: str, tes
     return int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *tests]))
 
 
-def run_tests(module_name: str, code: types.CodeType | None, qualname: str, tests: list[str], timeout: float) -> str:
-    """'survived', 'killed' or 'timeout' (baseline: code None)."""
+def _start(module_name: str, code: types.CodeType | None, qualname: str, tests: list[str]) -> int:
+    """Fork a child that runs ``tests`` against the mutant (``code``; None: unmutated); its pid."""
     pid = os.fork()
     if pid == 0:
         try:
@@ -259,17 +341,66 @@ def run_tests(module_name: str, code: types.CodeType | None, qualname: str, test
         except BaseException:
             status = 99
         os._exit(status)
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return "timeout"
-        select.select([], [], [], 0.05)
+    return pid
+
+
+def _outcome(status: int) -> str:
     return "survived" if os.waitstatus_to_exitcode(status) == 0 else "killed"
+
+
+def run_tests(
+    module_name: str, code: types.CodeType | None, qualname: str, tests: list[str], timeout: float
+) -> str:
+    """'survived', 'killed' or 'timeout' (baseline: code None)."""
+    [(_, outcome)] = run_many(module_name, [(None, code, qualname)], tests, timeout, jobs=1)
+    return outcome
+
+
+def run_many(
+    module_name: str,
+    work: list[tuple[Mutant | None, types.CodeType | None, str]],
+    tests: list[str],
+    timeout: float,
+    jobs: int,
+) -> list[tuple[Mutant | None, str]]:
+    """Each (mutant, code, qualified name) of ``work`` tested in its own child, ``jobs`` at a
+    time; (mutant, 'survived' | 'killed' | 'timeout') in the order of ``work``."""
+    outcomes: dict[int, str] = {}
+    running: dict[int, tuple[int, float]] = {}  # pid -> (index in work, deadline)
+    queue = list(enumerate(work))
+    queue.reverse()
+    while queue or running:
+        while queue and len(running) < jobs:
+            index, (_, code, qualname) = queue.pop()
+            running[_start(module_name, code, qualname, tests)] = (index, time.monotonic() + timeout)
+        for pid, (index, deadline) in list(running.items()):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                outcomes[index] = _outcome(status)
+            elif time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                outcomes[index] = "timeout"
+            else:
+                continue
+            del running[pid]
+        select.select([], [], [], 0.05)
+    return [(work[i][0], outcomes[i]) for i in range(len(work))]
+
+
+def _share_postgres() -> Callable[[], None] | None:
+    """When the tests use ``tests/pg.py``'s server, start it once here: every forked child
+    inherits it (its start, an initdb, would otherwise cost seconds per mutant). Returns
+    what releases it, or None."""
+    pg = sys.modules.get("tests.pg")
+    if pg is None:
+        return None
+    try:
+        pg.acquire()
+    except (pg.PostgresNotFound, RuntimeError, OSError):  # each child then reports it on its own
+        return None
+    release: Callable[[], None] = pg.release
+    return release
 
 
 def _warm(tests: list[str]) -> None:
@@ -313,6 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show-survivors", action="store_true", help="list every surviving mutant")
     parser.add_argument("--only", help="only functions whose qualified name contains this")
     parser.add_argument("-k", dest="keyword", help="pytest -k expression for the tests (e.g. 'not postgres')")
+    parser.add_argument("--jobs", type=int, default=1, help="mutants tested at once (default 1)")
     parser.add_argument("--fail-under", type=float, default=0.0, help="exit 1 under this score (percent)")
     args = parser.parse_args(argv)
 
@@ -322,6 +454,15 @@ def main(argv: list[str] | None = None) -> int:
     import analyzers.report
     import analyzers.rules  # noqa: F401
 
+    shared: list[Callable[[], None]] = []  # what releases a PostgreSQL server the children share
+    try:
+        return _run(args, shared)
+    finally:
+        for release in shared:
+            release()
+
+
+def _run(args: argparse.Namespace, shared: list[Callable[[], None]]) -> int:
     total_killed = total = 0
     started = time.monotonic()
     for target in args.targets:
@@ -335,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
             source = path.read_text(encoding="utf-8")
             mutants = [m for m in mutants_of(source) if not args.only or args.only in m.function]
             _warm(tests)
+            if not shared and (release := _share_postgres()) is not None:
+                shared.append(release)
             t0 = time.monotonic()
             if run_tests(module_name, None, "", tests, 600) != "survived":
                 print(f"{rel}: the tests fail without any mutation; fix them first", flush=True)
@@ -342,15 +485,15 @@ def main(argv: list[str] | None = None) -> int:
             timeout = max(10.0, 3 * (time.monotonic() - t0) + 5)
             killed = 0
             survivors: list[Mutant] = []
+            work: list[tuple[Mutant | None, types.CodeType | None, str]] = []
             for mutant in mutants:
                 try:
-                    code = mutated_code(source, str(path), mutant)
+                    work.append((mutant, mutated_code(source, str(path), mutant), mutant.function))
                 except (SyntaxError, ValueError, LookupError):
                     killed += 1  # cannot even be compiled: counts as caught
-                    continue
-                outcome = run_tests(module_name, code, mutant.function, tests, timeout)
-                if outcome == "survived":
-                    survivors.append(mutant)
+            for done, outcome in run_many(module_name, work, tests, timeout, args.jobs):
+                if outcome == "survived" and done is not None:
+                    survivors.append(done)
                 else:
                     killed += 1
             n = len(mutants)

@@ -20,9 +20,12 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from storage.models import Base
 
 _HERE = Path(__file__).resolve().parent
 # An installed wheel first (storage/alembic), then the source tree (./alembic).
@@ -56,7 +59,19 @@ def head_revision() -> str:
     return head
 
 
+class MigrationFailed(Exception):
+    """The schema could not be brought to a revision; the message is one line for the user."""
+
+
 def _upgrade(connection: Connection, revision: str) -> None:
+    if _current(connection) is None:
+        ours = sorted(set(inspect(connection).get_table_names()) & set(Base.metadata.tables))
+        if ours:
+            raise MigrationFailed(
+                f"the database holds unstick's tables ({', '.join(ours[:3])}{', …' if len(ours) > 3 else ''}) "
+                "but no migration record (alembic_version): it was not created by unstick's migrations; "
+                "use an empty database"
+            )
     if connection.dialect.name == "postgresql":
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
     cfg = alembic_config()
@@ -65,9 +80,14 @@ def _upgrade(connection: Connection, revision: str) -> None:
 
 
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
-    """Bring the schema to ``revision`` (default: the newest), in one transaction."""
-    async with engine.begin() as conn:
-        await conn.run_sync(_upgrade, revision)
+    """Bring the schema to ``revision`` (default: the newest), in one transaction.
+    Raises MigrationFailed (one line) when the database refuses it."""
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(_upgrade, revision)
+    except DBAPIError as exc:
+        first = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
+        raise MigrationFailed(f"migrating the schema to {revision} failed: {first}") from None
 
 
 def _current(connection: Connection) -> str | None:

@@ -115,6 +115,16 @@ def input_warnings(snapshot: ClusterSnapshot) -> list[str]:
             f"the dump holds {pending} pending pod(s) but no Node objects: nothing to simulate them against; "
             "add `kubectl get nodes -o json` (the scheduler's own message is shown as it is)"
         )
+    from analyzers.simulator.dra import unjudged_claims
+
+    unjudged = unjudged_claims(snapshot)
+    if unjudged:
+        named = sorted({f"{pod.namespace}/{pod.name} names ResourceClaim {claim}" for pod, claim in unjudged})
+        more = f" (and {len(named) - 1} more)" if len(named) > 1 else ""
+        warnings.append(
+            f"claims not in the dump: pod {named[0]}{more}, and the dump holds no ResourceClaims, so whether "
+            "a claim is missing is not judged; add `kubectl get resourceclaims -A -o json`"
+        )
     return warnings
 
 

@@ -6,10 +6,10 @@ import argparse
 import asyncio
 
 from agent.cli import UserError
-from agent.database import NoDatabase, open_engine
+from agent.database import NoDatabase, migrate, open_engine
 from agent.settings import Settings, add_db_arguments
 from storage.engine import redact_db_url
-from storage.migrate import current_revision, head_revision, upgrade
+from storage.migrate import current_revision, head_revision
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,7 +31,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
         engine = await open_engine(settings.db.url)
         try:
             before = await current_revision(engine)
-            await upgrade(engine)
+            await migrate(engine, settings.db.url)
             return before, await current_revision(engine)
         except OSError as exc:
             raise UserError(f"cannot reach the database {redact_db_url(settings.db.url)}: {exc}") from None

@@ -21,6 +21,7 @@ output, as the JSON output escapes them.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
@@ -31,12 +32,15 @@ from agent.cli import EXIT_OK, UserError
 from analyzers.messages import (
     AUTOSCALER,
     DO_NOT_DISRUPT,
+    DRAIN_REFUSED,
     EVICTION,
     KUBELET_ADMISSION,
     MULTIPLE_PDBS,
     NODE_CONDITION,
     NODE_PRESSURE,
     PDB_VIOLATION,
+    QUEUE,
+    SCHEDULER_ERROR,
     SCHEDULING,
     UNKNOWN,
     ParsedMessage,
@@ -274,8 +278,68 @@ def _autoscaler_lines(parsed: ParsedMessage) -> list[str]:
         plugin = f" ({reason.plugin})" if reason.plugin else ""
         lines.append(f"  {'':<10} {reason.code}{plugin}: {reason.info.meaning}.")
     lines.extend(f"  {note}" for note in parsed.notes)
+    if parsed.format == "ca-no-scale-up" and not parsed.reasons:
+        lines.append(
+            "  No node group is named: cluster-autoscaler considered none for the pod (it discovered no node "
+            "group it may scale: check its --nodes or --node-group-auto-discovery settings and the groups' tags)."
+        )
     if parsed.format in ("ca-scale-up", "karpenter-nominated"):
         lines.append("  Capacity is on its way: the pod should schedule once the new node is Ready.")
+    return lines
+
+
+# What an error at each extension point usually means, and where to look.
+_ERROR_HINTS = {
+    ("PreBind", "VolumeBinding"): (
+        "binding or provisioning the pod's volumes failed or timed out: read the PersistentVolumeClaims' events "
+        "and the CSI provisioner's log (kubectl describe pvc)"
+    ),
+    ("Bind", None): (
+        "the API server refused the binding (another scheduler or an earlier attempt already bound the pod, or "
+        "the API server could not be reached): usually passes on retry"
+    ),
+    ("Reserve", "DynamicResources"): "reserving the pod's ResourceClaims failed: read the claims' status",
+    (
+        "PreBind",
+        "DynamicResources",
+    ): "writing the claims' allocation failed: read the claims' status and events",
+}
+
+
+def _scheduler_error_lines(parsed: ParsedMessage) -> list[str]:
+    if parsed.format == "pod-deleting":
+        return [f"kube-scheduler skips pod {parsed.pod}: it is being deleted (it has a deletionTimestamp)."]
+    point = parsed.notes[0] if parsed.notes else "?"
+    [reason] = parsed.reasons
+    who = f"plugin {reason.plugin}" if reason.plugin else f"the {point} plugins"
+    hint = _ERROR_HINTS.get((point, reason.plugin)) or _ERROR_HINTS.get((point, None))
+    lines = [
+        f"kube-scheduler error at {point}, from {who}: not a verdict about nodes. The pod stays Pending and is "
+        "retried with backoff; its PodScheduled condition reads SchedulerError.",
+        f"  {reason.text}",
+    ]
+    if hint:
+        lines.append(f"  {hint[0].upper()}{hint[1:]}.")
+    lines.append("  kube-scheduler's log around the event has the full error.")
+    return lines
+
+
+def _queue_lines(parsed: ParsedMessage) -> list[str]:
+    lines = [
+        "Kueue has not admitted the workload: its pods wait behind the kueue.x-k8s.io/admission scheduling "
+        "gate, and kube-scheduler has not seen them yet."
+    ]
+    reasons = iter(parsed.reasons)
+    for name, count in parsed.groups or [("", len(parsed.reasons))]:
+        if name:
+            lines.append(f"Pod set {name}: no ResourceFlavor fits every resource it requests:")
+        for reason in itertools.islice(reasons, count):
+            lines.append(f"  {reason.text}")
+            lines.append(f"    {reason.code}: {reason.info.meaning}.")
+    lines.extend(f"{note}." for note in parsed.notes)
+    lines.append(
+        "Look: kubectl get workloads -n NAMESPACE -o wide; kubectl describe clusterqueue NAME (quota in use)."
+    )
     return lines
 
 
@@ -292,6 +356,18 @@ _EVICTION_HEADS = {
     NODE_PRESSURE: "The kubelet evicted the pod: its node ran low on a resource (node-pressure eviction).",
     NODE_CONDITION: "The kubelet refused the pod: its node reports a pressure condition (admission).",
     KUBELET_ADMISSION: "The kubelet refused to admit the pod on its node (admission check failed).",
+    DRAIN_REFUSED: (
+        "kubectl drain refused to start: the node holds pods it may not delete without a flag. Nothing was "
+        "evicted, but the node stays cordoned (kubectl uncordon NODE to undo that)."
+    ),
+}
+
+# What each of kubectl drain's flags does to the pods it lets through (k8s.io/kubectl/pkg/drain/filters.go).
+_DRAIN_FLAGS = {
+    "--force": "deletes them, and nothing re-creates a pod without a controller: recreate it elsewhere first",
+    "--ignore-daemonsets": "leaves them running on the node (DaemonSet pods tolerate the cordon; they stop with it)",
+    "--delete-emptydir-data": "deletes them with their emptyDir data, which is lost",
+    "--delete-local-data": "deletes them with their emptyDir data, which is lost (the flag's name before 1.20)",
 }
 
 
@@ -299,7 +375,7 @@ def _eviction_lines(parsed: ParsedMessage) -> list[str]:
     ev = parsed.eviction
     assert ev is not None
     lines = [_EVICTION_HEADS.get(ev.kind, "Eviction failure.")]
-    if ev.pod:
+    if ev.pod and not ev.refusals:
         lines.append(f"  pod: {ev.namespace + '/' if ev.namespace else ''}{ev.pod}")
     if ev.pdb:
         lines.append(f"  PodDisruptionBudget: {ev.namespace + '/' if ev.namespace else ''}{ev.pdb}")
@@ -307,6 +383,9 @@ def _eviction_lines(parsed: ParsedMessage) -> list[str]:
         lines.append(f"  PodDisruptionBudgets: {', '.join(ev.budgets)}")
     if ev.resource:
         lines.append(f"  resource: {ev.resource}")
+    for what, flag, pods in ev.refusals:
+        lines.append(f"  {what}: {', '.join(pods)}")
+        lines.append(f"    {flag} {_DRAIN_FLAGS.get(flag, 'lets kubectl drain go on')}.")
     if ev.desired_healthy is not None and ev.current_healthy is not None:
         lines.append(
             f"  it needs {ev.desired_healthy} healthy pods and has {ev.current_healthy}: "
@@ -323,7 +402,7 @@ def _eviction_lines(parsed: ParsedMessage) -> list[str]:
             "  The eviction API answers 429 until a replacement pod is Ready elsewhere; "
             "kubectl drain retries every 5s" + (" (it is retrying)." if ev.will_retry else ".")
         )
-    if ev.detail and (ev.kind != PDB_VIOLATION or ev.sync_failed):
+    if ev.detail and not ev.refusals and (ev.kind != PDB_VIOLATION or ev.sync_failed):
         lines.append(f"  {ev.detail}")
     return lines
 
@@ -333,10 +412,16 @@ def render_text(parsed: ParsedMessage) -> str:
         lines = _scheduling_lines(parsed)
     elif parsed.kind == AUTOSCALER:
         lines = _autoscaler_lines(parsed)
+    elif parsed.kind == QUEUE:
+        lines = _queue_lines(parsed)
+    elif parsed.kind == SCHEDULER_ERROR:
+        lines = _scheduler_error_lines(parsed)
     elif parsed.kind == EVICTION and parsed.eviction is not None:
         lines = _eviction_lines(parsed)
     else:
-        lines = ["unstick does not recognise this as a scheduling, autoscaler or eviction message."]
+        lines = [
+            "unstick does not recognise this as a scheduling, scheduler error, autoscaler, Kueue or eviction message."
+        ]
         if parsed.message:
             lines.append(f"  {parsed.message[:200]}")
     return "\n".join(neutralise(line) for line in lines) + "\n"

@@ -5,13 +5,20 @@ what the question needs, through the one gateway, and prints the same report as
 ``unstick analyze``:
 
 * ``pod/NAME``: the pod, its events, its owners (ReplicaSet → Deployment, …), the nodes
-  and the pods bound to them (what the scheduler weighs), the namespace's budgets and claims;
+  and the pods bound to them (what the scheduler weighs), the namespace's budgets,
+  PersistentVolumeClaims and ResourceClaims;
 * ``deploy/NAME``: the Deployment, its ReplicaSets and pods (by its selector), the same
-  cluster-wide placement inputs, the namespace's events and budgets;
+  cluster-wide placement inputs, the namespace's events, budgets and claims;
 * ``node/NAME``: why a drain of it hangs: the pods on it, the budgets and workloads of
   their namespaces, whether replacements fit elsewhere; a node that is not cordoned yet is
   analysed as cordoned (the first step of ``kubectl drain``), said on stderr;
 * no target: everything stuck in the namespace (``-n``, else the context's); ``-A``: in all.
+
+ResourceClaims (``resource.k8s.io/v1``) tell which pods DynamicResources' PreEnqueue holds
+back; a cluster that does not serve them (404) or a user who may not list them (403) leaves
+them unjudged, said on stderr when a pod names one. Budgets over pods of custom controllers
+read the controllers' ``/scale`` as the live agent does (agent.scales.ScaleReader): a
+refused read (403) leaves that budget unknown, with the reason.
 
 Flags follow kubectl (``-n``, ``-A``, ``--context``, ``--kubeconfig``, ``-o json|yaml``);
 exit codes too: 0 on success, 1 on any error (``error: …`` or ``Error from server
@@ -34,6 +41,7 @@ import yaml
 if TYPE_CHECKING:
     from agent.kube.gateway import Gateway, RawObject
     from analyzers.report import Report
+    from analyzers.snapshot import ClusterSnapshot, ClusterState
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # kubectl's DefaultErrorExitCode
@@ -83,6 +91,9 @@ class Reads:
 
     objects: list[RawObject] = field(default_factory=list)
     requests: int = 0
+    # (kind, namespace) listed in full ("" namespace: all): ClusterState.mark_collected
+    collected: set[tuple[str, str]] = field(default_factory=set)
+    not_listed: dict[str, str] = field(default_factory=dict)  # kind -> why its list failed
 
 
 class _Parser(argparse.ArgumentParser):
@@ -154,6 +165,23 @@ async def _list(gw: Gateway, reads: Reads, kind: str, **kw: Any) -> list[RawObje
     return items
 
 
+async def _list_claims(gw: Gateway, reads: Reads, namespace: str | None) -> list[RawObject]:
+    """The ResourceClaims of ``namespace`` (None: all). A cluster that does not serve
+    resource.k8s.io/v1 answers 404 and the live agent watches it without them; here a 403
+    too leaves them out (unjudged), not the whole diagnosis."""
+    from agent.kube.errors import Forbidden, NotFound
+
+    reads.requests += 1
+    try:
+        items = (await gw.list_objects("ResourceClaim", namespace=namespace))["items"]
+    except (NotFound, Forbidden) as exc:
+        reads.not_listed.setdefault("ResourceClaim", str(exc))
+        return []
+    reads.objects.extend(items)
+    reads.collected.add(("ResourceClaim", namespace or ""))
+    return items
+
+
 async def _placement_inputs(gw: Gateway, reads: Reads) -> None:
     """What the scheduler weighs for any pod: nodes, classes, volumes, the pods bound to nodes."""
     for kind in _CLUSTER_KINDS:
@@ -164,6 +192,7 @@ async def _placement_inputs(gw: Gateway, reads: Reads) -> None:
 async def _namespace_inputs(gw: Gateway, reads: Reads, namespace: str, *, pending: bool = True) -> None:
     for kind in _NAMESPACE_KINDS:
         await _list(gw, reads, kind, namespace=namespace)
+    await _list_claims(gw, reads, namespace)
     if pending:
         await _list(gw, reads, "Pod", namespace=namespace, field_selector=f"spec.nodeName=,{_LIVE_PHASES}")
     await _list(gw, reads, "Event", namespace=namespace)
@@ -183,6 +212,7 @@ async def read(gw: Gateway, target: Target, namespace: str | None) -> Reads:
             if namespace is None:  # -A: every namespaced input, cluster-wide
                 for kind in _NAMESPACE_KINDS:
                     await _list(gw, reads, kind)
+                await _list_claims(gw, reads, None)
                 await _list(gw, reads, "Pod", field_selector=f"spec.nodeName=,{_LIVE_PHASES}")
                 await _list(gw, reads, "Event")
             else:
@@ -195,6 +225,7 @@ async def read(gw: Gateway, target: Target, namespace: str | None) -> Reads:
             reads.objects.append(pod)
             for kind in ("PersistentVolumeClaim", "PodDisruptionBudget"):
                 await _list(gw, reads, kind, namespace=namespace)
+            await _list_claims(gw, reads, namespace)
             await _owners(gw, reads, pod)
             await _list(
                 gw, reads, "Event", namespace=namespace, field_selector=f"involvedObject.name={target.name}"
@@ -208,6 +239,7 @@ async def read(gw: Gateway, target: Target, namespace: str | None) -> Reads:
             await _placement_inputs(gw, reads)
             for kind in ("PersistentVolumeClaim", "PodDisruptionBudget"):
                 await _list(gw, reads, kind, namespace=namespace)
+            await _list_claims(gw, reads, namespace)
             selector = _selector(labels) if labels else None
             await _list(gw, reads, "ReplicaSet", namespace=namespace, label_selector=selector)
             await _list(
@@ -267,16 +299,40 @@ def _as_cordoned(objects: list[RawObject], node: str) -> bool:
     return False
 
 
-def report_for(
-    objects: list[RawObject], target: Target, *, kube_version: str | None, now: float
-) -> tuple[Report, int]:
-    from analyzers.findings import ObjectRef
-    from analyzers.report import build_report
+def state_for(reads: Reads, kube_version: str | None) -> ClusterState:
+    """The read objects as a ClusterState, with the kinds listed in full marked collected."""
     from analyzers.snapshot import ClusterState
 
     state = ClusterState(kube_version)
-    for obj in objects:
+    for obj in reads.objects:
         state.apply_object(obj, source="the API server")
+    for kind, namespace in sorted(reads.collected):
+        state.mark_collected(kind, namespace)
+    return state
+
+
+def claim_notes(snapshot: ClusterSnapshot, reads: Reads) -> list[str]:
+    """One note when a pending pod names a ResourceClaim that could not be listed."""
+    from analyzers.simulator.dra import unjudged_claims
+
+    unjudged = unjudged_claims(snapshot)
+    if not unjudged:
+        return []
+    pod, claim = unjudged[0]
+    more = f" (and {len(unjudged) - 1} more)" if len(unjudged) > 1 else ""
+    why = reads.not_listed.get("ResourceClaim", "not listed")
+    return [
+        f"pod {pod.namespace}/{pod.name} names ResourceClaim {claim}{more}, but ResourceClaims could not "
+        f"be listed ({why}): whether it exists is not judged"
+    ]
+
+
+def report_for(
+    state: ClusterState, target: Target, *, kube_version: str | None, now: float
+) -> tuple[Report, int]:
+    from analyzers.findings import ObjectRef
+    from analyzers.report import build_report
+
     snapshot = state.snapshot()
     pod_filter = None
     scope = None
@@ -308,6 +364,7 @@ async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str]]:
     from agent.kube.errors import ConfigError, KubeError
     from agent.kube.gateway import Gateway
     from agent.runner import minor_version
+    from agent.scales import ScaleReader
 
     target = parse_target(args.target)
     if args.all_namespaces and target.kind is not None:
@@ -331,13 +388,18 @@ async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str]]:
             reads = await read(gw, target, namespace)
         except KubeError as exc:
             raise PluginError(f"error: {exc}") from None
+        if target.kind == "Node" and _as_cordoned(reads.objects, target.name):
+            notes.append(
+                f"node/{target.name} is not cordoned: analysed as `kubectl drain` would leave it (cordoned)"
+            )
+        state = state_for(reads, version)
+        # Budgets over pods of custom controllers: their /scale, read as the live agent
+        # reads it (a refusal is an unknown reading with the reason, never an error here).
+        await ScaleReader(gw).refresh(state)
     finally:
         await gw.close()
-    if target.kind == "Node" and _as_cordoned(reads.objects, target.name):
-        notes.append(
-            f"node/{target.name} is not cordoned: analysed as `kubectl drain` would leave it (cordoned)"
-        )
-    report, nodes = report_for(reads.objects, target, kube_version=version, now=time.time())
+    notes.extend(claim_notes(state.snapshot(), reads))
+    report, nodes = report_for(state, target, kube_version=version, now=time.time())
     return report, nodes, notes
 
 

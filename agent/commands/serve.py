@@ -21,11 +21,11 @@ from aiohttp import web
 from agent.api.app import app_runner, create_app
 from agent.api.pages import build_jinja_env
 from agent.cli import UserError
-from agent.database import open_engine
+from agent.database import migrate, open_engine
 from agent.notify.settings import NotifySettings, add_notify_arguments
 from agent.settings import Settings, SettingsError, add_api_arguments, add_db_arguments
 from storage.engine import create_sessionmaker, redact_db_url
-from storage.migrate import head_revision, is_up_to_date, upgrade
+from storage.migrate import head_revision, is_up_to_date
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ async def serve(
     engine = await open_engine(settings.db.url)
     try:
         if settings.db.auto_migrate:
-            await upgrade(engine)
+            await migrate(engine, settings.db.url)
             log.info("database %s at revision %s", redact_db_url(settings.db.url), head_revision())
         schema_ok = settings.db.auto_migrate or await is_up_to_date(engine)
         if not schema_ok:

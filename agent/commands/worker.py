@@ -71,13 +71,12 @@ def run(args: argparse.Namespace) -> int:
 async def _check_database(db: DbSettings) -> None:
     """Fail at start-up, in one line naming ``--db``, on a database that cannot be
     used; upgrade its schema unless ``--no-migrate``."""
-    from agent.database import open_engine
-    from storage.migrate import upgrade
+    from agent.database import migrate, open_engine
 
     engine = await open_engine(db.url)
     try:
         if db.auto_migrate:
-            await upgrade(engine)
+            await migrate(engine, db.url)
     finally:
         await engine.dispose()
 

@@ -377,9 +377,13 @@ class FakeCluster:
         default_watch_timeout: float = 1800.0,
         now: Callable[[], datetime] | None = None,
         seed: int | None = 0,
+        unserved_groups: Iterable[str] = (),
     ) -> None:
         self.token = token
         self.metrics_enabled = metrics
+        # API groups this cluster does not serve (an older release, a feature gate off):
+        # discovery leaves them out and their paths answer 404, as kube-apiserver does.
+        self.unserved_groups = frozenset(unserved_groups)
         self.version = version
         self.bookmark_interval = bookmark_interval
         self.history_size = history_size
@@ -865,6 +869,8 @@ class FakeCluster:
         return self._json(body, code, headers)
 
     def _group_served(self, group: str) -> bool:
+        if group in self.unserved_groups:
+            return False
         if group == METRICS_GROUP:
             return self.metrics_enabled
         return any(k.group == group for k in SERVED_KINDS) or group in self.custom.groups()

@@ -27,6 +27,12 @@ state, which is what makes redelivery harmless. ``type`` is one of:
 ``metrics``    a metrics.k8s.io sample: ``nodes`` and ``pods`` (NodeMetrics/PodMetrics items)
 ``gap``        the publisher had to drop ``dropped`` records (its buffer was full while
                the broker was away): the worker's view may miss changes
+``scale``      what the publisher read from a custom controller's ``/scale`` for a
+               PodDisruptionBudget (agent.scales): ``kind``, ``namespace``, ``group``,
+               ``name``, and ``uid`` and ``replicas``, or ``problem`` (the disruption
+               controller's own error) or ``unknown`` (why it could not be read); sent when
+               a reading changes, the first ones before ``ready`` (a worker older than
+               this type dead-letters it and goes on: its budgets stay *unknown*)
 =============  ====================================================================
 
 JSON keeps records readable with any Kafka tool (``kcat``), and orjson
@@ -42,8 +48,10 @@ from typing import Any
 
 import orjson
 
+from analyzers.records import ScaleReading
+
 VERSION = 1
-TYPES = frozenset({"hello", "delta", "synced", "ready", "relisted", "metrics", "gap"})
+TYPES = frozenset({"hello", "delta", "synced", "ready", "relisted", "metrics", "gap", "scale"})
 OPS = frozenset({"ADDED", "MODIFIED", "DELETED"})
 
 
@@ -135,5 +143,55 @@ def decode(value: bytes | None, key: bytes | None = None) -> StreamMessage:
         raise CodecError(f"{type_} marker without 'kind'")
     if type_ == "metrics" and not (isinstance(doc.get("nodes"), list) and isinstance(doc.get("pods"), list)):
         raise CodecError("metrics sample without 'nodes' and 'pods' lists")
+    if type_ == "scale":
+        _check_scale(doc)
     extra = {k: v for k, v in doc.items() if k not in ("v", "cluster", "epoch", "seq", "type", "kind")}
     return StreamMessage(cluster, epoch, seq, type_, kind=doc.get("kind") or "", extra=extra)
+
+
+def encode_scale(cluster: str, epoch: int, seq: int, reading: ScaleReading) -> bytes:
+    """A ``scale`` record: one ``/scale`` reading (agent.scales.ScaleReader)."""
+    return encode(
+        cluster,
+        epoch,
+        seq,
+        "scale",
+        kind=reading.kind,
+        namespace=reading.namespace,
+        group=reading.group,
+        name=reading.name,
+        uid=reading.uid,
+        replicas=reading.replicas,
+        problem=reading.problem,
+        unknown=reading.unknown,
+    )
+
+
+def scale_reading(msg: StreamMessage) -> ScaleReading:
+    """The reading a (decoded) ``scale`` record carries."""
+    x = msg.extra
+    return ScaleReading(
+        x["namespace"],
+        x["group"],
+        msg.kind,
+        x["name"],
+        uid=x.get("uid") or "",
+        replicas=x.get("replicas"),
+        problem=x.get("problem"),
+        unknown=x.get("unknown"),
+    )
+
+
+def _check_scale(doc: dict[str, Any]) -> None:
+    for name in ("kind", "name"):
+        if not isinstance(doc.get(name), str) or not doc[name]:
+            raise CodecError(f"scale reading without {name!r}")
+    for name in ("namespace", "group"):
+        if not isinstance(doc.get(name), str):
+            raise CodecError(f"scale reading whose {name!r} is not a string")
+    for name in ("uid", "problem", "unknown"):
+        if doc.get(name) is not None and not isinstance(doc[name], str):
+            raise CodecError(f"scale reading whose {name!r} is not a string")
+    replicas = doc.get("replicas")
+    if replicas is not None and type(replicas) is not int:
+        raise CodecError("scale reading whose 'replicas' is not an integer")

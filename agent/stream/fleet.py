@@ -8,8 +8,10 @@ record. Each cluster gets the same ``ClusterCache`` and ``Pipeline`` the
 in-process agent uses; what differs is only where its deltas come from.
 
 The mapping holds, per cluster, the last record of every live object (the
-raw record, so nothing is encoded twice), the last metrics sample and one
-meta entry (partition, kube version, whether the initial list is complete).
+raw record, so nothing is encoded twice), the last metrics sample, the last
+``/scale`` reading of each custom controller the publisher read (agent.scales)
+and one meta entry (partition, kube version, whether the initial list is
+complete, which kinds were listed in full).
 A worker that is assigned a partition rebuilds each of its clusters from
 these (:meth:`Fleet.adopt`) before analysing it, so a takeover needs no relist;
 the records after the last committed offset are then delivered again and
@@ -41,6 +43,7 @@ from agent.cache import ClusterCache
 from agent.kube.watcher import Delta, MetricsSample
 from agent.pipeline import PassOutcome, Pipeline, PipelineConfig
 from agent.stream import codec
+from analyzers.records import ScaleReading
 from analyzers.remedies import RemedyRenderer
 from analyzers.snapshot import ClusterState
 
@@ -49,7 +52,7 @@ log = logging.getLogger(__name__)
 # dead_letter(key, value, error, partition, offset)
 DeadLetter = Callable[[bytes | None, bytes | None, str, int, int], Awaitable[None]]
 
-META, OBJECT, METRICS = b"C\x00", b"O\x00", b"M\x00"
+META, OBJECT, METRICS, SCALE = b"C\x00", b"O\x00", b"M\x00", b"S\x00"
 
 
 def meta_key(cluster: str) -> bytes:
@@ -70,6 +73,10 @@ def object_key(cluster: str, kind: str, obj: dict[str, Any]) -> bytes:
 
 def metrics_key(cluster: str) -> bytes:
     return METRICS + cluster.encode()
+
+
+def scale_key(cluster: str, reading: ScaleReading) -> bytes:
+    return b"\x00".join((SCALE + cluster.encode(), *(part.encode() for part in reading.key)))
 
 
 @dataclass
@@ -252,6 +259,18 @@ class Fleet:
                 rt.meta["synced"] = True
                 self._save_meta(rt)
             self._start(rt)
+        elif kind == "synced":
+            # The publisher's initial list of this kind is complete: an object of it the
+            # state lacks does not exist (a missing ResourceClaim is judged, as live).
+            rt.cache.mark_listed(msg.kind)
+            listed = sorted({*rt.meta.get("listed", ()), msg.kind})
+            if listed != rt.meta.get("listed"):
+                rt.meta["listed"] = listed
+                self._save_meta(rt)
+        elif kind == "scale":
+            reading = codec.scale_reading(msg)
+            self.table[scale_key(msg.cluster, reading)] = value
+            rt.cache.apply_record(reading)
         elif kind == "metrics":
             self.table[metrics_key(msg.cluster)] = value
             rt.cache.apply_metrics(MetricsSample(msg.extra["nodes"], msg.extra["pods"]))
@@ -315,6 +334,16 @@ class Fleet:
         rt.epoch, rt.applied_seq = int(meta.get("epoch") or 0), int(meta.get("seq") or 0)
         prefix = OBJECT + cluster.encode() + b"\x00"
         self._replay(rt, (v for k, v in list(self.table.items()) if k.startswith(prefix)))
+        for kind in meta.get("listed") or ():
+            rt.cache.mark_listed(kind)
+        prefix = SCALE + cluster.encode() + b"\x00"
+        for value in [v for k, v in list(self.table.items()) if k.startswith(prefix)]:
+            try:
+                msg = codec.decode(value)
+                self._note_seq(rt, msg)
+                rt.cache.apply_record(codec.scale_reading(msg))
+            except Exception as exc:  # as _replay: skip it, keep the rest
+                log.warning("cluster %s: a stored /scale reading could not be restored: %s", cluster, exc)
         sample = self.table.get(metrics_key(cluster))
         if sample:
             msg = codec.decode(sample)

@@ -12,6 +12,11 @@ independently), so copies may repeat, but the last copy of every record comes
 in order: a worker applying the stream converges to the cluster's state. When the buffer is full,
 new records are dropped, counted (``unstick_publish_dropped_total``) and
 logged, and a ``gap`` marker saying how many follows once sending resumes.
+
+:class:`ScaleRelay` reads custom controllers' ``/scale`` for PodDisruptionBudget
+arithmetic, as the live agent does before each pass (agent.scales): the workers
+have no access to the cluster, so the publisher reads and sends each reading
+that changed (``scale`` records), the first ones before ``ready``.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
@@ -29,8 +34,13 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from agent.kube.watcher import Backoff, Delta, MetricsSample, MetricsUnavailable
+from agent.kube.watcher import Backoff, Delta, MetricsSample, MetricsUnavailable, Watcher
+from agent.scales import ScaleReader
 from agent.stream import codec
+from analyzers.disruption import is_custom_kind
+from analyzers.ingest import InputError
+from analyzers.records import ScaleReading
+from analyzers.snapshot import ClusterState
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +127,7 @@ class DeltaPublisher:
         for family in (self.metrics.sent, self.metrics.dropped, self.metrics.errors, self.metrics.buffered):
             family.labels(cluster)  # exported as 0 from the start
         self._producer_options = producer_options or {}
+        self.observers: list[Callable[[Delta], None]] = []  # e.g. ScaleRelay.observe
 
     # -- what the watcher calls (never blocks) ----------------------------------
     def _put(self, type_: str, **fields: Any) -> None:
@@ -135,12 +146,16 @@ class DeltaPublisher:
         self.seq += 1
         if type_ == "delta":
             value = codec.encode_delta(self.cluster, self.epoch, self.seq, **fields)
+        elif type_ == "scale":
+            value = codec.encode_scale(self.cluster, self.epoch, self.seq, fields["reading"])
         else:
             value = codec.encode(self.cluster, self.epoch, self.seq, type_, **fields)
         self.buffer.append(value)
         self._wake.set()
 
     async def delta(self, delta: Delta) -> None:
+        for observe in self.observers:
+            observe(delta)
         self._put(
             "delta", kind=delta.kind, op=delta.type, obj=delta.object, unknown=delta.final_state_unknown
         )
@@ -156,6 +171,9 @@ class DeltaPublisher:
 
     def ready(self, unavailable: Sequence[str]) -> None:
         self._put("ready", unavailable=list(unavailable))
+
+    def scale(self, reading: ScaleReading) -> None:
+        self._put("scale", reading=reading)
 
     async def metrics_sample(self, result: MetricsSample | MetricsUnavailable) -> None:
         if isinstance(result, MetricsSample):
@@ -271,6 +289,80 @@ class DeltaPublisher:
                     await asyncio.wait_for(producer.stop(), 5)
 
 
+def custom_controlled(obj: dict[str, Any]) -> bool:
+    """Whether a pod's controllerRef names a kind of a custom group (the only owners whose
+    ``/scale`` is read, analyzers.disruption.scale_targets)."""
+    meta = obj.get("metadata")
+    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+    for ref in refs if isinstance(refs, list) else ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            api = ref.get("apiVersion")
+            return isinstance(api, str) and api.count("/") == 1 and is_custom_kind(api.split("/")[0])
+    return False
+
+
+class ScaleRelay:
+    """The publisher's ``/scale`` reads. It keeps what ``scale_targets`` reads --
+    PodDisruptionBudgets and the pods whose controller is a custom kind -- in a small
+    ClusterState of its own, reads the targets with a :class:`ScaleReader` (each at most
+    once per ``interval``, as the live agent), and publishes the readings that changed."""
+
+    def __init__(self, reader: ScaleReader, publisher: DeltaPublisher, *, debounce: float = 1.0) -> None:
+        self.reader = reader
+        self.publisher = publisher
+        self.debounce = debounce
+        self.state = ClusterState()
+        self.sent = 0
+        self._changed = asyncio.Event()
+
+    def observe(self, delta: Delta) -> None:
+        """A watcher delta (called by the publisher for each one, never blocks)."""
+        kind = delta.kind
+        if kind not in ("Pod", "PodDisruptionBudget"):
+            return
+        obj = delta.object
+        if delta.type == "DELETED" or (kind == "Pod" and not custom_controlled(obj)):
+            meta = obj.get("metadata") or {}
+            if self.state.delete(kind, meta.get("namespace") or "", meta.get("name") or ""):
+                self._changed.set()
+            return
+        try:
+            self.state.apply_object(obj if obj.get("kind") else {**obj, "kind": kind}, "watch")
+        except InputError:
+            return  # the workers' decoder refuses it too (and dead-letters it)
+        self._changed.set()
+
+    async def refresh(self) -> int:
+        """Read the scales due and publish those that changed; returns how many."""
+        try:
+            readings = await self.reader.refresh_readings(self.state)
+        except Exception:  # a bug must not stop publishing
+            log.exception("could not read the custom controllers' /scale")
+            return 0
+        for reading in readings:
+            self.publisher.scale(reading)
+        self.sent += len(readings)
+        return len(readings)
+
+    async def run(self) -> None:
+        """Refresh after changes (debounced) and at least every ``interval``, until cancelled."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), self.reader.interval)
+            self._changed.clear()
+            await asyncio.sleep(self.debounce)
+            await self.refresh()
+
+
+async def announce_ready(watcher: Watcher, relay: ScaleRelay, publisher: DeltaPublisher) -> None:
+    """Once every kind is listed: the first ``/scale`` readings, then ``ready`` (so a worker's
+    first pass has what the live agent's has), then the relay's refreshes until cancelled."""
+    await watcher.wait_synced()
+    await relay.refresh()
+    publisher.ready(watcher.unavailable_kinds)
+    await relay.run()
+
+
 async def publish_cluster(
     *,
     cluster: str,
@@ -287,7 +379,7 @@ async def publish_cluster(
     from aiohttp import web
     from prometheus_client import generate_latest
 
-    from agent.kube.watcher import MetricsPoller, Watcher
+    from agent.kube.watcher import MetricsPoller
     from agent.runner import minor_version
 
     registry = CollectorRegistry()
@@ -306,6 +398,8 @@ async def publish_cluster(
         except Exception as exc:
             log.warning("could not read the API server version (%s); assuming a recent release", exc)
     publisher.hello(kube_version)
+    relay = ScaleRelay(ScaleReader(gateway), publisher)
+    publisher.observers.append(relay.observe)
     watcher = Watcher(gateway, publisher, namespaces=namespaces)
     sender = asyncio.create_task(publisher.run(stop), name=f"publish:{cluster}")
     tasks = [asyncio.create_task(watcher.run(), name=f"watch:{cluster}")]
@@ -315,11 +409,7 @@ async def publish_cluster(
         )
         tasks.append(asyncio.create_task(poller.run(), name=f"metrics:{cluster}"))
 
-    async def announce_ready() -> None:
-        await watcher.wait_synced()
-        publisher.ready(watcher.unavailable_kinds)
-
-    tasks.append(asyncio.create_task(announce_ready()))
+    tasks.append(asyncio.create_task(announce_ready(watcher, relay, publisher)))
 
     async def healthz(request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})

@@ -2,7 +2,8 @@
 
 ``parse_message(text)`` takes anything a user pastes (a FailedScheduling event
 of any kube-scheduler version, whole or in pieces, a PodScheduled condition
-message, cluster-autoscaler's and Karpenter's words about a pod, an eviction
+message, cluster-autoscaler's and Karpenter's words about a pod, Kueue's about
+a Workload, an eviction
 refusal from kubectl drain, an autoscaler, the descheduler or the VPA, a kubelet
 rejection) and returns a ``ParsedMessage``; ``classify_reason(text)`` maps
 one per-node reason to the code and plugin the filter simulator uses too.
@@ -12,6 +13,7 @@ Pure and synchronous: no I/O, no clock.
 from analyzers.messages.autoscaler import parse_autoscaler
 from analyzers.messages.eviction import (
     DO_NOT_DISRUPT,
+    DRAIN_REFUSED,
     KUBELET_ADMISSION,
     MULTIPLE_PDBS,
     NODE_CONDITION,
@@ -23,6 +25,8 @@ from analyzers.messages.eviction import (
 from analyzers.messages.model import (
     AUTOSCALER,
     EVICTION,
+    QUEUE,
+    SCHEDULER_ERROR,
     SCHEDULING,
     UNKNOWN,
     ParsedMessage,
@@ -42,12 +46,15 @@ __all__ = [
     "ALL_CODES",
     "AUTOSCALER",
     "DO_NOT_DISRUPT",
+    "DRAIN_REFUSED",
     "EVICTION",
     "KUBELET_ADMISSION",
     "MULTIPLE_PDBS",
     "NODE_CONDITION",
     "NODE_PRESSURE",
     "PDB_VIOLATION",
+    "QUEUE",
+    "SCHEDULER_ERROR",
     "SCHEDULING",
     "UNKNOWN",
     "Eviction",

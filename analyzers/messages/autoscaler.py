@@ -14,7 +14,7 @@ Upstream texts:
   schedule pod, <error>``, where the error holds one clause per NodePool joined with ``"; "``
   (v0.3x-v1.0: ``incompatible with nodepool "<name>", daemonset overhead={...}, <reason>``; v1.1+:
   ``<reason> (NodePool=<name>)`` or the reason alone), and ``Nominated`` ``Pod should schedule on:
-  nodeclaim/<name>, node/<name>``.
+  nodeclaim/<name>, node/<name>`` (v0.28-v0.31, before NodeClaims: ``machine/<name>``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from analyzers.messages.reasons import (
     classify_reason,
 )
 from analyzers.messages.scheduling import parse_reason_list
-from analyzers.messages.text import cut_at_next_event
+from analyzers.messages.text import cut_at_next_event, quoted_until
 
 _CA_NO_SCALE_UP_RE: Final = re.compile(
     r"pod didn't trigger scale-up(?: \(it wouldn't fit if a new node is added\))?:?", re.IGNORECASE
@@ -117,7 +117,7 @@ def parse_autoscaler(text: str) -> ParsedMessage | None:
     when ``text`` is neither."""
     match = _CA_NO_SCALE_UP_RE.search(text)
     if match is not None:
-        body = cut_at_next_event(text[match.end() :]).strip().rstrip(".")
+        body = cut_at_next_event(text[match.end() : quoted_until(text, match.start())]).strip().rstrip(".")
         if body.lower() == "max total nodes in cluster reached":
             reasons: tuple[Reason, ...] = (make_reason(None, body, classify_reason(body)),)
         else:
@@ -130,17 +130,21 @@ def parse_autoscaler(text: str) -> ParsedMessage | None:
         )
     match = _CA_SCALE_UP_RE.search(text)
     if match is not None:
-        body = cut_at_next_event(text[match.end() :]).strip()
+        body = cut_at_next_event(text[match.end() : quoted_until(text, match.start())]).strip()
         groups = tuple(f"{g}: {a}->{b} (max {m})" for g, a, b, m in _CA_GROUP_RE.findall(body))
         return ParsedMessage(
-            kind=AUTOSCALER, format="ca-scale-up", message=text[match.start() :].strip(), notes=groups
+            kind=AUTOSCALER,
+            format="ca-scale-up",
+            message=text[match.start() : quoted_until(text, match.start())].strip(),
+            notes=groups,
         )
     match = _KARPENTER_FAILED_RE.search(text)
     start = match.end() if match is not None else None
     if match is None and (clause := _NODEPOOL_RE.search(text)) is not None:
         match, start = clause, clause.start()  # the error quoted without its first words
     if match is not None and start is not None:
-        body = _OVERHEAD_RE.sub("", text[start:])  # its JSON would look like the log line's
+        quote_end = quoted_until(text, match.start())
+        body = _OVERHEAD_RE.sub("", text[start:quote_end])  # its JSON would look like the log line's
         json_end = _JSON_NEXT_FIELD_RE.search(body)
         if json_end is not None:
             body = body[: json_end.start()]
@@ -151,18 +155,20 @@ def parse_autoscaler(text: str) -> ParsedMessage | None:
             format="karpenter-failed",
             message=(text[match.start() : start] + body).strip()
             if json_end
-            else text[match.start() :].strip(),
+            else text[match.start() : quote_end].strip(),
             reasons=tuple(r for r in clauses if r is not None),
         )
     match = _KARPENTER_NOMINATED_RE.search(text)
     if match is not None:
-        body = cut_at_next_event(text[match.end() :]).strip()
-        targets = tuple(t.strip() for t in body.split(",") if t.strip().startswith(("nodeclaim/", "node/")))
+        body = cut_at_next_event(text[match.end() : quoted_until(text, match.start())]).strip()
+        targets = tuple(
+            t.strip() for t in body.split(",") if t.strip().startswith(("nodeclaim/", "machine/", "node/"))
+        )
         if targets:
             return ParsedMessage(
                 kind=AUTOSCALER,
                 format="karpenter-nominated",
-                message=text[match.start() :].strip(),
+                message=text[match.start() : quoted_until(text, match.start())].strip(),
                 notes=targets,
             )
     return None

@@ -13,6 +13,13 @@ Upstream texts:
 - ``staging/src/k8s.io/kubectl/pkg/drain/drain.go``: ``evicting pod <ns>/<name>``, ``error when
   evicting pods/"<name>" -n "<ns>" (will retry after 5s): <error>``; before 1.18 ``evicting pod
   "<name>"`` and ``error when evicting pod "<name>" (will retry after 5s): <error>``.
+- ``staging/src/k8s.io/kubectl/pkg/drain/filters.go``: before evicting anything, ``kubectl drain``
+  refuses a node holding pods it may not delete without a flag, ``cannot delete <what>: <ns>/<pod>,
+  ...`` (one per kind, aggregated ``[..., ...]``; the unmanaged kind prints ``cannot delete`` twice):
+  ``Pods that declare no controller (use --force to override)``, ``DaemonSet-managed Pods (use
+  --ignore-daemonsets to ignore)``, ``Pods with local storage (use --delete-emptydir-data to
+  override)`` (``--delete-local-data`` before 1.20; lower-case ``pods`` and ``Pods not managed by
+  ReplicationController, ReplicaSet, Job, DaemonSet or StatefulSet`` in older releases).
 - descheduler ``pkg/descheduler/evictions/evictions.go``: ``error when evicting pod (ignoring)
   "<name>": <error>``.
 - cluster-autoscaler ``core/scaledown``: ``not enough pod disruption budget to move <ns>/<name>``,
@@ -49,6 +56,7 @@ DO_NOT_DISRUPT: Final = "do-not-disrupt"
 NODE_PRESSURE: Final = "node-pressure"
 NODE_CONDITION: Final = "node-condition"
 KUBELET_ADMISSION: Final = "kubelet-admission"
+DRAIN_REFUSED: Final = "drain-refused"
 OTHER: Final = "other"
 
 _I: Final = re.IGNORECASE
@@ -96,6 +104,15 @@ _NEXT_LINE_RE: Final = re.compile(
     r"\s(?:evicting pod |error when evicting |pod/\S+ evicted|There are pending)", _I
 )
 
+# kubectl drain's filters: "cannot delete <what> (use <flag> to override|ignore): ns/pod, ns/pod".
+_DRAIN_FILTER_RE: Final = re.compile(
+    r"cannot delete (?:cannot delete )?(?P<what>(?:Pods|DaemonSet-managed)[^():]*?)\s*"
+    r"\(use (?P<flag>--[\w-]+) to (?:override|ignore)\):\s*"
+    r"(?P<pods>[^\s/,\[\]]+/[^\s,\[\]]+(?:,\s*[^\s/,\[\]]+/[^\s,\[\]]+)*)",
+    _I,
+)
+
+
 _VIOLATION_MARKERS: Final = (
     "would violate the pod's disruption budget",
     "not enough pod disruption budget",
@@ -110,7 +127,9 @@ class Eviction:
 
     ``kind``: ``pdb-violation``, ``multiple-pdbs``, ``do-not-disrupt`` (Karpenter
     will not evict the pod), ``node-pressure`` (the kubelet evicted it),
-    ``node-condition`` or ``kubelet-admission`` (the kubelet refused to run it)
+    ``node-condition`` or ``kubelet-admission`` (the kubelet refused to run it),
+    ``drain-refused`` (kubectl drain stopped before evicting: ``refusals`` holds
+    each kind of pod it may not delete, with the flag that allows it and the pods)
     or ``other``. ``sync_failed``: the budget's controller could not compute it,
     so the API allows no eviction whatever the pods' health (``detail`` says why).
     """
@@ -126,6 +145,7 @@ class Eviction:
     sync_failed: bool = False
     budgets: tuple[str, ...] = ()
     resource: str | None = None
+    refusals: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -140,11 +160,15 @@ class Eviction:
             "sync_failed": self.sync_failed,
             "budgets": list(self.budgets),
             "resource": self.resource,
+            "refusals": [
+                {"pods_that": what, "flag": flag, "pods": list(pods)} for what, flag, pods in self.refusals
+            ],
         }
 
 
 _MARKERS: Final = (
     "evict",
+    "cannot delete",
     "disruption budget",
     "poddisruptionbudget",
     "low on resource",
@@ -233,10 +257,36 @@ def _kubelet(text: str) -> Eviction | None:
     return None
 
 
+def _drain_refusal(text: str) -> Eviction | None:
+    """kubectl drain's refusal to start: every kind of pod it may not delete, and which."""
+    refusals = tuple(
+        (m.group("what"), m.group("flag"), tuple(p.strip() for p in m.group("pods").split(",")))
+        for m in _DRAIN_FILTER_RE.finditer(text)
+    )
+    if not refusals:
+        return None
+    seen: dict[tuple[str, str], tuple[str, ...]] = {}
+    for what, flag, pods in refusals:  # the summary repeats the error: once per kind
+        seen[(what, flag)] = tuple(dict.fromkeys(seen.get((what, flag), ()) + pods))
+    every_pod = [p for kind_pods in seen.values() for p in kind_pods]
+    namespace, _, name = every_pod[0].partition("/") if len(every_pod) == 1 else ("", "", "")
+    return Eviction(
+        DRAIN_REFUSED,
+        name or None,
+        namespace or None,
+        detail="; ".join(f"{what} ({flag})" for what, flag in seen),
+        refusals=tuple((what, flag, kind_pods) for (what, flag), kind_pods in seen.items()),
+    )
+
+
 def parse_eviction(text: str) -> Eviction | None:
     """Parse a cleaned eviction/drain text; None when it does not look like one."""
     if not looks_like_eviction(text):
         return None
+    if "cannot delete" in text.lower():
+        refusal = _drain_refusal(text)
+        if refusal is not None:
+            return refusal
     lower = text.lower()
     pod, namespace, will_retry, detail = _pod_and_namespace(text)
 
@@ -255,7 +305,9 @@ def parse_eviction(text: str) -> Eviction | None:
         pdb = denies.group(1)
         sync_failed = denies.group("sync") is not None
         # A sync failure's condition message may hold full stops: kept whole.
-        detail = (denies.group(0) + _rest_of_cause(text[denies.end() :])).strip()
+        tail = _rest_of_cause(text[denies.end() :])
+        sep = "" if not tail or denies.group(0).endswith(" ") else " "
+        detail = (denies.group(0) + sep + tail).strip()
     elif processing is not None:
         pdb = processing.group(1)
         detail = processing.group(0)

@@ -12,6 +12,8 @@ from analyzers.messages.reasons import (
     PREEMPTION_NO_VICTIMS,
     PREEMPTION_NOT_ELIGIBLE,
     PREEMPTION_NOT_HELPFUL,
+    PVC_NOT_FOUND,
+    VOLUME_RESTRICTIONS_PLUGIN,
     ReasonInfo,
 )
 
@@ -20,6 +22,10 @@ EVICTION: Final = "eviction"
 # cluster-autoscaler's NotTriggerScaleUp/TriggeredScaleUp and Karpenter's
 # FailedScheduling/Nominated: about node groups and NodePools, not nodes.
 AUTOSCALER: Final = "autoscaler"
+# Kueue's reasons for not admitting a Workload (its pods wait behind a scheduling gate).
+QUEUE: Final = "queue"
+# kube-scheduler's errors (a plugin failed), not a verdict about nodes.
+SCHEDULER_ERROR: Final = "scheduler-error"
 UNKNOWN: Final = "unknown"
 
 # Preemption verdicts.
@@ -49,7 +55,20 @@ class Reason:
 
     @property
     def plugin(self) -> str | None:
-        return self.info.plugin
+        """The plugin that printed it. A missing ``persistentvolumeclaim "x"`` printed
+        without count (a PreFilter rejection, 1.26+) is VolumeRestrictions': its
+        PreFilter runs before VolumeBinding's and reads every claim of the pod since
+        ReadWriteOncePod is on by default (1.27; ``volumerestrictions/
+        volume_restrictions.go``). Only 1.26 prints the same text from VolumeBinding;
+        counted (before 1.26) it is VolumeBinding's."""
+        info = self.info
+        if (
+            self.count is None
+            and info.code == PVC_NOT_FOUND
+            and self.text.startswith("persistentvolumeclaim ")
+        ):
+            return VOLUME_RESTRICTIONS_PLUGIN
+        return info.plugin
 
     def as_dict(self) -> dict[str, Any]:
         info = self.info
@@ -57,7 +76,7 @@ class Reason:
             "count": self.count,
             "reason": self.text,
             "code": info.code,
-            "plugin": info.plugin,
+            "plugin": self.plugin,
             "resource": info.resource,
             "taint": info.taint.as_dict() if info.taint is not None else None,
             "object": info.object_name,
@@ -107,7 +126,8 @@ class Preemption:
 class ParsedMessage:
     """What a message says, in the scheduler's terms.
 
-    - ``kind``: ``scheduling``, ``eviction``, ``autoscaler`` or ``unknown``.
+    - ``kind``: ``scheduling``, ``eviction``, ``autoscaler``, ``queue`` (Kueue),
+      ``scheduler-error`` (a plugin failed: ``notes`` holds its extension point) or ``unknown``.
     - ``format``: ``fit-error`` (``0/N nodes are available: <count> <reason>, ...``),
       ``fit-error-prefilter`` (1.26+, a PreFilter rejection without count),
       ``preemption-only`` (only the ``preemption: ...`` tail was pasted: ``reasons``
@@ -115,14 +135,18 @@ class ParsedMessage:
       (1.6-1.7), ``legacy-summary`` (1.5), ``legacy-per-node`` (1.2-1.4),
       ``reasons`` (a bare reason list or a PodScheduled condition message),
       ``ca-no-scale-up``, ``ca-scale-up``, ``karpenter-failed``,
-      ``karpenter-nominated``, ``eviction`` or ``unknown``.
+      ``karpenter-nominated``, ``kueue-flavors`` (per pod set; ``notes`` name the pod
+      sets), ``kueue-queue`` (the queue itself), ``plugin-error``, ``pod-deleting``,
+      ``eviction`` or ``unknown``.
     - ``total_nodes``: N of ``0/N nodes are available`` (None when not printed,
       redacted as ``0/x`` or cut off).
     - ``head_missing``: the text starts after the message's beginning (no
       ``0/N nodes are available:`` header): the total is unknown and the
       reasons listed may be only the complete ones that were left.
     - ``notes``: PostFilter messages other than preemption (DRA:
-      ``no new claims to deallocate``).
+      ``no new claims to deallocate``; Kueue: a preemption under way).
+    - ``groups``: how ``reasons`` divide into named groups, in order (Kueue's pod
+      sets: ``(("main", 3), ("workers", 1))``); empty when they do not.
     - ``truncated``: the message ends before its final full stop, or carries
       kube-scheduler's `` ...`` cut mark (event messages longer than 1024 bytes).
     - ``message``: the message itself, cleaned (one line, without event columns).
@@ -139,6 +163,7 @@ class ParsedMessage:
     pod: str | None = None
     truncated: bool = False
     head_missing: bool = False
+    groups: tuple[tuple[str, int], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -152,6 +177,7 @@ class ParsedMessage:
             "pod": self.pod,
             "truncated": self.truncated,
             "head_missing": self.head_missing,
+            "groups": [{"name": name, "reasons": n} for name, n in self.groups],
             "message": self.message,
         }
 
@@ -179,6 +205,7 @@ _PARSED_SLOTS = tuple(
         "pod",
         "truncated",
         "head_missing",
+        "groups",
     )
 )
 
@@ -218,6 +245,7 @@ def make_scheduling(
         s_pod,
         s_trunc,
         s_head,
+        s_groups,
     ) = _PARSED_SLOTS
     s_kind(parsed, SCHEDULING)
     s_format(parsed, format)
@@ -230,4 +258,5 @@ def make_scheduling(
     s_pod(parsed, pod)
     s_trunc(parsed, truncated)
     s_head(parsed, head_missing)
+    s_groups(parsed, ())
     return parsed

@@ -7,7 +7,9 @@ from typing import Final
 
 from analyzers.messages.autoscaler import parse_autoscaler
 from analyzers.messages.eviction import parse_eviction
+from analyzers.messages.kueue import parse_kueue
 from analyzers.messages.model import EVICTION, UNKNOWN, ParsedMessage
+from analyzers.messages.scheduler_errors import parse_scheduler_error
 from analyzers.messages.scheduling import clear_caches, parse_headed, parse_reasons_only
 from analyzers.messages.text import clean
 
@@ -17,7 +19,13 @@ CACHE_SIZE: Final = 32768
 def parse_message_uncached(text: str) -> ParsedMessage:
     """Parse any text; never raises. ``parse_message`` is the cached variant."""
     cleaned = clean(text)
-    parsed = parse_headed(cleaned) or parse_autoscaler(cleaned) or parse_reasons_only(cleaned)
+    parsed = (
+        parse_headed(cleaned)
+        or parse_autoscaler(cleaned)
+        or parse_kueue(cleaned)
+        or parse_scheduler_error(cleaned)
+        or parse_reasons_only(cleaned)
+    )
     if parsed is not None:
         return parsed
     eviction = parse_eviction(cleaned)
@@ -34,7 +42,8 @@ def parse_message(text: str) -> ParsedMessage:
     Scheduling failures are recognised in every kube-scheduler layout since 1.2,
     anywhere in the text (event columns, log prefixes, table borders and line
     wraps do not matter), and in pieces (cut at either end); then
-    cluster-autoscaler's and Karpenter's messages about a pod, a bare reason list,
+    cluster-autoscaler's and Karpenter's messages about a pod, Kueue's about a
+    Workload, kube-scheduler's plugin errors, a bare reason list,
     eviction and drain failures; anything else is ``unknown``.
     """
     return parse_message_uncached(text)

@@ -29,7 +29,8 @@ The texts are kube-scheduler's own, copied from upstream (kubernetes/kubernetes)
   deleted`` / ``bound to non-existent persistentvolume "y"``
 - ``.../volumezone/volume_zone.go``: ``node(s) had no available volume zone``
 - ``.../volumerestrictions/volume_restrictions.go``: ``node(s) had no available disk``, ``node has
-  pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode``
+  pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode``, and from
+  1.27 the PreFilter ``persistentvolumeclaim "x" not found`` (``Reason.plugin`` says which)
 - ``.../nodevolumelimits/csi.go``: ``node(s) exceed max volume count``
 - ``.../schedulinggates/scheduling_gates.go``: ``waiting for scheduling gates: [a b]``
 - ``.../dynamicresources/dynamicresources.go``: ``cannot allocate all claims``, ``resourceclaim not
@@ -85,6 +86,7 @@ NODE_NOT_READY: Final = "node-not-ready"
 NODE_PRESSURE: Final = "node-pressure"
 SCHEDULING_GATED: Final = "scheduling-gated"
 DRA_CANNOT_ALLOCATE: Final = "dra-cannot-allocate"
+DRA_INVALID_POOLS: Final = "dra-invalid-pools"
 DRA_CLAIM_UNAVAILABLE: Final = "dra-claim-unavailable"
 DRA_CLAIM_MISSING: Final = "dra-claim-missing"
 SERVICE_AFFINITY_MISMATCH: Final = "service-affinity-mismatch"
@@ -97,6 +99,16 @@ AUTOSCALER_LIMIT: Final = "autoscaler-limit"
 AUTOSCALER_NOT_READY: Final = "autoscaler-not-ready"
 AUTOSCALER_BACKOFF: Final = "autoscaler-backoff"
 AUTOSCALER_NO_INSTANCE_TYPE: Final = "autoscaler-no-instance-type"
+# Kueue (analyzers/messages/kueue.py): why a Workload is not admitted to its ClusterQueue.
+QUEUE_QUOTA_UNUSED: Final = "queue-quota-in-use"
+QUEUE_QUOTA_EXCEEDED: Final = "queue-quota-exceeded"
+QUEUE_FLAVOR_MISMATCH: Final = "queue-flavor-mismatch"
+QUEUE_MISSING: Final = "queue-missing"
+QUEUE_INACTIVE: Final = "queue-inactive"
+QUEUE_ADMISSION: Final = "queue-admission"
+# kube-scheduler errors (analyzers/messages/scheduler_errors.py), not a node's verdict.
+PLUGIN_ERROR: Final = "plugin-error"
+POD_DELETING: Final = "pod-deleting"
 OTHER: Final = "other"
 
 ALL_CODES: Final[tuple[str, ...]] = (
@@ -125,6 +137,7 @@ ALL_CODES: Final[tuple[str, ...]] = (
     NODE_PRESSURE,
     SCHEDULING_GATED,
     DRA_CANNOT_ALLOCATE,
+    DRA_INVALID_POOLS,
     DRA_CLAIM_UNAVAILABLE,
     DRA_CLAIM_MISSING,
     SERVICE_AFFINITY_MISMATCH,
@@ -136,6 +149,14 @@ ALL_CODES: Final[tuple[str, ...]] = (
     AUTOSCALER_NOT_READY,
     AUTOSCALER_BACKOFF,
     AUTOSCALER_NO_INSTANCE_TYPE,
+    QUEUE_QUOTA_UNUSED,
+    QUEUE_QUOTA_EXCEEDED,
+    QUEUE_FLAVOR_MISMATCH,
+    QUEUE_MISSING,
+    QUEUE_INACTIVE,
+    QUEUE_ADMISSION,
+    PLUGIN_ERROR,
+    POD_DELETING,
     OTHER,
 )
 
@@ -255,6 +276,9 @@ CATALOGUE: Final[tuple[tuple[str, str, str | None], ...]] = (
     # PodScheduled=False, reason SchedulingGated (pkg/scheduler/schedule_one.go).
     ("Scheduling is blocked due to non-empty scheduling gates", SCHEDULING_GATED, SCHEDULING_GATES),
     ("cannot allocate all claims", DRA_CANNOT_ALLOCATE, DYNAMIC_RESOURCES),
+    # k8s.io/dynamic-resource-allocation structured allocator (v0.35.4): a pool whose
+    # ResourceSlices are incomplete or inconsistent is refused on that node.
+    ("invalid resource pools were encountered", DRA_INVALID_POOLS, DYNAMIC_RESOURCES),
     ("resourceclaim not available on the node", DRA_CLAIM_UNAVAILABLE, DYNAMIC_RESOURCES),
     ("resourceclaim in use", DRA_CLAIM_UNAVAILABLE, DYNAMIC_RESOURCES),
     ("timed out trying to allocate devices", DRA_CANNOT_ALLOCATE, DYNAMIC_RESOURCES),
@@ -570,6 +594,10 @@ _MEANINGS: Final[dict[str, str]] = {
     NODE_PRESSURE: "the node reports memory, disk or PID pressure",
     SCHEDULING_GATED: "the pod still has schedulingGates; it is not tried until every gate is removed",
     DRA_CANNOT_ALLOCATE: "the node cannot provide devices for all of the pod's ResourceClaims (DRA)",
+    DRA_INVALID_POOLS: (
+        "a DRA driver's resource pool for this node is incomplete or inconsistent (its ResourceSlices disagree), "
+        "so the allocator will not use it: check the driver and kubectl get resourceslices"
+    ),
     DRA_CLAIM_UNAVAILABLE: "a ResourceClaim of the pod is allocated elsewhere, in use, or still being allocated",
     DRA_CLAIM_MISSING: "a ResourceClaim{name} or DeviceClass the pod needs does not exist (yet)",
     SERVICE_AFFINITY_MISMATCH: "the node does not match the scheduler policy's service affinity",
@@ -591,6 +619,29 @@ _MEANINGS: Final[dict[str, str]] = {
     AUTOSCALER_NO_INSTANCE_TYPE: (
         "no instance type the NodePool may launch satisfies the pod's requirements, resources and offerings together"
     ),
+    QUEUE_QUOTA_UNUSED: (
+        "the ClusterQueue's quota for {resource} in flavor {name} is in use by admitted workloads: this one "
+        "waits until they finish, or preempts them if the queue's preemption policy allows"
+    ),
+    QUEUE_QUOTA_EXCEEDED: (
+        "the pod set asks for more {resource} in flavor {name} than the ClusterQueue may ever give (nominal quota "
+        "plus what it may borrow): it is never admitted as it is; lower the requests or raise the quota"
+    ),
+    QUEUE_FLAVOR_MISMATCH: (
+        "the ResourceFlavor{name} cannot serve this pod set (a taint it does not tolerate, node affinity that "
+        "excludes it, a resource the ClusterQueue does not cover, or a flavor that does not exist)"
+    ),
+    QUEUE_MISSING: "the{name} the workload is submitted to does not exist: create it or fix the queue-name label",
+    QUEUE_INACTIVE: (
+        "the{name} is inactive (stopped, or it names a flavor or admission check that does not exist): "
+        "kubectl describe it for why"
+    ),
+    QUEUE_ADMISSION: "Kueue refuses the workload before looking at quota (admission checks or the queue's namespace selector)",
+    PLUGIN_ERROR: (
+        "a scheduler plugin failed with an error (not a verdict about nodes): kube-scheduler retries the pod "
+        "with backoff until the error goes away"
+    ),
+    POD_DELETING: "the pod is being deleted, so kube-scheduler no longer tries to place it",
     OTHER: "a reason unstick does not know; read it as printed",
 }
 
@@ -606,6 +657,10 @@ def describe(info: ReasonInfo) -> str:
         taint = f" ({info.taint.key}={info.taint.value})" if info.taint.value else f" ({info.taint.key})"
         component = describe_well_known(info.taint.key)
         return template.format(taint=taint) + (f"; {component}" if component else "")
+    if info.code in (QUEUE_QUOTA_UNUSED, QUEUE_QUOTA_EXCEEDED):
+        return template.format(resource=info.resource or "a resource", name=info.object_name or "?")
+    if info.code in (QUEUE_MISSING, QUEUE_INACTIVE):
+        return template.format(name=f" {info.object_name}" if info.object_name else " queue")
     if "{name}" in template:
         return template.format(name=f" {info.object_name!r}" if info.object_name else "")
     return template

@@ -62,7 +62,7 @@ from analyzers.messages.reasons import (
     classify_reason,
     classify_truncated,
 )
-from analyzers.messages.text import until_terminator
+from analyzers.messages.text import quoted_until, until_terminator
 
 # N of "0/N" may be redacted ("0/x", "0/N", "0/<n>") or spaced ("0 /3") in a paste.
 HEADER_RE: Final = re.compile(
@@ -309,6 +309,14 @@ def _parse_preemption(text: str) -> tuple[Preemption, bool]:
     return Preemption(None, (), note, info), not found
 
 
+# PostFilter messages besides preemption's: DynamicResources' (dynamicresources.go) and an
+# error from a PostFilter plugin (pkg/scheduler/framework/types_test.go's own table).
+_POSTFILTER_NOTE_RE: Final = re.compile(
+    r"\s*(?:no new claims to deallocate|still not schedulable|error running postfilter plugin|running postfilter plugin)",
+    re.IGNORECASE,
+)
+
+
 def _notes(rest: str) -> tuple[str, ...]:
     return tuple(
         n
@@ -327,8 +335,13 @@ def parse_fit_error(
     head_missing: bool = False,
 ) -> ParsedMessage:
     """Parse a ``0/N nodes are available: ...`` message whose header spans
-    ``text[start:end]`` (``total`` is N, None when not printed)."""
-    body = text[end:]
+    ``text[start:end]`` (``total`` is N, None when not printed). A message a quote
+    opened ends at its closing quote (the message is whole: its full stop is
+    restored when the quote left it out)."""
+    quote_end = quoted_until(text, start)
+    body = text[end:quote_end]
+    if quote_end < len(text) and not body.rstrip().endswith("."):
+        body = body.rstrip() + "."
     preemption_at = body.find(_PREEMPTION)
     if body.count(_HEADER_ANCHOR) > (preemption_at >= 0) or "No nodes are" in body:
         cut = _next_message_start(body)
@@ -352,7 +365,9 @@ def parse_fit_error(
         filter_cut = cut_mark or (not found and text.endswith(" available:", start, end))
         truncated = filter_cut or mark >= 0
         preemption = None
-        notes: tuple[str, ...] = ()
+        # A PostFilter message without preemption's (1.19+ FitError.Error appends it):
+        # kept when it is one kube-scheduler writes, never the prose after a paste.
+        notes: tuple[str, ...] = (rest.strip().rstrip("."),) if _POSTFILTER_NOTE_RE.match(rest) else ()
     else:
         filter_part = body[:preemption_at]
         reasons_text, rest, found, _ = _until_end(filter_part)
@@ -364,7 +379,7 @@ def parse_fit_error(
         notes = _notes(rest) if rest and not rest.isspace() else ()
     reasons = parse_reason_list(reasons_text, truncated=filter_cut)
     prefilter = bool(reasons) and all(r.count is None for r in reasons)
-    stop = end + len(body)
+    stop = min(end + len(body), quote_end)
     return make_scheduling(
         "fit-error-prefilter" if prefilter else "fit-error",
         text if start == 0 and stop == len(text) else text[start:stop].strip(),

@@ -172,6 +172,35 @@ def cut_at_next_event(text: str) -> str:
     return text[: match.start()] if match is not None else text
 
 
+def quoted_until(text: str, start: int) -> int:
+    """Where a message that begins at ``start`` ends when a quote opened it (prose,
+    chat or a log quoting it: ``the event said "0/3 nodes are ..." yesterday``): at
+    its closing quote. ``len(text)`` when no quote opened it or none closes it.
+
+    Quotes inside the message are paired (``persistentvolumeclaim "data" not found``,
+    ``nodepool "gpu"``: one opens after a space and is followed by a name) and
+    apostrophes between letters (``didn't``, ``Pod's``) are not quotes.
+    """
+    if start == 0 or text[start - 1] not in _QUOTES:
+        return len(text)
+    quote = text[start - 1]
+    inner = False
+    i = text.find(quote, start)
+    while i >= 0:
+        before = text[i - 1] if i > start else " "
+        after = text[i + 1] if i + 1 < len(text) else " "
+        if quote == "'" and before.isalnum() and after.isalnum():
+            pass  # an apostrophe
+        elif not inner and before in " ([{=:," and not after.isspace():
+            inner = True
+        elif inner:
+            inner = False
+        else:
+            return i
+        i = text.find(quote, i + 1)
+    return len(text)
+
+
 def _inside_a_name(text: str, after: int) -> bool:
     """Whether the ". " ending before ``after`` is a dot of a name a line wrap broke
     ("nvidia. com/gpu, ...", "{example. com/team: x}"): what follows is the rest of

@@ -37,6 +37,7 @@ def _rules() -> tuple[Rule, ...]:
         pdb_blocks_eviction,
         requests_missing_load_skew,
         rollout_surge_deadlock,
+        scheduler_error,
         scheduler_silent,
         scheduling_gated,
         topology_spread_infeasible,
@@ -55,6 +56,7 @@ def _rules() -> tuple[Rule, ...]:
         Rule(insufficient_resources.RULE_ID, insufficient_resources.analyze),
         Rule(anti_affinity_infeasible.RULE_ID, anti_affinity_infeasible.analyze),
         Rule(topology_spread_infeasible.RULE_ID, topology_spread_infeasible.analyze),
+        Rule(scheduler_error.RULE_ID, scheduler_error.analyze),
         Rule(scheduler_silent.RULE_ID, scheduler_silent.analyze),
     )
 

@@ -24,6 +24,8 @@ class Thresholds:
     gated_after_seconds: float = 300.0
     # A pending pod with no PodScheduled condition and no scheduling event after this long.
     silent_after_seconds: float = 60.0
+    # A pending pod whose newest FailedScheduling is a kube-scheduler error, after this long.
+    erroring_after_seconds: float = 300.0
     # Node real usage (metrics.k8s.io) at or above this share of allocatable is "hot".
     hot_node_usage: float = 0.75
     # …while requests on it are at or below this share: the scheduler sees it as empty.

@@ -21,6 +21,11 @@ ClusterQueue, Kueue TAS's ``kueue.x-k8s.io/topology``, Volcano's
 domain), and what happens once ungated: the pod is re-simulated without its
 gates.
 
+For Kueue's gates the finding also carries what Kueue last said about the
+pod's Workload (its ``Pending`` event, found by the Workload's computed name:
+analyzers/kueue.py), parsed into its reasons (quota in use, quota too small,
+a flavor that cannot serve the pod set, a missing or inactive queue).
+
 Remedies: what to inspect for a known gate owner, and the command that
 removes the gates by hand, verified when the ungated pods would then fit.
 """
@@ -34,7 +39,9 @@ from typing import Any
 
 from analyzers.capacity import node_capacities
 from analyzers.findings import Finding, ObjectRef, Remedy, Severity
-from analyzers.records import Pod
+from analyzers.kueue import candidate_workloads, newest_workload_event
+from analyzers.messages import QUEUE, parse_message
+from analyzers.records import Event, OwnerRef, Pod
 from analyzers.rules._describe import are, describe_verdict, duration, plural, what_if_verdict, where_fits
 from analyzers.rules.context import RuleContext
 
@@ -133,13 +140,21 @@ def _finding(ctx: RuleContext, ref: ObjectRef, gates: tuple[str, ...], pods: lis
                 else "; the pod carries no kueue.x-k8s.io/queue-name label"
             )
         gate_words.append(text)
+    kueue_event = _kueue_word(ctx, pods) if any(g.startswith("kueue.x-k8s.io/") for g in gates) else None
+    kueue_text = ""
+    if kueue_event is not None:
+        parsed = parse_message(kueue_event.message)
+        kueue_text = f" Kueue says about Workload {kueue_event.involved.name}: {kueue_event.message!r}"
+        if parsed.kind == QUEUE and parsed.reasons:
+            kueue_text += f" ({parsed.reasons[0].info.meaning})"
+        kueue_text += "."
     explanation = (
         f"{count} of {what} {are(len(pods))} held by schedulingGates [{', '.join(gates)}]; the oldest, {oldest.name}, "
         f"has waited {duration(waited)} (threshold {duration(ctx.thresholds.gated_after_seconds)}). kube-scheduler does "
         "not even try to place a gated pod: the SchedulingGates PreEnqueue plugin keeps it out of the scheduling queue "
         "and its PodScheduled condition reads SchedulingGated, so no FailedScheduling event explains the wait. Gates "
         "can only be removed after creation, never added, so they were set when the pod was created and whoever set "
-        f"them must remove them: {'; '.join(gate_words)}. {ungated_text}"
+        f"them must remove them: {'; '.join(gate_words)}.{kueue_text} {ungated_text}"
     )
     remedies = _remedies(ctx, ref, gates, owners, pods, ungated_ok, ungated_text, oldest)
     evidence: dict[str, Any] = {
@@ -153,6 +168,11 @@ def _finding(ctx: RuleContext, ref: ObjectRef, gates: tuple[str, ...], pods: lis
         "queue_name": oldest.labels.get("kueue.x-k8s.io/queue-name"),
         "fits_once_ungated": ungated_ok,
     }
+    if kueue_event is not None:
+        parsed = parse_message(kueue_event.message)
+        evidence["kueue_workload"] = kueue_event.involved.name
+        evidence["kueue_message"] = kueue_event.message
+        evidence["kueue_reasons"] = [r.code for r in parsed.reasons] if parsed.kind == QUEUE else []
     first_owner = owners[gates[0]].who
     return Finding(
         rule_id=RULE_ID,
@@ -168,6 +188,22 @@ def _finding(ctx: RuleContext, ref: ObjectRef, gates: tuple[str, ...], pods: lis
         cause="gates:" + ",".join(gates),
         pods=tuple(f"{p.namespace}/{p.name}" for p in pods),
     )
+
+
+def _kueue_word(ctx: RuleContext, pods: list[Pod]) -> Event | None:
+    """Kueue's newest word on the pods' Workloads, found by their computed names
+    (plain pods each have their own Workload; a Job's pods share one)."""
+    snap = ctx.snapshot
+    namespace = pods[0].namespace
+    parents: dict[tuple[str, str], OwnerRef] = {
+        (kind, obj.name): obj.owner
+        for kind, objects in (("Job", snap.jobs), ("ReplicaSet", snap.replicasets))
+        for (ns, _), obj in objects.items()
+        if ns == namespace and obj.owner is not None
+    }
+    names = dict.fromkeys(name for pod in pods for name in candidate_workloads(pod, parents))
+    events = (ev for name in names for ev in snap.events_for("Workload", namespace, name))
+    return newest_workload_event(tuple(events))
 
 
 def _without_gates(pod: Pod) -> Pod:

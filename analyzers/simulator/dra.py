@@ -15,9 +15,13 @@ pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go (v1.35.4)
 - a claim from a template that the pod does not control (``IsForPod``).
 
 The rejection is UnschedulableAndUnresolvable, logged at -v=5 and written
-nowhere else: no event, no PodScheduled condition. A claim absent from a
-snapshot that holds no ResourceClaim at all is not judged (it may not have been
-collected).
+nowhere else: no event, no PodScheduled condition.
+
+A claim absent from the snapshot is missing only when the snapshot holds every
+ResourceClaim of the pod's namespace (``ClusterSnapshot.holds_every``: the live
+agent's and the kubectl plugin's list succeeded, or a dump carries claims or a
+claim listing); otherwise it is not judged (it may not have been collected) and
+:func:`unjudged_claims` names it.
 """
 
 from __future__ import annotations
@@ -62,12 +66,39 @@ def claim_hold(snapshot: ClusterSnapshot, pod: Pod) -> ClaimHold | None:
             continue  # neither field: the API server refuses such a pod
         claim = claims.get((ns, name))
         if claim is None:
-            if claims:
+            if snapshot.holds_every("ResourceClaim", ns):
                 return ClaimHold(MISSING, name, entry.name, f'could not find ResourceClaim "{ns}/{name}"')
-            continue
+            continue  # not collected: cannot tell missing from not read
         if claim.deleted is not None:
             return ClaimHold(DELETING, name, entry.name, f'resourceclaim "{name}" is being deleted')
         if must_own and claim.owner_uid != pod.uid:
             message = f"ResourceClaim {ns}/{name} was not created for pod {ns}/{pod.name} (pod is not owner)"
             return ClaimHold(NOT_OWNED, name, entry.name, message)
     return None
+
+
+def claim_names(pod: Pod) -> list[str]:
+    """The ResourceClaims ``pod`` names (``resourceclaim.Name``): by name, or the
+    generated one its status lists for a template entry."""
+    names: list[str] = []
+    for entry in pod.spec.resource_claims:
+        name = entry.claim_name or (
+            pod.resource_claim_statuses.get(entry.name) if entry.template_name else None
+        )
+        if name:
+            names.append(name)
+    return names
+
+
+def unjudged_claims(snapshot: ClusterSnapshot) -> list[tuple[Pod, str]]:
+    """(pod, claim) for each claim a pending pod names that the snapshot neither holds
+    nor can call missing: the claims of its namespace were not collected."""
+    out: list[tuple[Pod, str]] = []
+    for pod in snapshot.unscheduled_pods():
+        if pod.spec.resource_claims and not snapshot.holds_every("ResourceClaim", pod.namespace):
+            out.extend(
+                (pod, name)
+                for name in claim_names(pod)
+                if (pod.namespace, name) not in snapshot.resource_claims
+            )
+    return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from agent.fakecluster.server import FakeCluster
 from agent.kube.gateway import Gateway
@@ -49,24 +50,64 @@ async def connect(host: AgentHost, cluster: FakeCluster, tmp_path: Path) -> Clus
     return agent
 
 
+async def silent_incident(host: AgentHost, cluster: FakeCluster, tmp_path: Path) -> Any:
+    """The scheduler-silent incident the live agent opens for the cluster."""
+    agent = await connect(host, cluster, tmp_path)
+    stop = asyncio.Event()
+    agent.start(stop)
+    try:
+
+        async def silent() -> list | None:
+            rows = [i for i in await incidents(host) if i.rule_id == "scheduler-silent"]
+            return rows or None
+
+        (incident,) = await eventually(silent, timeout=30)
+        return incident
+    finally:
+        stop.set()
+        await agent.stop()
+
+
 async def test_a_claim_being_deleted_is_named_by_the_live_agent(host: AgentHost, tmp_path: Path) -> None:
     async with FakeCluster() as cluster:
         for obj in [node("w-0"), *claimed_web(), claim("shared-gpu", deleting=True)]:
+            cluster.apply(obj)
+        incident = await silent_incident(host, cluster, tmp_path)
+        assert incident.evidence["cause"] == "resourceclaim-being-deleted"
+        assert incident.evidence["resource_claim"] == "shared-gpu"
+        paths = {r.path for r in cluster.requests}
+        assert "/apis/resource.k8s.io/v1/resourceclaims" in paths
+
+
+async def test_a_missing_claim_is_judged_once_the_claims_are_listed(host: AgentHost, tmp_path: Path) -> None:
+    """The cluster holds no ResourceClaim: the (empty) list succeeded, so the named claim is
+    missing, as PreEnqueue's ``could not find ResourceClaim`` says."""
+    async with FakeCluster() as cluster:
+        for obj in [node("w-0"), *claimed_web()]:
+            cluster.apply(obj)
+        incident = await silent_incident(host, cluster, tmp_path)
+        assert incident.evidence["cause"] == "missing-resourceclaim"
+        assert incident.evidence["preenqueue_status"] == 'could not find ResourceClaim "default/shared-gpu"'
+
+
+async def test_a_cluster_without_resource_k8s_io_is_watched_without_claims(
+    host: AgentHost, tmp_path: Path
+) -> None:
+    """404 on the claims' first list: the other kinds are watched and analysed; the named
+    claim is not judged missing (it was never listed)."""
+    async with FakeCluster(unserved_groups={"resource.k8s.io"}) as cluster:
+        for obj in [node("w-0"), *claimed_web()]:
             cluster.apply(obj)
         agent = await connect(host, cluster, tmp_path)
         stop = asyncio.Event()
         agent.start(stop)
         try:
-
-            async def silent() -> list | None:
-                rows = [i for i in await incidents(host) if i.rule_id == "scheduler-silent"]
-                return rows or None
-
-            (incident,) = await eventually(silent, timeout=30)
-            assert incident.evidence["cause"] == "resourceclaim-being-deleted"
-            assert incident.evidence["resource_claim"] == "shared-gpu"
-            paths = {r.path for r in cluster.requests}
-            assert "/apis/resource.k8s.io/v1/resourceclaims" in paths
+            await eventually(lambda: agent.pipeline.stats.passes >= 1, timeout=30)
+            assert agent.watcher.unavailable_kinds == ["ResourceClaim"]
+            snapshot = agent.cache.state.snapshot()
+            assert not snapshot.holds_every("ResourceClaim", "default")
+            assert snapshot.holds_every("Pod", "default")
+            assert [i for i in await incidents(host) if i.rule_id == "scheduler-silent"] == []
         finally:
             stop.set()
             await agent.stop()

@@ -220,3 +220,22 @@ def test_python_dash_m_agent_cli_reports_user_errors_in_one_line() -> None:
     )
     err = one_line_error(done.returncode, done.stderr)
     assert "--scenario: unknown no-such-scenario" in err
+
+
+def test_a_database_with_our_tables_but_no_migration_record_is_named(tmp_path: Path) -> None:
+    """A store made outside the migrations (metadata.create_all, a copy of its tables):
+    upgrading would fail on the first CREATE TABLE; it is one line instead."""
+    from storage.engine import create_engine
+    from storage.models import Base
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/made-elsewhere.db"
+
+    async def make() -> None:
+        engine = create_engine(url)
+        async with engine.begin() as conn:
+            await conn.run_sync(Base.metadata.create_all)
+        await engine.dispose()
+
+    asyncio.run(make())
+    err = one_line_error(*run("db", "upgrade", "--db", url)[::2])
+    assert "holds unstick's tables" in err and "no migration record" in err

@@ -24,6 +24,8 @@ from analyzers.messages import (
 )
 from analyzers.messages import reasons as r
 from analyzers.report import messages_agree
+from analyzers.simulator import simulate
+from tests.simulator.builders import node, pod, pod_of, snapshot
 
 FULL = (
     "0/10 nodes are available: 1 Insufficient nvidia.com/gpu, 9 node(s) didn't match Pod's node "
@@ -201,6 +203,11 @@ def test_karpenter_one_clause_per_nodepool_and_nomination() -> None:
     assert parsed.reasons[0].info.taint == r.Taint("gpu", "true")
     nominated = parse_message_uncached("Pod should schedule on: nodeclaim/default-x7k2p, node/ip-10-0-1-2")
     assert nominated.notes == ("nodeclaim/default-x7k2p", "node/ip-10-0-1-2")
+    # Karpenter v0.28-v0.31 nominated Machines (the CRD before NodeClaim), as pasted from describe.
+    nominated = parse_message_uncached(
+        "  Normal   Nominated    14m    karpenter    Pod should schedule on: machine/default-75hvl"
+    )
+    assert (nominated.format, nominated.notes) == ("karpenter-nominated", ("machine/default-75hvl",))
 
 
 KARPENTER_ERROR = (
@@ -392,3 +399,40 @@ def test_explain_shows_terminal_escapes_escaped(capsys: pytest.CaptureFixture[st
     assert "\\x1b]0;owned\\x07" in out and "\\x1b[2J" in out and "\\u202e" in out
     assert run("Pdb prevents pod evictions (PodDisruptionBudget=[shop/we\x1bb])") == 0
     assert "\x1b" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("minor", range(18, 36))
+def test_a_missing_claim_is_attributed_to_the_plugin_that_printed_it(minor: int) -> None:
+    """The parser names the plugin the simulator (and kube-scheduler) ran for every
+    version: VolumeBinding while the claim is counted (before 1.26), VolumeRestrictions
+    once the PreFilter rejection is printed without count. 1.26 alone prints the same
+    uncounted text from VolumeBinding; nothing in the text tells it apart."""
+    snap = snapshot(node("a"), node("b"), pod("p", pvcs=["data"]))
+    verdict = simulate(snap, pod_of(snap, "p"), kube_version=f"1.{minor}")
+    assert verdict.prefilter is not None
+    parsed = parse_message_uncached(verdict.message)
+    [reason] = parsed.reasons
+    assert reason.code == r.PVC_NOT_FOUND
+    assert reason.as_dict()["plugin"] == reason.plugin
+    if minor == 26:
+        assert (verdict.prefilter.plugin, reason.plugin) == ("VolumeBinding", "VolumeRestrictions")
+    else:
+        assert reason.plugin == verdict.prefilter.plugin
+
+
+def test_autoscaler_and_kueue_messages_quoted_in_prose_end_at_their_closing_quote() -> None:
+    """cluster-autoscaler and Kueue print no final full stop: a quote around the message
+    is what ends it, never the words after it (apostrophes inside are not quotes)."""
+    parsed = parse_message_uncached(
+        "message: 'pod didn't trigger scale-up: 2 max node group size reached' at 10:00"
+    )
+    assert [(x.count, x.text, x.code) for x in parsed.reasons] == [
+        (2, "max node group size reached", r.AUTOSCALER_LIMIT)
+    ]
+    parsed = parse_message_uncached(
+        'kueue: "couldn\'t assign flavors to pod set main: flavor a100 not found" (w-1)'
+    )
+    assert [x.text for x in parsed.reasons] == ["flavor a100 not found"]
+    empty = parse_message_uncached('Event: "pod didn\'t trigger scale-up:" (빈 메시지)')
+    assert (empty.format, empty.reasons) == ("ca-no-scale-up", ())
+    assert "considered none for the pod" in explain.render_text(empty)

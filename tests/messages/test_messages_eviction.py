@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from analyzers.messages import EVICTION, MULTIPLE_PDBS, PDB_VIOLATION, parse_eviction, parse_message_uncached
-from analyzers.messages.eviction import NODE_PRESSURE, OTHER, Eviction
+from analyzers.messages.eviction import DRAIN_REFUSED, NODE_PRESSURE, OTHER, Eviction
+from analyzers.messages.text import clean
 
 VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget."
 
@@ -135,3 +136,95 @@ def test_kubelet_node_pressure_eviction_is_recognised() -> None:
 
 def test_not_an_eviction() -> None:
     assert parse_eviction("Back-off restarting failed container") is None
+
+
+# k8s.io/kubectl v0.35.4 pkg/drain/filters.go: the fatal filter messages, and errors() wording
+# ("cannot delete %s: %s"; unmanagedFatal already begins with "cannot delete").
+_DRAIN_FATAL = [
+    ("cannot delete Pods that declare no controller (use --force to override)", "--force"),
+    ("DaemonSet-managed Pods (use --ignore-daemonsets to ignore)", "--ignore-daemonsets"),
+    ("Pods with local storage (use --delete-emptydir-data to override)", "--delete-emptydir-data"),
+    ("pods with local storage (use --delete-local-data to override)", "--delete-local-data"),  # before 1.20
+    (
+        "pods not managed by ReplicationController, ReplicaSet, Job, DaemonSet or StatefulSet (use --force to override)",
+        "--force",
+    ),  # kubectl before 1.19
+]
+
+
+@pytest.mark.parametrize(("fatal", "flag"), _DRAIN_FATAL)
+@pytest.mark.parametrize(
+    "pods", [["default/hr-app"], ["kube-system/kindnet-dmj46", "kube-system/kube-proxy-7xjpl"]]
+)
+def test_kubectl_drains_refusal_to_start_names_each_kind_its_flag_and_pods(
+    fatal: str, flag: str, pods: list[str]
+) -> None:
+    error = f"cannot delete {fatal}: {', '.join(pods)}"
+    text = (
+        f'node/node01 cordoned\nerror: unable to drain node "node01" due to error: {error}, continuing command...\n'
+        f"There are pending nodes to be drained:\n node01\n{error}"
+    )
+    ev = parse_eviction(clean(text))
+    assert ev is not None and ev.kind == DRAIN_REFUSED
+    [(what, got_flag, got_pods)] = ev.refusals
+    assert (got_flag, list(got_pods)) == (flag, pods)
+    assert what.lower().startswith(("pods", "daemonset")) and "cannot delete" not in what
+    assert (ev.namespace, ev.pod) == (
+        (pods[0].split("/")[0], pods[0].split("/")[1]) if len(pods) == 1 else (None, None)
+    )
+
+
+def test_an_aggregated_refusal_keeps_every_kind() -> None:
+    text = (
+        'error: unable to drain node "kind-worker" due to error: [cannot delete DaemonSet-managed Pods (use '
+        "--ignore-daemonsets to ignore): kube-system/kindnet-dmj46, kube-system/kube-proxy-7xjpl, cannot delete "
+        "Pods with local storage (use --delete-emptydir-data to override): default/cargo-2], continuing command..."
+    )
+    ev = parse_eviction(clean(text))
+    assert ev is not None
+    assert [(flag, pods) for _, flag, pods in ev.refusals] == [
+        ("--ignore-daemonsets", ("kube-system/kindnet-dmj46", "kube-system/kube-proxy-7xjpl")),
+        ("--delete-emptydir-data", ("default/cargo-2",)),
+    ]
+
+
+# pkg/registry/core/pod/storage/eviction_test.go (v1.35.4): the eviction API's errors as
+# the client prints them ("<message>: TooManyRequests: <cause>").
+_API = "Cannot evict pod as it would violate the pod's disruption budget.: TooManyRequests: "
+
+
+@pytest.mark.parametrize(
+    ("cause", "desired", "current", "sync_failed", "detail"),
+    [
+        ("The disruption budget foo needs 0 healthy pods and has 0 currently", 0, 0, False, None),
+        ("The disruption budget foo needs 3 healthy pods and has 3 currently", 3, 3, False, None),
+        ("The disruption budget foo is still being processed by the server.", None, None, False, None),
+        (
+            "The disruption budget foo does not allow evicting pods currently because it failed sync: hoge",
+            None,
+            None,
+            True,
+            None,
+        ),
+        (
+            "The disruption budget foo does not allow evicting pods currently (bar-reason): hoge",
+            None,
+            None,
+            False,
+            "The disruption budget foo does not allow evicting pods currently (bar-reason): hoge",
+        ),
+    ],
+)
+def test_the_eviction_apis_own_table(
+    cause: str, desired: int | None, current: int | None, sync_failed: bool, detail: str | None
+) -> None:
+    ev = parse_eviction(clean(_API + cause))
+    assert ev is not None
+    assert (ev.kind, ev.pdb, ev.desired_healthy, ev.current_healthy, ev.sync_failed) == (
+        PDB_VIOLATION,
+        "foo",
+        desired,
+        current,
+        sync_failed,
+    )
+    assert ev.detail == (detail or cause.rstrip("."))

@@ -35,7 +35,10 @@ from analyzers.simulator.versions import wording_for
 
 # UNSTICK_PROPERTY_EXAMPLES raises the count for a deep local run (CI draws 400 new ones each time).
 PROPERTY = settings(
-    max_examples=int(os.environ.get("UNSTICK_PROPERTY_EXAMPLES", "400")), deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=int(os.environ.get("UNSTICK_PROPERTY_EXAMPLES", "400")),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 
 # Every minor the simulator words (1.18 is the oldest framework scheduler), and 1.34.2
@@ -143,6 +146,20 @@ def quoted(m: str) -> str:
     return f'"{m}"'
 
 
+def in_prose(m: str) -> str:
+    """Quoted inside a sentence (an issue, a chat), words after the closing quote."""
+    return f'the pod says "{m}" since 10:02 (3 times)'
+
+
+def in_prose_single(m: str) -> str:
+    return f"kubectl showed '{m}' and nothing else"
+
+
+def in_prose_without_stop(m: str) -> str:
+    """Quoted without its final full stop: the closing quote still ends it."""
+    return f"see `{m.rstrip('.')}` in the events"
+
+
 def json_escaped(m: str) -> str:
     return orjson.dumps({"message": m}).decode()
 
@@ -180,6 +197,9 @@ WHOLE = [
     get_events_row,
     combined,
     quoted,
+    in_prose,
+    in_prose_single,
+    in_prose_without_stop,
     json_escaped,
     chat_quote,
     word_wrapped,
@@ -371,7 +391,9 @@ def test_a_redacted_or_spaced_header_keeps_every_reason(s: Scenario, form: str) 
 
 # Found by random runs; kept as fixed cases so that CI, whose draws are derandomized, holds them.
 def test_a_full_stop_wrapped_to_the_next_line_still_ends_the_filter_part() -> None:
-    s = Scenario("1.34", 10, {"node(s) had untolerated taint(s)": 100, "Insufficient cpu": 100}, None, {}, True)
+    s = Scenario(
+        "1.34", 10, {"node(s) had untolerated taint(s)": 100, "Insufficient cpu": 100}, None, {}, True
+    )
     for width in range(30, 61):
         assert_never_wrong(parse_message_uncached(hard_wrapped(s.render(), width)), s, unknown_reasons=True)
 

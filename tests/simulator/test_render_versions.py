@@ -18,6 +18,10 @@ def test_histogram_sorts_count_reason_strings_bytewise() -> None:
     )
 
 
+def test_histogram_leaves_out_reasons_no_node_gave() -> None:
+    assert histogram({"Insufficient cpu": 2, "Too many pods": 0}) == "2 Insufficient cpu"
+
+
 def test_rendered_counts_follow_go_sorting_in_a_real_cluster() -> None:
     objs = [node(f"small-{i}", cpu="1") for i in range(10)] + [
         node(f"cordoned-{i}", unschedulable=True) for i in range(9)

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from storage.engine import create_engine, create_sessionmaker
+from storage.migrate import upgrade
 from tests import pg
 from tests.kafka import TEST_BROKER_ENV, Broker, free_port
 
@@ -43,6 +45,17 @@ def broker() -> Iterator[Broker]:
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[pg.PostgresServer]:
     yield from pg.serve()
+
+
+@pytest.fixture
+async def sessions(tmp_path: Path):
+    """A migrated SQLite database for a Fleet run in-process (no broker)."""
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path}/fleet.db")
+    await upgrade(engine)
+    try:
+        yield create_sessionmaker(engine)
+    finally:
+        await engine.dispose()
 
 
 @pytest.fixture

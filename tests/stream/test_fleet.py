@@ -10,7 +10,6 @@ import asyncio
 from pathlib import Path
 
 import orjson
-import pytest
 from sqlalchemy import func, select
 
 from agent.demo import SCENARIOS
@@ -21,20 +20,7 @@ from agent.pipeline import PipelineConfig
 from agent.stream import codec
 from agent.stream.fleet import Fleet, meta_key
 from agent.stream.publisher import DeltaPublisher
-from storage.engine import create_engine, create_sessionmaker
-from storage.migrate import upgrade
 from storage.models import Incident, Notification
-
-
-@pytest.fixture
-async def sessions(tmp_path: Path):
-    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path}/fleet.db")
-    await upgrade(engine)
-    try:
-        yield create_sessionmaker(engine)
-    finally:
-        await engine.dispose()
-
 
 SCENARIO = SCENARIOS / "gpu-rollout-deadlock"
 # What a publisher in the recorded cluster says in its hello: the release's major.minor.
