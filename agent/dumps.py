@@ -91,6 +91,7 @@ def load_into(
     used = 0
     stdin = stdin if stdin is not None else sys.stdin.buffer
     facts = facts if facts is not None else DumpFacts()
+    listed: set[str] = set()
     for index, source in enumerate(sources, 1):
         try:
             data = source.read(stdin)
@@ -110,17 +111,43 @@ def load_into(
         except Exception as exc:
             state.warn(f"{source.name}: cannot be read (internal error {type(exc).__name__}: {exc})")
         else:
-            for kind in listed_kinds(source, listings):
+            kinds = listed_kinds(source, listings)
+            listed |= kinds
+            for kind in kinds:
                 state.mark_collected(kind)
         if progress is not None:
             progress(index, len(sources), used)
+    _mark_absent_volume_kinds(state, listed)
     return used
+
+
+def _mark_absent_volume_kinds(state: ClusterState, listed: set[str]) -> None:
+    """A dump that carries no object (and no listing) of a volume kind was made without
+    it: a claim, volume or class a pod needs is then unknown, not missing."""
+    from analyzers.simulator.volumes import VOLUME_KINDS
+
+    snapshot = state.snapshot()
+    present = {
+        "PersistentVolumeClaim": bool(snapshot.pvcs),
+        "PersistentVolume": bool(snapshot.pvs),
+        "StorageClass": bool(snapshot.storage_classes),
+    }
+    for kind in VOLUME_KINDS:
+        if not present[kind] and kind not in listed:
+            state.mark_uncollected(kind)
 
 
 # Kinds whose listing a dump may carry although it holds none of their objects, by the
 # names of a file of the per-kind dump layout (`kubectl get resourceclaims -A -o json >
 # resourceclaims.json`: an empty result is a `List` that does not name its kind).
-LISTING_FILES = {"resourceclaims": "ResourceClaim", "resourceclaims.resource.k8s.io": "ResourceClaim"}
+LISTING_FILES = {
+    "resourceclaims": "ResourceClaim",
+    "resourceclaims.resource.k8s.io": "ResourceClaim",
+    "persistentvolumeclaims": "PersistentVolumeClaim",
+    "persistentvolumes": "PersistentVolume",
+    "storageclasses": "StorageClass",
+    "storageclasses.storage.k8s.io": "StorageClass",
+}
 
 
 def listed_kinds(source: DumpSource, listings: set[str]) -> set[str]:

@@ -131,6 +131,9 @@ class ClusterState:
         # (kind, namespace) whose every object the state holds ("" namespace: all of them):
         # what tells an object that does not exist from one that was not read.
         self.collected: set[tuple[str, str]] = set()
+        # Kinds the input is known to lack altogether (a dump without any of them): an
+        # object of them that a pod names is unknown, not missing.
+        self.uncollected: set[str] = set()
 
     # -- updates -------------------------------------------------------------
     def apply(self, record: Record) -> None:
@@ -192,6 +195,13 @@ class ClusterState:
             self.collected.add((kind, namespace))
             self._changed()
 
+    def mark_uncollected(self, kind: str) -> None:
+        """Say that the input carries no ``kind`` object at all (a dump made without
+        them), so that one a pod names cannot be called missing."""
+        if kind not in self.uncollected:
+            self.uncollected.add(kind)
+            self._changed()
+
     def warn(self, message: str) -> None:
         if len(self.warnings) < 1000:
             self.warnings.append(message)
@@ -209,6 +219,7 @@ class ClusterState:
                 warnings=tuple(self.warnings),
                 generation=self.generation,
                 collected=frozenset(self.collected),
+                uncollected=frozenset(self.uncollected),
             )
         return self._snapshot
 
@@ -254,6 +265,7 @@ class ClusterSnapshot:
         "scales",
         "statefulsets",
         "storage_classes",
+        "uncollected",
         "warnings",
     )
 
@@ -288,11 +300,13 @@ class ClusterSnapshot:
         generation: int = 0,
         origin: Origin | None = None,
         collected: frozenset[tuple[str, str]] = frozenset(),
+        uncollected: frozenset[str] = frozenset(),
     ) -> None:
         for name in KIND_COLLECTIONS.values():
             object.__setattr__(self, name, collections.get(name, MappingProxyType({})))
         object.__setattr__(self, "kube_version", kube_version)
         object.__setattr__(self, "collected", collected)
+        object.__setattr__(self, "uncollected", uncollected)
         object.__setattr__(self, "warnings", warnings)
         object.__setattr__(self, "generation", generation)
         object.__setattr__(self, "_cache", {})
@@ -305,6 +319,7 @@ class ClusterSnapshot:
     warnings: tuple[str, ...]
     generation: int
     collected: frozenset[tuple[str, str]]  # see ClusterState.mark_collected
+    uncollected: frozenset[str]  # see ClusterState.mark_uncollected
     _cache: dict[str, Any]
     _origin: Origin | None
 
@@ -366,7 +381,13 @@ class ClusterSnapshot:
             generation=self.generation,
             origin=origin,
             collected=self.collected,
+            uncollected=self.uncollected,
         )
+
+    def lacks(self, kind: str) -> bool:
+        """Whether the input carried no ``kind`` object at all (ClusterState.mark_uncollected):
+        an object of it that a pod names is unknown, not missing."""
+        return kind in self.uncollected
 
     def holds_every(self, kind: str, namespace: str) -> bool:
         """Whether every ``kind`` object of ``namespace`` is here (its list was read), so

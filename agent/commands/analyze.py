@@ -125,6 +125,15 @@ def input_warnings(snapshot: ClusterSnapshot) -> list[str]:
             f"claims not in the dump: pod {named[0]}{more}, and the dump holds no ResourceClaims, so whether "
             "a claim is missing is not judged; add `kubectl get resourceclaims -A -o json`"
         )
+    from analyzers.simulator.volumes import unchecked_volume_kinds
+
+    lacking = unchecked_volume_kinds(snapshot)
+    if lacking:
+        mounting = sum(1 for p in snapshot.unscheduled_pods() if p.spec.pvc_names)
+        warnings.append(
+            f"the dump holds no {', '.join(lacking)} objects but {mounting} pending pod(s) mount claims: what their "
+            "volumes need of them is not checked (never called missing); add `kubectl get pvc,pv,storageclass -A -o json`"
+        )
     return warnings
 
 
@@ -337,7 +346,9 @@ def print_human(report: Report, node_count: int, out: TextIO, *, context: str = 
             if b.error:
                 extra = f" (failSafe: {b.error}; the other figures are the PDB's status)"
             elif b.unknown:
-                extra = f" (unknown: {b.unknown}; figures from the PDB's status as the controller last wrote it)"
+                extra = (
+                    f" (unknown: {b.unknown}; figures from the PDB's status as the controller last wrote it)"
+                )
             else:
                 extra = ""
             w(

@@ -583,7 +583,9 @@ def _only_nodes(snap: ClusterSnapshot, nodes: Sequence[Node]) -> ClusterSnapshot
     }
     collections["nodes"] = MappingProxyType({n.name: n for n in nodes})
     collections["pods"] = MappingProxyType({p.key: p for n in nodes for p in by_node.get(n.name, ())})
-    return ClusterSnapshot(collections, kube_version=snap.kube_version, collected=snap.collected)
+    return ClusterSnapshot(
+        collections, kube_version=snap.kube_version, collected=snap.collected, uncollected=snap.uncollected
+    )
 
 
 def fits(verdict: PodVerdict | None) -> bool:

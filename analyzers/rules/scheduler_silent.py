@@ -57,7 +57,7 @@ def _cause(ctx: RuleContext, pod: Pod) -> tuple[str, str] | None:
     if held is not None:
         return held.cause, held.name
     missing = [c for c in pod.spec.pvc_names if (pod.namespace, c) not in ctx.snapshot.pvcs]
-    if missing:
+    if missing and not ctx.snapshot.lacks("PersistentVolumeClaim"):
         return "missing-pvc", missing[0]
     return None
 

@@ -30,6 +30,7 @@ from analyzers.simulator import codes as C
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
 from analyzers.simulator.nodeinfo import NodeTable
 from analyzers.simulator.results import FilterFailure
+from analyzers.snapshot import ClusterSnapshot
 
 REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
@@ -61,6 +62,22 @@ def _pv_matches_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
     return all(m in pv.access_modes for m in pvc.access_modes)
 
 
+# Kinds a dump may lack altogether (ClusterSnapshot.lacks): then what a pod's claims
+# need of them is unknown and not checked, never called missing.
+PVC_KIND = "PersistentVolumeClaim"
+PV_KIND = "PersistentVolume"
+STORAGE_CLASS_KIND = "StorageClass"
+VOLUME_KINDS = (PVC_KIND, PV_KIND, STORAGE_CLASS_KIND)
+
+
+def unchecked_volume_kinds(snapshot: ClusterSnapshot) -> list[str]:
+    """The volume kinds the input lacked although a pending pod mounts a claim: what
+    that pod's volumes need of them was not checked."""
+    if not any(pod.spec.pvc_names for pod in snapshot.unscheduled_pods()):
+        return []
+    return [kind for kind in VOLUME_KINDS if snapshot.lacks(kind)]
+
+
 def claim_not_found(plugin: str, name: str) -> FilterFailure:
     """The PVC lister's NotFound error as a PreFilter rejection (UnschedulableAndUnresolvable)."""
     return failure(
@@ -87,7 +104,7 @@ class VolumeRestrictions(Plugin):
         if not cycle.wording.volume_restrictions_reads_claims:
             return None
         for name in pod.spec.pvc_names:
-            if (pod.namespace, name) not in cycle.snapshot.pvcs:
+            if (pod.namespace, name) not in cycle.snapshot.pvcs and not cycle.snapshot.lacks(PVC_KIND):
                 return claim_not_found(self.name, name)
         return None
 
@@ -105,6 +122,8 @@ class VolumeBinding(Plugin):
         for name in pod.spec.pvc_names:
             pvc = snap.pvcs.get((pod.namespace, name))
             if pvc is None:
+                if snap.lacks(PVC_KIND):
+                    continue  # the input carries no claims: unknown, not missing (its constraints unchecked)
                 return claim_not_found(self.name, name)
             if pvc.phase == "Lost":
                 return failure(
@@ -117,11 +136,15 @@ class VolumeBinding(Plugin):
                     detail(claim=name, volume=pvc.volume_name),
                 )
         for name in pod.spec.pvc_names:
-            pvc = snap.pvcs[(pod.namespace, name)]
+            pvc = snap.pvcs.get((pod.namespace, name))
+            if pvc is None:
+                continue  # not in the input (see above)
             if pvc.volume_name and pvc.phase == "Bound":
                 claims.bound.append(pvc)
                 continue
             cls = snap.storage_classes.get(pvc.storage_class or "") if pvc.storage_class else None
+            if cls is None and pvc.storage_class and snap.lacks(STORAGE_CLASS_KIND):
+                continue  # its class is not in the input: its binding mode is unknown, not Immediate
             delayed = cls is not None and cls.binding_mode == "WaitForFirstConsumer"
             if delayed and not pvc.volume_name:
                 claims.delayed.append(pvc)
@@ -151,7 +174,7 @@ class VolumeBinding(Plugin):
         for pvc in claims.bound:
             pv = snap.pvs.get(pvc.volume_name)
             if pv is None:
-                missing_pv = True
+                missing_pv = missing_pv or not snap.lacks(PV_KIND)  # no PV in the input: unknown
                 continue
             m = all_mask & ~_pv_mask(table, pv)
             if m:
