@@ -88,13 +88,15 @@ async def test_all_namespaces_is_the_analyze_report(tmp_path: Path) -> None:
 
 
 async def test_deploy_reads_only_what_it_needs(tmp_path: Path) -> None:
-    cluster, kubeconfig, _ = await started("gpu-rollout-deadlock", tmp_path)
+    cluster, kubeconfig, scenario = await started("gpu-rollout-deadlock", tmp_path)
+    meta = next(o for o in scenario.timeline[0].apply if o["kind"] == "Deployment")["metadata"]
+    ns, name = meta["namespace"], meta["name"]
     try:
         code, out, err = await run(
             PLUGIN,
-            "deploy/vision-object-tracker",
+            f"deploy/{name}",
             "-n",
-            "vision",
+            ns,
             "--kubeconfig",
             str(kubeconfig),
             "-o",
@@ -103,13 +105,14 @@ async def test_deploy_reads_only_what_it_needs(tmp_path: Path) -> None:
         assert code == 0, err
         report = yaml.safe_load(out)
         assert [f["rule_id"] for f in report["findings"]] == ["rollout-surge-deadlock"]
-        assert report["findings"][0]["subject"]["name"] == "vision-object-tracker"
+        subject = report["findings"][0]["subject"]
+        assert (subject["kind"], subject["namespace"], subject["name"]) == ("Deployment", ns, name)
         paths = {r.path for r in cluster.requests if r.verb in ("list", "get")}
         # Namespaced reads stay in the namespace; nothing is watched or written.
         assert not any(r.verb in ("watch", "create", "update") for r in cluster.requests)
         assert not any(p.startswith("/apis/apps/v1/deployments") for p in paths)
-        assert "/apis/apps/v1/namespaces/vision/deployments/vision-object-tracker" in paths
-        assert not any("/events" in p and "/namespaces/vision/" not in p for p in paths)
+        assert f"/apis/apps/v1/namespaces/{ns}/deployments/{name}" in paths
+        assert not any("/events" in p and f"/namespaces/{ns}/" not in p for p in paths)
     finally:
         await cluster.stop()
 
