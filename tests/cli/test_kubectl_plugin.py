@@ -197,3 +197,29 @@ async def test_pod_reads_the_events_of_what_it_waits_on(tmp_path: Path) -> None:
         assert "VolumeLimitExceeded" in finding["explanation"]
     finally:
         await cluster.stop()
+
+
+async def test_a_pod_kueue_gates_reads_its_workloads_words(tmp_path: Path) -> None:
+    """pod/NAME of a pod behind kueue.x-k8s.io/admission reads the namespace's Workload
+    events: scheduling-gated quotes Kueue's Pending (golden case kueue-quota-in-use)."""
+    from agent.fakecluster import FakeCluster as Cluster
+    from tests.scenarios.test_golden import load_case
+
+    case = Path(__file__).parents[1] / "scenarios" / "scheduling-gated" / "kueue-quota-in-use"
+    objects, _ = load_case(case)
+    cluster = Cluster()
+    for obj in objects:
+        cluster.apply(obj)
+    await cluster.start()
+    try:
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig", context="fake")
+        code, out, err = await run(
+            PLUGIN, "pod/embeddings-worker-6f4d8c7b95-9r58l", "-n", "ml-team-a", "--kubeconfig", str(kubeconfig),
+            "-o", "json",
+        )  # fmt: skip
+        assert code == 0, err
+        [finding] = [f for f in json.loads(out)["findings"] if f["rule_id"] == "scheduling-gated"]
+        assert finding["evidence"]["kueue_workload"] == "pod-embeddings-worker-6f4d8c7b95-9r58l-69c4e"
+        assert finding["evidence"]["kueue_reasons"] == ["queue-quota-in-use"]
+    finally:
+        await cluster.stop()
