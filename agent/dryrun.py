@@ -93,7 +93,8 @@ def strategic_merge(
     recursively and ``null`` deletes a key; a list with a merge key merges the patch's
     items into the original's item with the same key (new ones appended); a merged
     set adds missing items; any other list, and any scalar, is replaced. The
-    ``$patch``/``$retainKeys`` directives are not supported (remedies do not use them)."""
+    ``$patch``/``$retainKeys`` directives are not supported (remedies do not use them).
+    A merged list is ordered as the API server orders it (normalizeElementOrder)."""
     if isinstance(patch, Mapping):
         out = dict(original) if isinstance(original, Mapping) else {}
         for key, value in patch.items():
@@ -122,10 +123,38 @@ def strategic_merge(
                     merged.append(copy.deepcopy(item))
                 else:
                     merged[at] = strategic_merge(merged[at], item, merge_keys, merged_sets, (*path, "[]"))
-            return merged
+            return _server_order(
+                merged, patch, original, lambda v: v.get(merge_key) if isinstance(v, Mapping) else v
+            )
         if path in merged_sets:
-            return list(original) + [copy.deepcopy(v) for v in patch if v not in original]
+            merged = list(original) + [copy.deepcopy(v) for v in patch if v not in original]
+            return _server_order(merged, patch, original, lambda v: v)
     return copy.deepcopy(patch)
+
+
+def _server_order(merged: list[Any], patch: list[Any], original: list[Any], key: Any) -> list[Any]:
+    """apimachinery strategicpatch's normalizeElementOrder and mergeSortedSlice (patch.go): the
+    patch's items in the patch's order, the original's other items in theirs, interleaved so
+    that one of the latter goes before a patch item only when both were in the original in
+    that order."""
+    patch_keys, original_keys = [key(v) for v in patch], [key(v) for v in original]
+    in_patch = sorted((v for v in merged if key(v) in patch_keys), key=lambda v: patch_keys.index(key(v)))
+    server_only = [v for v in merged if key(v) not in patch_keys]
+    out: list[Any] = []
+    i = j = 0
+    while i < len(server_only) or j < len(in_patch):
+        if j >= len(in_patch) or (
+            i < len(server_only)
+            and key(server_only[i]) in original_keys
+            and key(in_patch[j]) in original_keys
+            and original_keys.index(key(server_only[i])) < original_keys.index(key(in_patch[j]))
+        ):
+            out.append(server_only[i])
+            i += 1
+        else:
+            out.append(in_patch[j])
+            j += 1
+    return out
 
 
 def recreated_pod(current: Mapping[str, Any], patch: Any) -> dict[str, Any]:

@@ -96,7 +96,14 @@ class ScaleReader:
         publisher sends on, agent.stream.publisher.ScaleRelay)."""
         snapshot = state.snapshot()
         changed: list[ScaleReading] = []
-        for namespace, ref in sorted(scale_targets(snapshot), key=lambda t: (t[0], t[1].kind, t[1].name)):
+        targets = scale_targets(snapshot)
+        # Readings of controllers no budget needs any more go, with their read times.
+        wanted = {(ns, ref) for ns, ref in targets}
+        self._read_at = {k: v for k, v in self._read_at.items() if k in wanted}
+        state.forget_scales(
+            {(ns, ref.api_version.rpartition("/")[0], ref.kind, ref.name) for ns, ref in targets}
+        )
+        for namespace, ref in sorted(targets, key=lambda t: (t[0], t[1].kind, t[1].name)):
             now = self.clock()
             if now - self._read_at.get((namespace, ref), -math.inf) < self.interval:
                 continue

@@ -150,6 +150,17 @@ class ClusterState:
             self._changed()
         return removed
 
+    def forget_scales(self, keep: set[tuple[str, str, str, str]]) -> int:
+        """Drop the ``/scale`` readings whose key is not in ``keep`` (their controller is
+        no longer what a budget needs); returns how many went."""
+        scales = self.collections["scales"]
+        stale = [key for key in scales if key not in keep]
+        for key in stale:
+            del scales[key]
+        if stale:
+            self._changed()
+        return len(stale)
+
     def apply_object(self, obj: Mapping[str, Any], source: str = "<input>") -> Record | None:
         """Decode and apply one API object. Raises InputError when it is malformed;
         returns None (with a warning) for kinds unstick does not read.

@@ -165,6 +165,31 @@ async def _list(gw: Gateway, reads: Reads, kind: str, **kw: Any) -> list[RawObje
     return items
 
 
+async def _related_events(gw: Gateway, reads: Reads, pod: RawObject, namespace: str) -> None:
+    """Events about what the pod waits on besides itself: its PersistentVolumeClaims (a
+    provisioner's ProvisioningFailed, quoted by scheduler-error) and, for a pod Kueue
+    gates, the namespace's Workloads (Kueue's Pending, quoted by scheduling-gated)."""
+    spec = pod.get("spec") or {}
+    claims = sorted(
+        {
+            (v.get("persistentVolumeClaim") or {}).get("claimName")
+            for v in spec.get("volumes") or ()
+            if isinstance(v, dict) and (v.get("persistentVolumeClaim") or {}).get("claimName")
+        }
+    )
+    for claim in claims:
+        await _list(
+            gw,
+            reads,
+            "Event",
+            namespace=namespace,
+            field_selector=f"involvedObject.kind=PersistentVolumeClaim,involvedObject.name={claim}",
+        )
+    gates = [g.get("name", "") for g in spec.get("schedulingGates") or () if isinstance(g, dict)]
+    if any(g.startswith("kueue.x-k8s.io/") for g in gates):
+        await _list(gw, reads, "Event", namespace=namespace, field_selector="involvedObject.kind=Workload")
+
+
 async def _list_claims(gw: Gateway, reads: Reads, namespace: str | None) -> list[RawObject]:
     """The ResourceClaims of ``namespace`` (None: all). A cluster that does not serve
     resource.k8s.io/v1 answers 404 and the live agent watches it without them; here a 403
@@ -230,6 +255,7 @@ async def read(gw: Gateway, target: Target, namespace: str | None) -> Reads:
             await _list(
                 gw, reads, "Event", namespace=namespace, field_selector=f"involvedObject.name={target.name}"
             )
+            await _related_events(gw, reads, pod, namespace)
         elif target.kind == "Deployment":
             assert namespace is not None
             reads.requests += 1

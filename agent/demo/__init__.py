@@ -1,5 +1,6 @@
 """``unstick demo``'s bundled scenarios: the seed incidents as timelines for the
-in-process fake Kubernetes API (built by scripts/build_demo_scenarios.py)."""
+in-process fake Kubernetes API, recorded from a real Kubernetes control plane
+(``python -m tests.realcluster.record_seeds --demo-out agent/demo/scenarios``)."""
 
 from __future__ import annotations
 

@@ -198,13 +198,15 @@ class Scenario:
 
     def rebased(self, now: datetime) -> Scenario:
         """The same scenario with every RFC 3339 timestamp in its objects moved
-        so that the latest one is ``now``: recorded fixtures then read as fresh
-        (a pod pending since 10:08 of a March day is pending for minutes, not
-        months), and the intervals between timestamps are kept."""
+        by whole seconds so that the latest one is within the second before
+        ``now``: recorded fixtures then read as fresh (a pod pending since 10:08
+        of a March day is pending for minutes, not months), and the intervals
+        between timestamps are kept exactly (whole-second stamps stay whole,
+        an API server's microsecond ones keep their fraction)."""
         stamps = [t for obj in self._all_objects() for t in _timestamps(obj)]
         if not stamps:
             return self
-        shift = now - max(stamps)
+        shift = timedelta(seconds=math.floor((now - max(stamps)).total_seconds()))
         return dataclasses.replace(
             self,
             objects=tuple(_shift(o, shift) for o in self.objects),

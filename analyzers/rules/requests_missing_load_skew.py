@@ -174,7 +174,11 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
         "container without requests counts as 100m cpu / 200Mi there, pkg/scheduler/util/pod_resources.go), so "
         f"{names(nodes)} {are(len(nodes))} seen as among the emptiest nodes"
         + (f" ({ranks})" if ranks else "")
-        + " and keep receiving new pods although they are the busiest."
+        + (
+            " and keeps receiving new pods although it is the busiest."
+            if len(nodes) == 1
+            else " and keep receiving new pods although they are the busiest."
+        )
     )
     remedies = _remedies(ctx, ref, workload_pods, sized, hot_here, items)
     evidence: dict[str, Any] = {

@@ -22,6 +22,20 @@ def gpu_scenario() -> Scenario:
     return Scenario.load(SCENARIOS / "gpu-rollout-deadlock")
 
 
+def stuck_pod(scenario: Scenario) -> dict[str, Any]:
+    """The pod the scenario's first step leaves Pending (unbound)."""
+    return next(
+        o
+        for o in scenario.timeline[0].apply
+        if o["kind"] == "Pod" and not o["spec"].get("nodeName") and not o["metadata"].get("deletionTimestamp")
+    )
+
+
+def first_of(scenario: Scenario, kind: str) -> dict[str, Any]:
+    """The first object of ``kind`` the scenario's first step applies (else its initial state has)."""
+    return next(o for o in (*scenario.timeline[0].apply, *scenario.objects) if o["kind"] == kind)
+
+
 @pytest.fixture
 async def host(tmp_path: Path) -> AsyncIterator[AgentHost]:
     h = await AgentHost.open(f"sqlite+aiosqlite:///{tmp_path}/agent.db")
@@ -48,15 +62,22 @@ async def eventually(check: Callable[[], Any], timeout: float = 15.0, interval: 
             await asyncio.sleep(interval)
 
 
-async def start_unstick(*args: str, env: dict[str, str] | None = None) -> tuple[asyncio.subprocess.Process, str]:
+async def start_unstick(
+    *args: str, env: dict[str, str] | None = None
+) -> tuple[asyncio.subprocess.Process, str]:
     """``python -m agent ARGS`` until it says where it serves (``… on http://…`` on stderr): the
     process and that URL."""
     import re
     import sys
 
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agent", *args, env=env,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "agent",
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
     )
     assert proc.stderr is not None
     async with asyncio.timeout(60):

@@ -12,6 +12,13 @@ from pathlib import Path
 
 import aiohttp
 
+from agent.demo import SCENARIOS
+from agent.fakecluster.scenario import Scenario
+from tests.agent.conftest import stuck_pod
+
+# The drain's evicted pod's replacement, Pending until node-1 is uncordoned (as recorded).
+REPLACEMENT = stuck_pod(Scenario.load(SCENARIOS / "pdb-blocked-drain"))["metadata"]["name"]
+
 
 async def _start(tmp_path: Path, *extra: str) -> tuple[asyncio.subprocess.Process, str, list[str]]:
     proc = await asyncio.create_subprocess_exec(
@@ -54,7 +61,7 @@ async def test_an_incident_stays_open_until_its_remedy_is_applied_from_the_page(
     proc, base, _ = await _start(tmp_path)
     try:
         async with aiohttp.ClientSession() as http:
-            # The whole recorded timeline would be over by now (16 s at speed 4): still open.
+            # The whole recorded timeline would be over by now (12 s at speed 4): still open.
             await asyncio.sleep(6)
             assert (await _incident(http, base))["status"] == "open"
             async with http.get(f"{base}/incidents/1") as resp:
@@ -71,9 +78,7 @@ async def test_an_incident_stays_open_until_its_remedy_is_applied_from_the_page(
                 while (doc := await _incident(http, base))["status"] != "resolved":
                     await asyncio.sleep(0.2)
             assert doc["resolution"]["changes"][0] == "node node-1 was uncordoned"
-            assert (
-                "pod storefront-5d8f7c9b6d-9fmbv was scheduled on node node-1" in doc["resolution"]["changes"]
-            )
+            assert f"pod {REPLACEMENT} was scheduled on node node-1" in doc["resolution"]["changes"]
             # The diagnosis is the one from while it was open: uncordon node-1 is still the first remedy.
             assert "uncordon node-1" in doc["remedies"][0]["title"]
             async with http.get(f"{base}/incidents/1") as resp:
@@ -88,7 +93,7 @@ async def test_an_incident_stays_open_until_its_remedy_is_applied_from_the_page(
     # The resolved message goes out after the fix (the console sink prints it), saying what changed.
     after = out.split("APPLIED #1", 1)[1]
     assert "RESOLVED" in after.upper()
-    assert "node node-1 was uncordoned" in after and "storefront-5d8f7c9b6d-9fmbv was scheduled on node node-1" in after
+    assert "node node-1 was uncordoned" in after and f"{REPLACEMENT} was scheduled on node node-1" in after
 
 
 async def test_auto_fix_after_applies_the_first_verified_remedy(tmp_path: Path) -> None:

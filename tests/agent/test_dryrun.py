@@ -142,15 +142,15 @@ def test_strategic_merge_follows_the_pod_merge_keys() -> None:
     assert spec["tolerations"] == [{"key": "y", "operator": "Exists"}]  # no merge key: replaced
     assert [
         (c["topologyKey"], c["maxSkew"], c["whenUnsatisfiable"]) for c in spec["topologySpreadConstraints"]
-    ] == [
+    ] == [  # as the API server orders a merged list (tests/realcluster/test_patch_semantics.py)
         ("zone", 1, "ScheduleAnyway"),
-        ("host", 1, "DoNotSchedule"),
         ("rack", 2, "DoNotSchedule"),
+        ("host", 1, "DoNotSchedule"),
     ]
     app, side = spec["containers"]
-    assert app["image"] == "a:1" and [e["name"] for e in app["env"]] == ["A", "B"]
+    assert app["image"] == "a:1" and [e["name"] for e in app["env"]] == ["B", "A"]
     assert side == {"name": "side", "image": "s:1"}
-    assert merged["metadata"]["finalizers"] == ["a", "b"]
+    assert merged["metadata"]["finalizers"] == ["b", "a"]
     assert pod["spec"]["nodeSelector"] == {"gpu-typ": "a10g", "zone": "a"}  # the original is untouched
 
 

@@ -13,7 +13,7 @@ from agent.fakecluster.scenario import Scenario, play_step
 from agent.kube.gateway import Gateway
 from agent.pipeline import PipelineConfig
 from agent.runner import AgentHost, ClusterAgent
-from tests.agent.conftest import eventually, incidents
+from tests.agent.conftest import eventually, first_of, incidents
 
 
 async def start_agent(host: AgentHost, scenario: Scenario, tmp_path: Path, **config: object):
@@ -37,17 +37,30 @@ async def test_incident_opens_on_the_deadlock_and_resolves_with_the_fix(host, gp
     try:
         agent.start(stop)
         await asyncio.wait_for(agent.watcher.wait_synced(), 10)
-        assert agent.cluster and agent.pipeline.config.kube_version == "1.30.4"  # read from /version
+        # read from /version: the release the scenario was recorded from
+        assert (
+            agent.cluster
+            and agent.pipeline.config.kube_version == gpu_scenario.server_version.removeprefix("v")
+        )
         # Healthy at first: a pass runs and opens nothing.
         await eventually(lambda: agent.pipeline.stats.passes >= 1)
         assert await incidents(host) == []
 
         play_step(cluster, gpu_scenario.timeline[0])  # the rollout starts and deadlocks
         (opened,) = await eventually(lambda: incidents(host))
-        assert (opened.rule_id, opened.status, opened.subject_name) == (
+        deployment = first_of(gpu_scenario, "Deployment")["metadata"]
+        assert (
+            opened.rule_id,
+            opened.status,
+            opened.subject_kind,
+            opened.namespace,
+            opened.subject_name,
+        ) == (
             "rollout-surge-deadlock",
             "open",
-            "vision-object-tracker",
+            "Deployment",
+            deployment["namespace"],
+            deployment["name"],
         )
         assert opened.cluster == "seed-1"
         assert "rounds up to a surge of 1 and down to 0 unavailable" in opened.explanation
@@ -56,9 +69,14 @@ async def test_incident_opens_on_the_deadlock_and_resolves_with_the_fix(host, gp
         strategy = yaml.safe_load(first["yaml"])["spec"]["strategy"]
         assert strategy["rollingUpdate"]["maxSurge"] == 0
         assert strategy["rollingUpdate"]["maxUnavailable"] == 1
+        (gpu_node,) = [
+            n["metadata"]["name"]
+            for n in gpu_scenario.objects
+            if "nvidia.com/gpu" in n.get("status", {}).get("allocatable", {})
+        ]
         assert (
             first["verified"]
-            and "scaled down first: the new pod fits on tracker-node" in first["verification"]
+            and f"scaled down first: the new pod fits on {gpu_node}" in first["verification"]
         )
 
         for step in gpu_scenario.timeline[1:]:  # maxSurge 0 / maxUnavailable 1, old pod gone, new pod runs
@@ -110,10 +128,11 @@ async def test_malformed_objects_are_counted_and_skipped(host, gpu_scenario, tmp
     try:
         agent.start(stop)
         await asyncio.wait_for(agent.watcher.wait_synced(), 10)
+        namespace = first_of(gpu_scenario, "Deployment")["metadata"]["namespace"]
         bad = {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": "broken", "namespace": "vision", "uid": "u-broken"},
+            "metadata": {"name": "broken", "namespace": namespace, "uid": "u-broken"},
             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "a lot"}}}]},
         }
         cluster.apply(bad)
@@ -121,7 +140,7 @@ async def test_malformed_objects_are_counted_and_skipped(host, gpu_scenario, tmp
         play_step(cluster, gpu_scenario.timeline[0])
         (opened,) = await eventually(lambda: incidents(host))
         assert opened.rule_id == "rollout-surge-deadlock"
-        assert ("vision", "broken") not in agent.cache.state.snapshot().pods
+        assert (namespace, "broken") not in agent.cache.state.snapshot().pods
     finally:
         stop.set()
         await cluster.stop()

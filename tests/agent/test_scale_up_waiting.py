@@ -20,9 +20,8 @@ from agent.kube.gateway import Gateway
 from agent.pipeline import PipelineConfig
 from agent.runner import AgentHost, ClusterAgent
 from storage.models import Incident, Notification, TimelineEntry
-from tests.agent.conftest import eventually, incidents
+from tests.agent.conftest import eventually, incidents, stuck_pod
 
-POD = {"kind": "Pod", "namespace": "vision", "name": "vision-object-tracker-7c9d4f8b6-q7wz4"}
 TRIGGERED = "pod triggered scale-up: [{eks-gpu-pool 1->2 (max: 4)}]"
 FAILED = "Node group eks-gpu-pool increase failed: InsufficientInstanceCapacity"
 
@@ -45,8 +44,11 @@ async def timeline(host: AgentHost, incident_id: int) -> list[tuple[str, str, di
         return [(k, m, d) for k, m, d in rows]
 
 
-def autoscaler_event(cluster: FakeCluster, reason: str, message: str) -> None:
-    cluster.record_event(POD, reason, message, type="Normal", component="cluster-autoscaler")
+def autoscaler_event(cluster: FakeCluster, scenario: Scenario, reason: str, message: str) -> None:
+    """cluster-autoscaler's event about the pod the scenario's rollout leaves Pending."""
+    meta = stuck_pod(scenario)["metadata"]
+    pod = {"kind": "Pod", "namespace": meta["namespace"], "name": meta["name"]}
+    cluster.record_event(pod, reason, message, type="Normal", component="cluster-autoscaler")
 
 
 @pytest.fixture
@@ -93,7 +95,7 @@ async def start_waiting(
 
     The autoscaler's event is in the agent's cache before the pod goes pending, so no pass
     sees the deadlock without it (such a pass would rightly page at once)."""
-    autoscaler_event(cluster, "TriggeredScaleUp", TRIGGERED)
+    autoscaler_event(cluster, scenario, "TriggeredScaleUp", TRIGGERED)
     await eventually(
         lambda: any(e.reason == "TriggeredScaleUp" for e in agent.cache.state.snapshot().events.values())
     )
@@ -123,7 +125,7 @@ async def test_scale_up_waits_then_failed_scale_up_pages_exactly_once(
     assert metric(host, "unstick_incidents_waiting") == 1.0
     assert metric(host, "unstick_findings_held") == 0.0  # waiting is tracked, not held back
 
-    autoscaler_event(cluster, "FailedScaleUp", FAILED)
+    autoscaler_event(cluster, gpu_scenario, "FailedScaleUp", FAILED)
 
     async def escalated() -> list[tuple[int, str, str]]:
         return await notifications(host)
@@ -138,7 +140,7 @@ async def test_scale_up_waits_then_failed_scale_up_pages_exactly_once(
     await eventually(lambda: metric(host, "unstick_incidents_waiting") == 0.0)
 
     # More passes and the autoscaler repeating itself add no page.
-    autoscaler_event(cluster, "FailedScaleUp", FAILED)
+    autoscaler_event(cluster, gpu_scenario, "FailedScaleUp", FAILED)
     await asyncio.sleep(0.6)
     assert await notifications(host) == [(opened.id, "slack", "escalated")]
 

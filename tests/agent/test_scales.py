@@ -225,3 +225,16 @@ def _state_objects(uid: str) -> list[dict[str, Any]]:
         objs.append(p)
     objs.append(with_status(pdb("orders", selector=SEL, max_unavailable=1), 3, 2, 3, 1))
     return objs
+
+
+async def test_a_reading_no_budget_needs_any_more_is_dropped(cluster: FakeCluster, gateway: Gateway) -> None:
+    """Readings live only as long as a budget needs them: a deleted PDB takes its
+    controllers' readings (and their read times) with it."""
+    cluster.apply(crd(scale=SCALE))
+    cluster.apply(_database(5))
+    state = _state_with_pods(_uid(cluster))
+    reader = ScaleReader(gateway, interval=60, clock=lambda: 1000.0)
+    assert await reader.refresh(state) == 1 and len(state.snapshot().scales) == 1
+    assert state.delete("PodDisruptionBudget", "default", "orders")
+    assert await reader.refresh(state) == 0
+    assert dict(state.snapshot().scales) == {} and reader._read_at == {}

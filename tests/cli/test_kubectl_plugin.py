@@ -88,13 +88,15 @@ async def test_all_namespaces_is_the_analyze_report(tmp_path: Path) -> None:
 
 
 async def test_deploy_reads_only_what_it_needs(tmp_path: Path) -> None:
-    cluster, kubeconfig, _ = await started("gpu-rollout-deadlock", tmp_path)
+    cluster, kubeconfig, scenario = await started("gpu-rollout-deadlock", tmp_path)
+    meta = next(o for o in scenario.timeline[0].apply if o["kind"] == "Deployment")["metadata"]
+    ns, name = meta["namespace"], meta["name"]
     try:
         code, out, err = await run(
             PLUGIN,
-            "deploy/vision-object-tracker",
+            f"deploy/{name}",
             "-n",
-            "vision",
+            ns,
             "--kubeconfig",
             str(kubeconfig),
             "-o",
@@ -103,13 +105,14 @@ async def test_deploy_reads_only_what_it_needs(tmp_path: Path) -> None:
         assert code == 0, err
         report = yaml.safe_load(out)
         assert [f["rule_id"] for f in report["findings"]] == ["rollout-surge-deadlock"]
-        assert report["findings"][0]["subject"]["name"] == "vision-object-tracker"
+        subject = report["findings"][0]["subject"]
+        assert (subject["kind"], subject["namespace"], subject["name"]) == ("Deployment", ns, name)
         paths = {r.path for r in cluster.requests if r.verb in ("list", "get")}
         # Namespaced reads stay in the namespace; nothing is watched or written.
         assert not any(r.verb in ("watch", "create", "update") for r in cluster.requests)
         assert not any(p.startswith("/apis/apps/v1/deployments") for p in paths)
-        assert "/apis/apps/v1/namespaces/vision/deployments/vision-object-tracker" in paths
-        assert not any("/events" in p and "/namespaces/vision/" not in p for p in paths)
+        assert f"/apis/apps/v1/namespaces/{ns}/deployments/{name}" in paths
+        assert not any("/events" in p and f"/namespaces/{ns}/" not in p for p in paths)
     finally:
         await cluster.stop()
 
@@ -166,5 +169,57 @@ async def test_errors_are_kubectls(tmp_path: Path) -> None:
         assert code == 1 and "error: unrecognized arguments: --bogus" in err
         code, _, err = await run(PLUGIN, "-A", "--kubeconfig", str(tmp_path / "missing"))
         assert code == 1 and err.startswith("error: ") and "Traceback" not in err
+    finally:
+        await cluster.stop()
+
+
+async def test_pod_reads_the_events_of_what_it_waits_on(tmp_path: Path) -> None:
+    """pod/NAME also reads its claims' events: scheduler-error quotes the provisioner's
+    own refusal (the golden case prebind-provisioning-failed, served by the fake API)."""
+    from agent.fakecluster import FakeCluster as Cluster
+    from tests.scenarios.test_golden import load_case
+
+    case = Path(__file__).parents[1] / "scenarios" / "scheduler-error" / "prebind-provisioning-failed"
+    objects, _ = load_case(case)
+    cluster = Cluster()
+    for obj in objects:
+        cluster.apply(obj)
+    await cluster.start()
+    try:
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig", context="fake")
+        # No --now: the pod was created days before the wall clock, past every threshold.
+        code, out, err = await run(
+            PLUGIN, "pod/orders-db-0", "-n", "orders", "--kubeconfig", str(kubeconfig), "-o", "json"
+        )
+        assert code == 0, err
+        [finding] = [f for f in json.loads(out)["findings"] if f["rule_id"] == "scheduler-error"]
+        assert finding["evidence"]["claim_event"]["reason"] == "ProvisioningFailed"
+        assert "VolumeLimitExceeded" in finding["explanation"]
+    finally:
+        await cluster.stop()
+
+
+async def test_a_pod_kueue_gates_reads_its_workloads_words(tmp_path: Path) -> None:
+    """pod/NAME of a pod behind kueue.x-k8s.io/admission reads the namespace's Workload
+    events: scheduling-gated quotes Kueue's Pending (golden case kueue-quota-in-use)."""
+    from agent.fakecluster import FakeCluster as Cluster
+    from tests.scenarios.test_golden import load_case
+
+    case = Path(__file__).parents[1] / "scenarios" / "scheduling-gated" / "kueue-quota-in-use"
+    objects, _ = load_case(case)
+    cluster = Cluster()
+    for obj in objects:
+        cluster.apply(obj)
+    await cluster.start()
+    try:
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig", context="fake")
+        code, out, err = await run(
+            PLUGIN, "pod/embeddings-worker-6f4d8c7b95-9r58l", "-n", "ml-team-a", "--kubeconfig", str(kubeconfig),
+            "-o", "json",
+        )  # fmt: skip
+        assert code == 0, err
+        [finding] = [f for f in json.loads(out)["findings"] if f["rule_id"] == "scheduling-gated"]
+        assert finding["evidence"]["kueue_workload"] == "pod-embeddings-worker-6f4d8c7b95-9r58l-69c4e"
+        assert finding["evidence"]["kueue_reasons"] == ["queue-quota-in-use"]
     finally:
         await cluster.stop()

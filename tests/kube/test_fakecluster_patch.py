@@ -19,6 +19,15 @@ from agent.kube.gateway import Gateway
 NS = "shop"
 
 
+def spread(key: str, skew: int) -> dict[str, Any]:
+    return {
+        "topologyKey": key,
+        "maxSkew": skew,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+    }
+
+
 def web() -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
@@ -37,6 +46,7 @@ def web() -> dict[str, Any]:
                     "tolerations": [
                         {"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"}
                     ],
+                    "topologySpreadConstraints": [spread("zone", 1), spread("host", 1)],
                 },
             },
         },
@@ -49,6 +59,7 @@ PATCH = {
             "spec": {
                 "containers": [{"name": "app", "image": "web:2", "env": [{"name": "B", "value": "2"}]}],
                 "tolerations": [{"key": "batch", "operator": "Exists", "effect": "NoSchedule"}],
+                "topologySpreadConstraints": [spread("zone", 2), spread("rack", 1)],
             }
         }
     }
@@ -71,8 +82,12 @@ async def test_a_strategic_patch_merges_containers_by_name_and_replaces_tolerati
     spec = await template_after(cluster, gateway, patch_type)
     app, proxy = spec["containers"]
     assert (app["name"], app["image"], proxy) == ("app", "web:2", {"name": "proxy", "image": "envoy:1"})
-    assert app["env"] == [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]  # env merges by name
+    # env merges by name, the patch's new item first (strategicpatch normalizeElementOrder)
+    assert app["env"] == [{"name": "B", "value": "2"}, {"name": "A", "value": "1"}]
     assert spec["tolerations"] == PATCH["spec"]["template"]["spec"]["tolerations"]  # no merge key: replaced
+    # merged by topologyKey: the patch's items in its order, then the original's others
+    spread = [(c["topologyKey"], c["maxSkew"]) for c in spec["topologySpreadConstraints"]]
+    assert spread == [("zone", 2), ("rack", 1), ("host", 1)]
 
 
 async def test_a_json_merge_patch_replaces_every_list(cluster: FakeCluster, gateway: Gateway) -> None:

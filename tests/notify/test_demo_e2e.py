@@ -77,9 +77,14 @@ async def test_demo_once_with_a_slack_bot_threads_each_incident(tmp_path: Path) 
 
 @pytest.mark.slow
 async def test_demo_once_prints_messages_to_the_console_by_default(tmp_path: Path) -> None:
+    from agent.demo import SCENARIOS
+    from agent.fakecluster.scenario import Scenario
+
+    step = Scenario.load(SCENARIOS / "gpu-rollout-deadlock").timeline[0]
+    rolling = next(o for o in step.apply if o["kind"] == "Deployment")["metadata"]["name"]
     code, out, err = await demo("--scenario", "gpu-rollout-deadlock", cwd=tmp_path)
     assert code == 0, err
     assert "┌─ would post to Slack · opened · #1" in out
-    assert "│ [!!] CRITICAL · Rollout of vision-object-tracker is deadlocked" in out
+    assert f"│ [!!] CRITICAL · Rollout of {rolling} is deadlocked" in out
     assert "┌─ would post to Slack · resolved · #1" in out
     assert out.index("· opened ·") < out.index("· resolved ·") < out.index("incident(s):")

@@ -53,6 +53,10 @@ CONTROLLERS = (
     "serviceaccount",
     "serviceaccount-token",
     "persistentvolume-binder",
+    # the kubernetes.io/pvc-protection and pv-protection finalizers the API server's admission
+    # adds are removed by these: without them a deleted claim or volume stays Terminating
+    "pvc-protection",
+    "pv-protection",
     "root-ca-cert-publisher",
 )
 

@@ -5,6 +5,7 @@ the fixture recorder (record_seeds.py)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import subprocess
@@ -75,26 +76,55 @@ def pending(pod: dict[str, Any], labels: dict[str, str]) -> bool:
 
 
 def first_rollout(cluster: Cluster, seed: Seed) -> None:
-    """Wait for the seed's Deployment to be fully rolled out (seeds that break a healthy one)."""
-    name = seed.objects[0]["metadata"]["name"]
-    cluster.api.wait_for(
-        f"/apis/apps/v1/namespaces/{cluster.ns}/deployments",
-        lambda d: (
-            d["metadata"]["name"] == name
-            and d.get("status", {}).get("availableReplicas", 0) == d["spec"]["replicas"]
-            and d["status"].get("updatedReplicas") == d["spec"]["replicas"]
-        ),
-        timeout=60,
-        what=f"{name}'s first rollout",
-    )
+    """Wait until the seed's Deployments and StatefulSets are fully rolled out and its
+    PodDisruptionBudgets count every pod they select (seeds that break a healthy cluster)."""
+    for obj in seed.objects:
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        if kind in ("Deployment", "StatefulSet"):
+            cluster.api.wait_for(
+                f"/apis/apps/v1/namespaces/{cluster.ns}/{kind.lower()}s",
+                lambda d, name=name: (
+                    d["metadata"]["name"] == name
+                    and d.get("status", {}).get("observedGeneration", 0) >= d["metadata"]["generation"]
+                    and d["status"].get("availableReplicas", 0) == d["spec"]["replicas"]
+                    and d["status"].get("updatedReplicas") == d["spec"]["replicas"]
+                ),
+                timeout=60,
+                what=f"{name}'s first rollout",
+            )
+        elif kind == "PodDisruptionBudget":
+            cluster.api.wait_for(
+                f"/apis/policy/v1/namespaces/{cluster.ns}/poddisruptionbudgets",
+                lambda b, name=name: (
+                    b["metadata"]["name"] == name
+                    and b.get("status", {}).get("expectedPods", 0) > 0
+                    and b["status"].get("currentHealthy") == b["status"]["expectedPods"]
+                ),
+                timeout=60,
+                what=f"budget {name} to count its healthy pods",
+            )
 
 
 def stick(cluster: Cluster, seed: Seed) -> dict[str, Any]:
-    """Make the seed stick and return its Pending pod (as the scheduler left it)."""
+    """Make the seed stick and return its Pending pod (as the scheduler left it); for a seed
+    where nothing is Pending, the first of its pods once every one is bound."""
     if seed.ready_first:
         first_rollout(cluster, seed)
     if seed.stick:
-        cluster.plane.kubectl("-n", cluster.ns, *seed.stick)
+        done = cluster.plane.kubectl("-n", cluster.ns, *seed.stick, check=not seed.stick_fails)
+        if seed.stick_fails:
+            assert done.returncode != 0, f"kubectl {' '.join(seed.stick)} was meant to fail:\n{done.stdout}"
+    for obj in seed.stick_objects:
+        obj = substitute(obj, cluster.ns)
+        obj["metadata"]["namespace"] = cluster.ns
+        cluster.api.create(obj)
+    if not seed.pending:  # the new workload rolled out: every pod bound and Ready
+        first_rollout(cluster, dataclasses.replace(seed, objects=seed.stick_objects))
+        return next(
+            p
+            for p in cluster.api.get(f"/api/v1/namespaces/{cluster.ns}/pods")["items"]
+            if matches(p, seed.stuck_label)
+        )
     return cluster.api.wait_for(
         f"/api/v1/namespaces/{cluster.ns}/pods",
         lambda p: pending(p, seed.stuck_label),
@@ -148,3 +178,5 @@ def apply_remedy(cluster: Cluster, seed: Seed, remedy: dict[str, Any], cleanup: 
                 cleanup.append(object_path(doc))
     for new in seed.adds_nodes:
         cluster.api.create(new)
+    if seed.after_remedy:
+        cluster.plane.kubectl("-n", cluster.ns, *seed.after_remedy)

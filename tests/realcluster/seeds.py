@@ -67,6 +67,16 @@ class Seed:
     # The remedy adds capacity, which no kubectl command does: the test registers these Nodes
     # instead (the fake kubelet runs them), as a node group scaling up would.
     adds_nodes: list[dict[str, Any]] = field(default_factory=list)
+    # -- what the fixture recorder (record_seeds.py) needs beyond the replay tests --
+    demo: str = ""  # the demo scenario (agent/demo/scenarios/<demo>) recorded from this seed
+    namespace: str = ""  # where the recorder plays it (default: the seed's id)
+    stick_fails: bool = False  # ``stick`` exits non-zero by design (a drain that times out on a refusal)
+    stick_objects: list[dict[str, Any]] = field(default_factory=list)  # created after ``stick``
+    pending: bool = True  # False: nothing is Pending when stuck (pods pile up where they run)
+    after_remedy: list[str] = field(default_factory=list)  # kubectl args the remedy says to run next
+    # Per-pod usage by ``app`` label, as metrics.k8s.io would report it: the control plane runs no
+    # containers and no metrics-server, so the recorder writes PodMetrics/NodeMetrics from these.
+    usage: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def seeds() -> list[Seed]:
@@ -74,6 +84,8 @@ def seeds() -> list[Seed]:
     return [
         Seed(
             id="gpu-rollout-deadlock",
+            namespace="vision",
+            demo="gpu-rollout-deadlock",
             nodes=[
                 *plain,
                 node("gpu-node", cpu="8", memory="32Gi", extra={GPU: "1"}, labels={"gpu": "a10g"}),
@@ -105,6 +117,8 @@ def seeds() -> list[Seed]:
         ),
         Seed(
             id="node-selector-matches-nothing",
+            namespace="ml",
+            demo="gpu-selector-typo",
             nodes=[node(f"gpu-{i}", labels={"gpu-type": "a10g"}) for i in range(3)],
             objects=[
                 deployment(
@@ -385,5 +399,123 @@ def seeds() -> list[Seed]:
             rule_id="volume-binding",
             subject="etl",
             remedy_contains="claimRef:",
+        ),
+    ]
+
+
+# -- seeds only the fixture recorder plays (the demo's storylines) ---------------------------------
+
+EVICTION_REFUSED = "Cannot evict pod as it would violate the pod's disruption budget."
+
+
+def drain_objects() -> list[dict[str, Any]]:
+    """A filler leaving node-3 no room (created first, so the scheduler knows it), then storefront
+    (3 x 500m, minAvailable 2), which lands on node-2 as node-1 is cordoned."""
+    store = deployment("storefront", 3, {"containers": [container("registry.example/store:1", cpu="500m")]})
+    filler = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "batch-filler", "labels": {"app": "filler"}},
+        "spec": {
+            "nodeName": "node-3",
+            "terminationGracePeriodSeconds": 0,
+            "containers": [container("registry.example/batch:1", cpu="1600m")],
+        },
+    }
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "storefront"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "storefront"}}},
+    }
+    return [filler, store, budget]
+
+
+DRAIN = ["drain", "node-2", "--ignore-daemonsets"]
+
+
+def recorder_seeds() -> list[Seed]:
+    """The PDB-blocked drain (seed 004) and the Cassandra load skew (seed 003): stories the
+    replay tests cover elsewhere (test_seeds.py's drain test) or that leave no pod Pending."""
+    no_requests = {
+        "nodeSelector": {"role": "cassandra"},
+        "containers": [{"name": "cassandra", "image": "registry.example/cassandra:4.1"}],
+    }
+    cassandra = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "cassandra"},
+        "spec": {
+            "replicas": 3,
+            "serviceName": "cassandra",
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": {"app": "cassandra"}},
+            "template": {
+                "metadata": {"labels": {"app": "cassandra"}},
+                "spec": {"terminationGracePeriodSeconds": 0, **no_requests},
+            },
+        },
+    }
+    return [
+        Seed(
+            id="pdb-blocked-drain",
+            namespace="shop",
+            demo="pdb-blocked-drain",
+            nodes=[
+                node("node-1", cpu="2", unschedulable=True),
+                node("node-2", cpu="2"),
+                node("node-3", cpu="2"),
+            ],
+            objects=drain_objects(),
+            stuck_label={"app": "storefront"},
+            ready_first=True,
+            # the first eviction passes (1 disruption allowed), its replacement finds no node, the
+            # second is refused; kubectl drain retries every 5 s until --timeout
+            stick=[*DRAIN, "--timeout=10s"],
+            stick_fails=True,
+            message=(
+                "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were unschedulable. no new claims to "
+                "deallocate, preemption: 0/3 nodes are available: 1 No preemption victims found for incoming "
+                "pod, 2 Preemption is not helpful for scheduling."
+            ),
+            severity="critical",
+            rule_id="pdb-blocks-eviction",
+            subject="storefront",
+            remedy_contains="uncordon node-1",
+            after_remedy=[*DRAIN, "--timeout=60s"],  # "then let the drain continue"
+        ),
+        Seed(
+            id="cassandra-load-skew",
+            namespace="db",
+            demo="cassandra-load-skew",
+            # Cassandra's nodes (role=cassandra) beside an app node; the real scheduler spreads the
+            # three replicas 2 + 1, and the node with two runs hot while nothing is requested there
+            nodes=[
+                node("node-1", cpu="4", memory="16Gi", labels={"role": "app"}),
+                node("node-2", cpu="4", memory="16Gi", labels={"role": "cassandra"}),
+                node("node-3", cpu="4", memory="16Gi", labels={"role": "cassandra"}),
+            ],
+            objects=[
+                deployment(
+                    "search",
+                    2,
+                    {
+                        "nodeSelector": {"role": "app"},
+                        "containers": [container("registry.example/search:1", cpu="1500m", memory="6Gi")],
+                    },
+                )
+            ],
+            ready_first=True,
+            stick_objects=[cassandra],
+            pending=False,
+            stuck_label={"app": "cassandra"},
+            message="",
+            rule_id="requests-missing-load-skew",
+            subject="cassandra",
+            remedy_contains="kubectl set resources statefulset/cassandra",
+            usage={
+                "search": {"cpu": "1200m", "memory": "5Gi"},
+                "cassandra": {"cpu": "1500m", "memory": "5Gi"},
+            },
         ),
     ]

@@ -36,7 +36,7 @@ from storage.models import Incident
 from tests.realcluster.conftest import Cluster, scheduled_condition
 from tests.realcluster.harness import KUBE_VERSION, ApiError
 from tests.realcluster.replay import all_scheduled, apply_remedy, pending, run_remedy, set_up, stick
-from tests.realcluster.seeds import Seed, deployment, seeds
+from tests.realcluster.seeds import EVICTION_REFUSED, Seed, drain_objects, recorder_seeds, seeds
 from tests.realcluster.verdicts import (
     cluster_objects,
     cluster_objects_with_workloads,
@@ -204,52 +204,14 @@ async def test_watch_opens_the_incident_and_the_remedy_resolves_it(
 
 # -- the PDB-blocked drain, with a real `kubectl drain` ----------------------------------------------
 
-EVICTION_REFUSED = "Cannot evict pod as it would violate the pod's disruption budget."
-DRAIN_MESSAGE = (
-    "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were unschedulable. no new claims to deallocate, "
-    "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not "
-    "helpful for scheduling."
-)
+DRAIN_MESSAGE = next(s.message for s in recorder_seeds() if s.id == "pdb-blocked-drain")
 
 
 def drain_seed_objects(ns: str) -> list[dict[str, Any]]:
-    filler = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "batch-filler", "namespace": ns, "labels": {"app": "filler"}},
-        "spec": {
-            "nodeName": "node-3",
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {
-                    "name": "app",
-                    "image": "registry.example/batch:1",
-                    "resources": {"requests": {"cpu": "1600m"}},
-                }
-            ],
-        },
-    }
-    store = deployment(
-        "storefront",
-        3,
-        {
-            "containers": [
-                {
-                    "name": "app",
-                    "image": "registry.example/store:1",
-                    "resources": {"requests": {"cpu": "500m"}},
-                }
-            ]
-        },
-    )
-    store["metadata"]["namespace"] = ns
-    budget = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "storefront", "namespace": ns},
-        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "storefront"}}},
-    }
-    return [filler, store, budget]
+    objects = drain_objects()
+    for obj in objects:
+        obj["metadata"]["namespace"] = ns
+    return objects
 
 
 async def test_pdb_blocked_drain_retries_on_the_real_refusal_and_the_remedy_lets_it_finish(

@@ -52,4 +52,10 @@ def test_the_simulation_says_what_the_recorded_scheduler_said(case: Path) -> Non
         assert preemption_histogram(verdict.message) == preemption_histogram(said)
         checked += 1
     gated = any(o["kind"] == "Pod" and o["spec"].get("schedulingGates") for o in objects)
-    assert checked or gated, "no pending pod in the recording"
+    assert checked or gated or not _seed(case).pending, "no pending pod in the recording"
+
+
+def _seed(case: Path):  # type: ignore[no-untyped-def]
+    from tests.realcluster.record_seeds import recordable
+
+    return next(s for s in recordable() if s.id == case.name)

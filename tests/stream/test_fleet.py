@@ -22,17 +22,21 @@ from agent.stream.fleet import Fleet, meta_key
 from agent.stream.publisher import DeltaPublisher
 from storage.models import Incident, Notification
 
+SCENARIO = SCENARIOS / "gpu-rollout-deadlock"
+# What a publisher in the recorded cluster says in its hello: the release's major.minor.
+KUBE_VERSION = ".".join(Scenario.load(SCENARIO).server_version.removeprefix("v").split(".")[:2])
+
 
 async def recorded_stream(tmp_path: Path) -> list[list[bytes]]:
     """The gpu-rollout-deadlock scenario as a publisher encodes it: [initial list, step 1, step 2, …]."""
-    scenario = Scenario.load(SCENARIOS / "gpu-rollout-deadlock")
+    scenario = Scenario.load(SCENARIO)
     cluster = scenario.cluster()
     await cluster.start()
     gateway = Gateway(str(cluster.write_kubeconfig(tmp_path / "kubeconfig")))
     publisher = DeltaPublisher("seed-1", bootstrap="127.0.0.1:1", topic="unused", partitions=1)  # never sends
     await gateway.open()
     try:
-        publisher.hello("1.30")
+        publisher.hello(KUBE_VERSION)
         watcher = Watcher(gateway, publisher)
         task = asyncio.create_task(watcher.run())
         await asyncio.wait_for(watcher.wait_synced(), 30)
@@ -86,7 +90,7 @@ async def test_takeover_rebuilds_from_the_table_and_redelivery_duplicates_nothin
     first = new_fleet(sessions, table, dead)
     offset = await feed(first, initial + deadlock)
     rt = first.runtimes["seed-1"]
-    assert rt.synced and rt.cache.state.kube_version == "1.30"
+    assert rt.synced and rt.cache.state.kube_version == KUBE_VERSION
     await rt.pipeline.run_pass()
     assert await counts(sessions) == ([("rollout-surge-deadlock", "open")], 1)  # one outbox row: opened
     objects = len(rt.cache.state.snapshot().pods), len(rt.cache.state.snapshot().deployments)
@@ -98,7 +102,7 @@ async def test_takeover_rebuilds_from_the_table_and_redelivery_duplicates_nothin
     rt2 = second.runtimes["seed-1"]
     snap = rt2.cache.state.snapshot()
     assert (len(snap.pods), len(snap.deployments)) == objects
-    assert rt2.synced and rt2.cache.state.kube_version == "1.30"
+    assert rt2.synced and rt2.cache.state.kube_version == KUBE_VERSION
     assert rt2.applied_seq == codec.decode((initial + deadlock)[-1]).seq  # how far it was applied
     # …and the records after the last commit arrive again: applied again, nothing duplicated.
     await feed(second, deadlock, offset - len(deadlock))
