@@ -741,6 +741,7 @@ class Decoder:
         # carries five conditions, and every watch event of a pod decodes them).
         scheduled: Condition | None = None
         ready = False
+        preempted: bool | None = None
         for c in status.get("conditions") or ():
             ctype = c.get("type")
             if ctype == "PodScheduled":
@@ -749,6 +750,10 @@ class Decoder:
                     scheduled = held if held is not None and _same_condition(c, held) else self._condition(c)
             elif ctype == "Ready" and c.get("status") == "True":
                 ready = True
+            elif ctype == "DisruptionTarget" and preempted is None:
+                # podTerminatingByPreemption (default_preemption.go) reads the first one.
+                preempted = c.get("status") == "True" and c.get("reason") == "PreemptionByScheduler"
+        preempted = bool(preempted)
         if prev is None:
             return Pod(
                 namespace=self.s(meta.get("namespace") or "default"),
@@ -766,6 +771,7 @@ class Decoder:
                 nominated_node=self.s(status.get("nominatedNodeName")),
                 annotations=self._pod_annotations(meta.get("annotations")),
                 resource_claim_statuses=self._claim_statuses(status),
+                preempted_by_scheduler=preempted,
             )
         # Seen before (a watch MODIFIED): keep the held record's values where
         # the object still says the same; usually only a container status moved.
@@ -803,6 +809,7 @@ class Decoder:
             and nominated is prev.nominated_node
             and annotations is prev.annotations
             and claim_statuses is prev.resource_claim_statuses
+            and preempted is prev.preempted_by_scheduler
         ):
             return prev
         return Pod(
@@ -821,6 +828,7 @@ class Decoder:
             nominated_node=nominated,
             annotations=annotations,
             resource_claim_statuses=claim_statuses,
+            preempted_by_scheduler=preempted,
         )
 
     def _pod_annotations(self, value: Any) -> FrozenMap[str]:

@@ -286,6 +286,9 @@ class Pod:
     # status.resourceClaimStatuses: spec.resourceClaims[].name -> the generated
     # claim's name ("" when none was generated, a valid case).
     resource_claim_statuses: FrozenMap[str] = EMPTY_MAP
+    # Its first DisruptionTarget condition is True with reason PreemptionByScheduler:
+    # kube-scheduler preempted it (what podTerminatingByPreemption looks for).
+    preempted_by_scheduler: bool = False
 
     @property
     def key(self) -> tuple[str, str]:

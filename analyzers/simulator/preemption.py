@@ -5,7 +5,8 @@ preemption.go).
 1. PodEligibleToPreemptOthers: ``preemptionPolicy: Never`` → ``preemption: not
    eligible due to preemptionPolicy=Never.``; a lower-priority pod already
    terminating on the pod's nominated node → ``... a terminating pod on the
-   nominated node.``
+   nominated node.`` (1.27+: only one kube-scheduler preempted, its DisruptionTarget
+   condition reading PreemptionByScheduler -- podTerminatingByPreemption)
 2. Only nodes whose (first) failing status is Unschedulable are tried; the
    others count as ``Preemption is not helpful for scheduling``.
 3. SelectVictimsOnNode: no pod of lower priority → ``No preemption victims
@@ -188,8 +189,13 @@ def preempt(
         )
     nominated = table.index.get(cycle.pod.nominated_node) if cycle.pod.nominated_node else None
     if nominated is not None and nominated_code != C.UNRESOLVABLE:
+        by_preemption_only = wording.terminating_by_preemption_only
         for p in table.pods[nominated]:
-            if p.deleted is not None and cycle.snapshot.priority_of(p) < cycle.priority:
+            if (
+                p.deleted is not None
+                and cycle.snapshot.priority_of(p) < cycle.priority
+                and (p.preempted_by_scheduler or not by_preemption_only)
+            ):
                 return verdict(
                     False,
                     f"preemption: {NOT_ELIGIBLE_TERMINATING}",

@@ -90,6 +90,11 @@ class Wording:
     volume_restrictions_reads_claims: bool = True
     # RunPreFilterPlugins keeps an Unschedulable PreFilter status and runs the others (kubernetes#119770).
     prefilter_runs_past_unschedulable: bool = True
+    # PodEligibleToPreemptOthers: only a pod terminating *by preemption* (DisruptionTarget
+    # PreemptionByScheduler) on the nominated node blocks another preemption (1.27+,
+    # podTerminatingByPreemption with PodDisruptionConditions on by default); before, any
+    # terminating lower-priority pod did.
+    terminating_by_preemption_only: bool = True
 
     @property
     def label(self) -> str:
@@ -149,4 +154,5 @@ def wording_for(kube_version: str | None) -> Wording:
         dra_postfilter=minor >= (1, 34),
         volume_restrictions_reads_claims=minor >= (1, 27),
         prefilter_runs_past_unschedulable=minor >= PREFILTER_PAST_UNSCHEDULABLE,
+        terminating_by_preemption_only=minor >= (1, 27),
     )

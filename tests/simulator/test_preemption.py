@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from analyzers.simulator import simulate
 from tests.simulator.builders import node, pod, pod_of, snapshot, taint
 
@@ -106,14 +108,42 @@ def test_preemption_policy_from_the_priority_class() -> None:
     assert not run(objs).preemption.eligible
 
 
-def test_terminating_victim_on_the_nominated_node_blocks_more_preemption() -> None:
-    objs = [
-        node("a", cpu="1"),
-        pod("leaving", node_name="a", requests={"cpu": "1"}, priority=-5, deleting=True),
-        pod("p", requests={"cpu": "1"}, nominated="a"),
-    ]
-    v = run(objs)
-    assert v.preemption.message == "preemption: not eligible due to a terminating pod on the nominated node."
+def _leaving(condition: dict[str, str] | None) -> dict[str, Any]:
+    leaving = pod("leaving", node_name="a", requests={"cpu": "1"}, priority=-5, deleting=True)
+    if condition is not None:
+        leaving.setdefault("status", {}).setdefault("conditions", []).append(
+            {"type": "DisruptionTarget", "status": "True", **condition}
+        )
+    return leaving
+
+
+PREEMPTED = {"reason": "PreemptionByScheduler", "message": "Kubernetes default scheduler: preempting"}
+EVICTED = {"reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}
+
+
+@pytest.mark.parametrize(
+    ("version", "condition", "blocks"),
+    [
+        # <= 1.26: any terminating lower-priority pod (default_preemption.go v1.26.15).
+        ("1.26", None, True),
+        ("1.26", EVICTED, True),
+        # 1.27+: podTerminatingByPreemption -- only the scheduler's own victims (v1.27.16 .. v1.35.4).
+        ("1.27", PREEMPTED, True),
+        ("1.27", None, False),
+        ("1.35", PREEMPTED, True),
+        ("1.35", EVICTED, False),
+        ("1.35", None, False),
+    ],
+)
+def test_a_terminating_pod_on_the_nominated_node_blocks_more_preemption_by_version(
+    version: str, condition: dict[str, str] | None, blocks: bool
+) -> None:
+    objs = [node("a", cpu="1"), _leaving(condition), pod("p", requests={"cpu": "1"}, nominated="a")]
+    v = run(objs, version=version)
+    blocked = v.preemption.message.endswith(
+        "preemption: not eligible due to a terminating pod on the nominated node."
+    )
+    assert blocked is blocks, v.preemption.message
 
 
 def test_preemption_dry_run_with_inter_pod_anti_affinity() -> None:
