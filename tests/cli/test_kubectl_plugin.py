@@ -173,53 +173,46 @@ async def test_errors_are_kubectls(tmp_path: Path) -> None:
         await cluster.stop()
 
 
-async def test_pod_reads_the_events_of_what_it_waits_on(tmp_path: Path) -> None:
-    """pod/NAME also reads its claims' events: scheduler-error quotes the provisioner's
-    own refusal (the golden case prebind-provisioning-failed, served by the fake API)."""
+async def _golden_pod(tmp_path: Path, case: str, pod: str, namespace: str) -> list[dict[str, Any]]:
+    """``kubectl unstick pod/POD -o json`` against a golden case served by the fake API
+    (no --now: the golden pods were created days before the wall clock, past every threshold)."""
     from agent.fakecluster import FakeCluster as Cluster
     from tests.scenarios.test_golden import load_case
 
-    case = Path(__file__).parents[1] / "scenarios" / "scheduler-error" / "prebind-provisioning-failed"
-    objects, _ = load_case(case)
+    objects, _ = load_case(Path(__file__).parents[1] / "scenarios" / case)
     cluster = Cluster()
     for obj in objects:
         cluster.apply(obj)
     await cluster.start()
     try:
         kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig", context="fake")
-        # No --now: the pod was created days before the wall clock, past every threshold.
         code, out, err = await run(
-            PLUGIN, "pod/orders-db-0", "-n", "orders", "--kubeconfig", str(kubeconfig), "-o", "json"
+            PLUGIN, f"pod/{pod}", "-n", namespace, "--kubeconfig", str(kubeconfig), "-o", "json"
         )
         assert code == 0, err
-        [finding] = [f for f in json.loads(out)["findings"] if f["rule_id"] == "scheduler-error"]
-        assert finding["evidence"]["claim_event"]["reason"] == "ProvisioningFailed"
-        assert "VolumeLimitExceeded" in finding["explanation"]
+        findings: list[dict[str, Any]] = json.loads(out)["findings"]
+        return findings
     finally:
         await cluster.stop()
+
+
+async def test_pod_reads_the_events_of_what_it_waits_on(tmp_path: Path) -> None:
+    """pod/NAME also reads its claims' events: scheduler-error quotes the provisioner's
+    own refusal."""
+    findings = await _golden_pod(
+        tmp_path, "scheduler-error/prebind-provisioning-failed", "orders-db-0", "orders"
+    )
+    [finding] = [f for f in findings if f["rule_id"] == "scheduler-error"]
+    assert finding["evidence"]["claim_event"]["reason"] == "ProvisioningFailed"
+    assert "VolumeLimitExceeded" in finding["explanation"]
 
 
 async def test_a_pod_kueue_gates_reads_its_workloads_words(tmp_path: Path) -> None:
     """pod/NAME of a pod behind kueue.x-k8s.io/admission reads the namespace's Workload
-    events: scheduling-gated quotes Kueue's Pending (golden case kueue-quota-in-use)."""
-    from agent.fakecluster import FakeCluster as Cluster
-    from tests.scenarios.test_golden import load_case
-
-    case = Path(__file__).parents[1] / "scenarios" / "scheduling-gated" / "kueue-quota-in-use"
-    objects, _ = load_case(case)
-    cluster = Cluster()
-    for obj in objects:
-        cluster.apply(obj)
-    await cluster.start()
-    try:
-        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig", context="fake")
-        code, out, err = await run(
-            PLUGIN, "pod/embeddings-worker-6f4d8c7b95-9r58l", "-n", "ml-team-a", "--kubeconfig", str(kubeconfig),
-            "-o", "json",
-        )  # fmt: skip
-        assert code == 0, err
-        [finding] = [f for f in json.loads(out)["findings"] if f["rule_id"] == "scheduling-gated"]
-        assert finding["evidence"]["kueue_workload"] == "pod-embeddings-worker-6f4d8c7b95-9r58l-69c4e"
-        assert finding["evidence"]["kueue_reasons"] == ["queue-quota-in-use"]
-    finally:
-        await cluster.stop()
+    events: scheduling-gated quotes Kueue's Pending."""
+    findings = await _golden_pod(
+        tmp_path, "scheduling-gated/kueue-quota-in-use", "embeddings-worker-6f4d8c7b95-9r58l", "ml-team-a"
+    )
+    [finding] = [f for f in findings if f["rule_id"] == "scheduling-gated"]
+    assert finding["evidence"]["kueue_workload"] == "pod-embeddings-worker-6f4d8c7b95-9r58l-69c4e"
+    assert finding["evidence"]["kueue_reasons"] == ["queue-quota-in-use"]
