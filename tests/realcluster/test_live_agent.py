@@ -125,7 +125,8 @@ async def test_watch_records_the_bookmark_of_the_real_watch_cache_and_resumes_fr
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": "before", "namespace": ns},
-            "spec": {"containers": [{"name": "c", "image": "x"}]},
+            # No scheduler takes it: no binding or status write can reach the watch as a MODIFIED.
+            "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "x"}]},
         }
     )
     async with Gateway(str(cluster.plane.kubeconfig)) as gateway:
@@ -174,7 +175,7 @@ async def test_watch_records_the_bookmark_of_the_real_watch_cache_and_resumes_fr
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": {"name": "after", "namespace": ns},
-                "spec": {"containers": [{"name": "c", "image": "x"}]},
+                "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "x"}]},
             },
         )
         await asyncio.wait_for(after, 15)
