@@ -125,15 +125,10 @@ def _mark_absent_volume_kinds(state: ClusterState, listed: set[str]) -> None:
     """A dump that carries no object (and no listing) of a volume kind was made without
     it: a claim, volume or class a pod needs is then unknown, not missing."""
     from analyzers.simulator.volumes import VOLUME_KINDS
+    from analyzers.snapshot import KIND_COLLECTIONS
 
-    snapshot = state.snapshot()
-    present = {
-        "PersistentVolumeClaim": bool(snapshot.pvcs),
-        "PersistentVolume": bool(snapshot.pvs),
-        "StorageClass": bool(snapshot.storage_classes),
-    }
     for kind in VOLUME_KINDS:
-        if not present[kind] and kind not in listed:
+        if not state.collections[KIND_COLLECTIONS[kind]] and kind not in listed:
             state.mark_uncollected(kind)
 
 

@@ -16,7 +16,7 @@ itself for plain pods; a pod group's Workload is named after the group
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Final
 
 from analyzers.records import Event, OwnerRef, Pod
@@ -63,7 +63,7 @@ def candidate_workloads(pod: Pod, parents: Mapping[tuple[str, str], OwnerRef]) -
     return tuple(names)
 
 
-def newest_workload_event(events: Iterator[Event] | tuple[Event, ...]) -> Event | None:
+def newest_workload_event(events: Iterable[Event]) -> Event | None:
     """The newest of Kueue's Workload events that say why it is not admitted."""
     found = [ev for ev in events if ev.reason in WORKLOAD_EVENT_REASONS]
     return max(found, key=lambda ev: ev.last_seen or 0.0) if found else None

@@ -31,7 +31,7 @@ from analyzers.findings import Finding, ObjectRef, Remedy, Severity
 from analyzers.records import Pod
 from analyzers.rules._describe import are, duration, names, plural, what_if_verdict, where_fits
 from analyzers.rules.context import RuleContext
-from analyzers.simulator import dra
+from analyzers.simulator import dra, volumes
 
 RULE_ID = "scheduler-silent"
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -57,7 +57,7 @@ def _cause(ctx: RuleContext, pod: Pod) -> tuple[str, str] | None:
     if held is not None:
         return held.cause, held.name
     missing = [c for c in pod.spec.pvc_names if (pod.namespace, c) not in ctx.snapshot.pvcs]
-    if missing and not ctx.snapshot.lacks("PersistentVolumeClaim"):
+    if missing and not ctx.snapshot.lacks(volumes.PVC_KIND):
         return "missing-pvc", missing[0]
     return None
 

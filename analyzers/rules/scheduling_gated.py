@@ -141,12 +141,12 @@ def _finding(ctx: RuleContext, ref: ObjectRef, gates: tuple[str, ...], pods: lis
             )
         gate_words.append(text)
     kueue_event = _kueue_word(ctx, pods) if any(g.startswith("kueue.x-k8s.io/") for g in gates) else None
+    kueue_said = parse_message(kueue_event.message) if kueue_event is not None else None
     kueue_text = ""
-    if kueue_event is not None:
-        parsed = parse_message(kueue_event.message)
+    if kueue_event is not None and kueue_said is not None:
         kueue_text = f" Kueue says about Workload {kueue_event.involved.name}: {kueue_event.message!r}"
-        if parsed.kind == QUEUE and parsed.reasons:
-            kueue_text += f" ({parsed.reasons[0].info.meaning})"
+        if kueue_said.kind == QUEUE and kueue_said.reasons:
+            kueue_text += f" ({kueue_said.reasons[0].info.meaning})"
         kueue_text += "."
     explanation = (
         f"{count} of {what} {are(len(pods))} held by schedulingGates [{', '.join(gates)}]; the oldest, {oldest.name}, "
@@ -168,11 +168,10 @@ def _finding(ctx: RuleContext, ref: ObjectRef, gates: tuple[str, ...], pods: lis
         "queue_name": oldest.labels.get("kueue.x-k8s.io/queue-name"),
         "fits_once_ungated": ungated_ok,
     }
-    if kueue_event is not None:
-        parsed = parse_message(kueue_event.message)
+    if kueue_event is not None and kueue_said is not None:
         evidence["kueue_workload"] = kueue_event.involved.name
         evidence["kueue_message"] = kueue_event.message
-        evidence["kueue_reasons"] = [r.code for r in parsed.reasons] if parsed.kind == QUEUE else []
+        evidence["kueue_reasons"] = [r.code for r in kueue_said.reasons] if kueue_said.kind == QUEUE else []
     first_owner = owners[gates[0]].who
     return Finding(
         rule_id=RULE_ID,
