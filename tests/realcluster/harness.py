@@ -36,8 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-KUBE_VERSION = "v1.35.4"  # keep in step with build.sh and kubebuild/go.mod
 HERE = Path(__file__).resolve().parent
+# The pinned release lives in one file (kube-version) that build.sh reads too;
+# UNSTICK_REAL_KUBE_VERSION runs the tier on another release (build.sh builds it).
+KUBE_VERSION = os.environ.get("UNSTICK_REAL_KUBE_VERSION") or (HERE / "kube-version").read_text().strip()
 BUILD_SCRIPT = HERE / "build.sh"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 
