@@ -201,10 +201,17 @@ WORDING_MARKERS: tuple[tuple[str, tuple[int, int, int], tuple[int, int, int]], .
     ("node(s) had volume node affinity conflict", (1, 18, 0), (1, 32, 999)),
     ("node(s) didn't satisfy plugin(s) [NodeAffinity]", (1, 31, 0), _NEWEST),
     ("node is filtered out by the prefilter result", (1, 26, 0), (1, 30, 999)),
-    ("no new claims to deallocate", (1, 34, 0), _NEWEST),
+    ("no new claims to deallocate", (1, 34, 0), (1, 36, 999)),
+    ("still not schedulable", (1, 26, 0), (1, 36, 999)),
+    ("preemption: found a potential placement for pod on node", (1, 37, 0), _NEWEST),
     ("preemption: ", (1, 24, 0), _NEWEST),
 )
 _DOUBLE_DOT = re.compile(r"\.\. ?preemption: |\.\.$")
+# A preemption clause with no DynamicResources PostFilter text in front: 1.34-1.36 put one
+# there for every pod (DRA on by default), so such a message is either older or 1.37+.
+_BARE_PREEMPTION = "preemption without a DRA PostFilter text"
+_DRA_POSTFILTER_TEXTS = ("no new claims to deallocate, preemption: ", "still not schedulable, preemption: ")
+_AFTER_DRA_POSTFILTER = (1, 37, 0)
 
 
 @dataclass
@@ -264,6 +271,8 @@ class DumpFacts:
                         self.wording[phrase] = self.wording.get(phrase, 0) + 1
                 if _DOUBLE_DOT.search(message.rstrip()):
                     self.wording[".."] = self.wording.get("..", 0) + 1
+                if "preemption: " in message and not any(t in message for t in _DRA_POSTFILTER_TEXTS):
+                    self.wording[_BARE_PREEMPTION] = self.wording.get(_BARE_PREEMPTION, 0) + 1
 
     def kube_version(self, override: str | None = None) -> tuple[str, str]:
         """The kube-scheduler version to word messages as, and why (for people)."""
@@ -275,6 +284,10 @@ class DumpFacts:
             if phrase in self.wording:
                 low, high = max(low, lo), min(high, hi)
                 phrases.append(phrase)
+        if _BARE_PREEMPTION in self.wording and low >= (1, 34, 0) and low < _AFTER_DRA_POSTFILTER:
+            # Wording of 1.34+ whose preemption clause lacks DynamicResources' text: 1.37+.
+            low = _AFTER_DRA_POSTFILTER
+            phrases.append(_BARE_PREEMPTION)
         wording_ok = low <= high
         if self.server_version is not None:
             try:

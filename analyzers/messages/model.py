@@ -12,6 +12,7 @@ from analyzers.messages.reasons import (
     PREEMPTION_NO_VICTIMS,
     PREEMPTION_NOT_ELIGIBLE,
     PREEMPTION_NOT_HELPFUL,
+    PREEMPTION_PLACEMENT_FOUND,
     PVC_NOT_FOUND,
     VOLUME_RESTRICTIONS_PLUGIN,
     ReasonInfo,
@@ -33,6 +34,8 @@ NOT_ELIGIBLE: Final = "not-eligible"
 CANNOT_HELP: Final = "cannot-help"
 NO_CANDIDATE: Final = "no-candidate"
 VERDICT_UNKNOWN: Final = "unknown"
+# 1.37+: DefaultPreemption found a node and is evicting victims there (the note names it).
+PREEMPTING: Final = "preempting"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +98,8 @@ class Preemption:
 
     @property
     def verdict(self) -> str:
-        """``not-eligible`` (not attempted), ``cannot-help`` (every node is "not
+        """``not-eligible`` (not attempted), ``preempting`` (1.37+: a node was
+        found and its victims are evicted), ``cannot-help`` (every node is "not
         helpful" or has no victims), ``no-candidate`` (some nodes still fail after
         removing victims) or ``unknown`` (no reasons, or one unstick does not know,
         e.g. cut short)."""
@@ -105,6 +109,8 @@ class Preemption:
                 return NOT_ELIGIBLE
             if code == PREEMPTION_NOT_HELPFUL:
                 return CANNOT_HELP
+            if code == PREEMPTION_PLACEMENT_FOUND:
+                return PREEMPTING
             return VERDICT_UNKNOWN
         if not self.reasons or any(r.info.code == OTHER for r in self.reasons):
             return VERDICT_UNKNOWN

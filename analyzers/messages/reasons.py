@@ -94,6 +94,8 @@ NO_NODES: Final = "no-nodes"
 PREEMPTION_NO_VICTIMS: Final = "preemption-no-victims"
 PREEMPTION_NOT_HELPFUL: Final = "preemption-not-helpful"
 PREEMPTION_NOT_ELIGIBLE: Final = "preemption-not-eligible"
+# 1.37+ (preemption.go Evaluator.Preempt, kubernetes#140180): a candidate was found, victims go.
+PREEMPTION_PLACEMENT_FOUND: Final = "preemption-placement-found"
 # Autoscalers (cluster-autoscaler node groups, Karpenter NodePools).
 AUTOSCALER_LIMIT: Final = "autoscaler-limit"
 AUTOSCALER_NOT_READY: Final = "autoscaler-not-ready"
@@ -145,6 +147,7 @@ ALL_CODES: Final[tuple[str, ...]] = (
     PREEMPTION_NO_VICTIMS,
     PREEMPTION_NOT_HELPFUL,
     PREEMPTION_NOT_ELIGIBLE,
+    PREEMPTION_PLACEMENT_FOUND,
     AUTOSCALER_LIMIT,
     AUTOSCALER_NOT_READY,
     AUTOSCALER_BACKOFF,
@@ -404,6 +407,11 @@ _INSUFFICIENT_NATIVE_RE: Final = re.compile(r"^Insufficient resources: (\S+) \(r
 _NODE_ALLOCATE_TIMEOUT_RE: Final = re.compile(r"^node \S+: timed out trying to allocate devices$")
 # dynamicresources.go PreEnqueue (ErrClaimNotFound): the pod's claim does not exist yet.
 _CLAIM_NOT_CREATED_RE: Final = re.compile(r'^pod "([^"/]+)/([^"]+)": ResourceClaim not created yet$')
+# preemption.go Evaluator.Preempt (1.37+): "found a potential placement for pod on node %v,
+# preempting %d victims" -- the node DefaultPreemption nominated.
+PLACEMENT_FOUND_RE: Final = re.compile(
+    r"^found a potential placement for pod on node (\S+), preempting (\d+) victims$"
+)
 _REPEATED_RE: Final = re.compile(r"\s*\(repeated \d+ times\)$")
 
 
@@ -489,6 +497,10 @@ def classify_reason(text: str) -> ReasonInfo:
         match = _DEVICE_CLASS_RE.match(text)
         if match is not None:
             return ReasonInfo(DRA_CLAIM_MISSING, DYNAMIC_RESOURCES, object_name=match.group(2))
+    if text.startswith("found a potential placement "):
+        match = PLACEMENT_FOUND_RE.match(text)
+        if match is not None:
+            return ReasonInfo(PREEMPTION_PLACEMENT_FOUND, DEFAULT_PREEMPTION, object_name=match.group(1))
     if text.startswith("node(s) had condition"):
         return ReasonInfo(NODE_NOT_READY, NODE_CONDITION)
     if text.startswith(("max cluster ", "exceeded quota: ")) and (
@@ -609,6 +621,10 @@ _MEANINGS: Final[dict[str, str]] = {
     PREEMPTION_NOT_ELIGIBLE: (
         "the pod may not preempt others (preemptionPolicy: Never, or a victim of an earlier "
         "preemption is still terminating)"
+    ),
+    PREEMPTION_PLACEMENT_FOUND: (
+        "preemption chose node{name} and is evicting lower-priority pods there; the pod "
+        "schedules once they are gone"
     ),
     AUTOSCALER_LIMIT: (
         "the node group or NodePool is at a limit (its maximum size, the cluster's node or "

@@ -57,6 +57,7 @@ from analyzers.messages.reasons import (
     PREEMPTION_NO_VICTIMS,
     PREEMPTION_NOT_ELIGIBLE,
     PREEMPTION_NOT_HELPFUL,
+    PREEMPTION_PLACEMENT_FOUND,
     ReasonInfo,
     beginning_codes,
     classify_reason,
@@ -304,6 +305,9 @@ def _parse_preemption(text: str) -> tuple[Preemption, bool]:
         # Nothing, or a header cut short ("0/10 nodes are avai"): no verdict.
         return Preemption(None, (), None), not found
     info = classify_reason(note)
+    if info.code == PREEMPTION_PLACEMENT_FOUND:
+        # 1.37's success note ends the message without a full stop: complete as it is.
+        return Preemption(None, (), note, info), False
     if not found and info.code == OTHER:
         info = classify_truncated(note) or info
     return Preemption(None, (), note, info), not found

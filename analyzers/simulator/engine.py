@@ -2,7 +2,7 @@
 node in the default plugin order, then DefaultPreemption, then the message.
 
 Plugin order: pkg/scheduler/apis/config/v1/default_plugins.go (SchedulingGates,
-NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
+NodeUnschedulable, NodeName -- NodeName, NodeUnschedulable since 1.37 --, TaintToleration, NodeAffinity, NodePorts,
 NodeResourcesFit, VolumeRestrictions, ...Limits, VolumeBinding, VolumeZone,
 PodTopologySpread, InterPodAffinity, DefaultPreemption). The framework stops
 at a node's first failing filter (RunFilterPlugins); the simulator evaluates
@@ -25,7 +25,7 @@ from analyzers.simulator.render import fit_error
 from analyzers.simulator.resources import NodeResourcesFit
 from analyzers.simulator.results import FilterFailure, NodeVerdict, PodVerdict, PreemptionVerdict
 from analyzers.simulator.spread import PodTopologySpread
-from analyzers.simulator.versions import wording_for
+from analyzers.simulator.versions import Wording, wording_for
 from analyzers.simulator.volumes import VolumeBinding, VolumeRestrictions
 from analyzers.snapshot import ClusterSnapshot
 
@@ -47,6 +47,23 @@ PREFILTERS: tuple[Plugin, ...] = tuple(
     for p in (*FILTERS[:6], VolumeRestrictions(), *FILTERS[6:])
     if p.name in (C.NODE_AFFINITY, C.VOLUME_RESTRICTIONS_PLUGIN, C.VOLUME_BINDING, C.INTER_POD_AFFINITY)
 )
+
+
+def filter_order(wording: Wording) -> tuple[Plugin, ...]:
+    """:data:`FILTERS` in ``wording``'s release order: 1.37 runs NodeName before
+    NodeUnschedulable (default_plugins.go at v1.37.0)."""
+    if not wording.node_name_before_unschedulable:
+        return FILTERS
+    names = [p.name for p in FILTERS]
+    if C.NODE_NAME not in names or C.NODE_UNSCHEDULABLE_PLUGIN not in names:
+        return FILTERS
+    i, j = names.index(C.NODE_UNSCHEDULABLE_PLUGIN), names.index(C.NODE_NAME)
+    if i > j:
+        return FILTERS
+    order = list(FILTERS)
+    order[i], order[j] = order[j], order[i]
+    return tuple(order)
+
 
 GATED_MESSAGE = (
     "Scheduling is blocked due to non-empty scheduling gates"  # PodScheduled=False, SchedulingGated
@@ -81,7 +98,8 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
     absent = _prefilter_result_outcome(cycle)
     if absent is not None:
         outcomes.append(absent)
-    for plugin in FILTERS:
+    filters = filter_order(wording)
+    for plugin in filters:
         out = plugin.filter_all(cycle)
         if out is not None:
             outcomes.append(out)
@@ -135,7 +153,7 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
         if total:
             preemption = preempt(
                 cycle,
-                FILTERS,
+                filters,
                 outcomes,
                 potential=potential,
                 nominated_code=first_codes.get(nominated) if nominated is not None else None,

@@ -16,8 +16,13 @@ preemption.go).
    earliest start) while the pod still fits.
 4. DryRunPreemption stops once it has max(10% of the tried nodes, 100)
    candidates (one of them not violating a PDB). Any candidate → preemption
-   succeeds and kube-scheduler prints no ``preemption:`` clause; none → the
-   clause is ``preemption: 0/N nodes are available: <histogram>.``
+   succeeds: until 1.36 kube-scheduler prints no ``preemption:`` clause, since
+   1.37 ``preemption: found a potential placement for pod on node <node>,
+   preempting <n> victims`` for the candidate pickOneNodeForPreemption chooses
+   (fewest PDB violations, lowest highest victim priority, lowest sum of victim
+   priorities, fewest victims, latest start of the highest-priority victims,
+   then the first; preemption.go at v1.37.2); none → the clause is
+   ``preemption: 0/N nodes are available: <histogram>.``
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from analyzers.simulator.render import (
     NOT_ELIGIBLE_NEVER,
     NOT_ELIGIBLE_TERMINATING,
     NOT_HELPFUL,
+    PLACEMENT_FOUND,
     preemption_fit_error,
 )
 from analyzers.simulator.resources import checked_requests, resource_outcome
@@ -130,8 +136,7 @@ def select_victims(cycle: Cycle, plugins: Sequence[Plugin], i: int) -> _Candidat
             else:
                 victims.append(pod)
                 if group_violates:
-                    # Only "none or some" is read (== 0, candidate order): -1 or 2 would agree.
-                    violations += 1  # pragma: no mutate
+                    violations += 1
     if not victims:
         name = cycle.table.names[i]
         return FilterFailure(
@@ -233,9 +238,15 @@ def preempt(
         ordered = [c for c in candidates if c.pdb_violations == 0] + [
             c for c in candidates if c.pdb_violations
         ]
+        chosen = pick_one(cycle, ordered)
         return verdict(
             True,
-            "",
+            (
+                "preemption: "
+                + PLACEMENT_FOUND.format(node=table.names[chosen.node], victims=len(chosen.victims))
+                if wording.preemption_placement_message
+                else ""
+            ),
             candidates=tuple(table.names[c.node] for c in ordered),
             victims=FrozenMap(
                 {table.names[c.node]: tuple((p.namespace, p.name) for p in c.victims) for c in ordered}
@@ -251,6 +262,39 @@ def preempt(
         codes[C.PREEMPTION_NOT_HELPFUL] = codes.get(C.PREEMPTION_NOT_HELPFUL, 0) + absent
     msg = f"preemption: {preemption_fit_error(total, reasons)}"
     return verdict(True, msg, reasons=FrozenMap(reasons), reason_counts=FrozenMap(codes))
+
+
+def pick_one(cycle: Cycle, candidates: Sequence[_Candidate]) -> _Candidate:
+    """pickOneNodeForPreemption (pkg/scheduler/framework/preemption/preemption.go,
+    v1.35.4-v1.37.2, no extender score functions): each criterion keeps the best
+    candidates, the next breaks their tie. Upstream takes the last tie's first
+    node of a map's iteration (random); here, the first in ``candidates``."""
+    priority_of = cycle.snapshot.priority_of
+    offset = 2**31  # math.MaxInt32+1: every priority counts >= 0 in the sum
+
+    def highest(c: _Candidate) -> int:
+        return priority_of(c.victims[0])  # victims are in importance order
+
+    def latest_start(c: _Candidate) -> float:
+        # util.GetEarliestPodStartTime: the earliest start among the highest-priority victims.
+        top = highest(c)
+        starts = [v.created for v in c.victims if priority_of(v) == top and v.created is not None]
+        return -min(starts) if starts else float("inf")
+
+    criteria = (
+        lambda c: c.pdb_violations,
+        highest,
+        lambda c: sum(priority_of(v) + offset for v in c.victims),
+        lambda c: len(c.victims),
+        latest_start,
+    )
+    remaining = list(candidates)
+    for key in criteria:
+        best = min(key(c) for c in remaining)
+        remaining = [c for c in remaining if key(c) == best]
+        if len(remaining) == 1:
+            break
+    return remaining[0]
 
 
 def _triage(

@@ -41,7 +41,31 @@ releases we follow the patch number when the caller gives one.
   ahead of VolumeBinding's same words.
 - DynamicResources PostFilter (.../dynamicresources/dynamicresources.go): with
   DRA on by default (1.34 GA) a pod without claims adds ``no new claims to
-  deallocate`` before the preemption clause.
+  deallocate`` before the preemption clause (DynamicResources precedes
+  DefaultPreemption, apis/config/v1/default_plugins.go applyDynamicResources),
+  and a pod whose claims free nothing ``still not schedulable``. 1.37.0 drops
+  both: PostFilter returns ``fwk.NewStatus(fwk.Unschedulable)`` without a
+  reason (dynamicresources.go at v1.37.0 and v1.37.2; both texts are still in
+  v1.36.5).
+- DefaultPreemption success (pkg/scheduler/framework/preemption/preemption.go,
+  Evaluator.Preempt): until 1.36 a found candidate returns a Success status
+  without a message, so the FitError ends after the filter histogram; since
+  1.37 (kubernetes#140180) the message is ``preemption: found a potential
+  placement for pod on node %v, preempting %d victims`` (the node
+  pickOneNodeForPreemption chose, its victim count).
+- Filter order (pkg/scheduler/apis/config/v1/default_plugins.go): 1.37.0 moves
+  NodeName ahead of NodeUnschedulable (v1.36.5 still lists NodeUnschedulable
+  first); a node both cordoned and not the pod's ``spec.nodeName`` reports
+  the first failing plugin's reason.
+- Checked unchanged from 1.35.4 to 1.37.2: FitError.Error() (framework/types.go),
+  the filter plugins' reason constants (tainttoleration, nodeaffinity,
+  nodeports, noderesources/fit.go, nodeunschedulable, nodename, volumebinding,
+  volumerestrictions, volumezone, nodevolumelimits, podtopologyspread,
+  interpodaffinity), the preemption texts of default_preemption.go and
+  preemption.go for single pods, and RunPostFilterPlugins' joining of reasons
+  (framework/runtime/framework.go). New 1.36/1.37 texts that only pod groups
+  (GenericWorkload, off by default) or in-place resize (DeferredPodScheduling,
+  off by default) print are not simulated.
 """
 
 from __future__ import annotations
@@ -85,6 +109,7 @@ class Wording:
     prefilter_preemption_no_victims: bool
     prefilter_result_reason: str | None
     resource_unresolvable: bool
+    # DynamicResources' PostFilter texts (``no new claims to deallocate``): 1.34-1.36.
     dra_postfilter: bool
     # VolumeRestrictions' PreFilter reads the pod's claims (ReadWriteOncePod on by default, 1.27+).
     volume_restrictions_reads_claims: bool = True
@@ -95,6 +120,10 @@ class Wording:
     # podTerminatingByPreemption with PodDisruptionConditions on by default); before, any
     # terminating lower-priority pod did.
     terminating_by_preemption_only: bool = True
+    # DefaultPreemption's success message (1.37+, kubernetes#140180).
+    preemption_placement_message: bool = False
+    # NodeName filters before NodeUnschedulable (default_plugins.go, 1.37+).
+    node_name_before_unschedulable: bool = False
 
     @property
     def label(self) -> str:
@@ -151,8 +180,10 @@ def wording_for(kube_version: str | None) -> Wording:
         prefilter_preemption_no_victims=(1, 26) <= minor <= (1, 28),
         prefilter_result_reason=prefilter_result,
         resource_unresolvable=minor >= (1, 34),
-        dra_postfilter=minor >= (1, 34),
+        dra_postfilter=(1, 34) <= minor <= (1, 36),
         volume_restrictions_reads_claims=minor >= (1, 27),
         prefilter_runs_past_unschedulable=minor >= PREFILTER_PAST_UNSCHEDULABLE,
         terminating_by_preemption_only=minor >= (1, 27),
+        preemption_placement_message=minor >= (1, 37),
+        node_name_before_unschedulable=minor >= (1, 37),
     )

@@ -258,10 +258,29 @@ def test_the_scheduler_version_is_inferred_from_the_dump_and_says_why() -> None:
     )
     version, why = _facts(_node("v1.27.4-eks-1"), _node("v1.28.9")).kube_version()
     assert version == "1.28.9" and "kubeletVersion" in why and "v1.28.9" in why
-    # The scheduler's own words: "untolerated taint(s)" exists only from 1.34.2 on.
-    newest = _failed("0/3 nodes are available: 3 node(s) had untolerated taint(s). preemption: …")
+    # The scheduler's own words: "untolerated taint(s)" exists only from 1.34.2 on, and
+    # 1.34-1.36 put DynamicResources' PostFilter text in front of the preemption clause.
+    newest = _failed(
+        "0/3 nodes are available: 3 node(s) had untolerated taint(s). no new claims to deallocate, preemption: …"
+    )
     version, why = _facts(newest).kube_version()
     assert version == "1.34.2" and "untolerated taint(s)" in why
+    # Without it (dynamicresources.go PostFilter at v1.37.0 returns no reason): 1.37 or later.
+    bare = _failed("0/3 nodes are available: 3 node(s) had untolerated taint(s). preemption: …")
+    version, why = _facts(bare).kube_version()
+    assert version == "1.37" and "preemption without a DRA PostFilter text" in why
+    assert (
+        _facts(
+            _failed(
+                "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+            )
+        ).kube_version()[0]
+        == "1.33"
+    )
+    found = _failed(
+        "0/3 nodes are available: 3 Insufficient cpu. preemption: found a potential placement for pod on node n1, preempting 2 victims"
+    )
+    assert _facts(found).kube_version()[0] == "1.37"
     # The wording outranks kubelets that lag behind the control plane.
     version, why = _facts(_node("v1.31.0"), newest).kube_version()
     assert version == "1.34.2" and "over the nodes' kubeletVersion v1.31.0" in why

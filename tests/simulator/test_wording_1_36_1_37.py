@@ -1,0 +1,119 @@
+"""What kube-scheduler 1.36 and 1.37 print, from their sources (k8s.io/kubernetes
+v1.35.4, v1.36.5, v1.37.0 and v1.37.2 in the Go module cache).
+
+- pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go, PostFilter:
+  v1.36.5 ``return nil, fwk.NewStatus(fwk.Unschedulable, "no new claims to deallocate")``
+  (line 950); v1.37.0/v1.37.2 ``return nil, fwk.NewStatus(fwk.Unschedulable)`` (line 1171),
+  and ``"still not schedulable"`` is gone too.
+- pkg/scheduler/framework/preemption/preemption.go, Evaluator.Preempt, v1.37.2 line 196:
+  ``fwk.NewStatus(fwk.Success, fmt.Sprintf("found a potential placement for pod on node %v,
+  preempting %d victims", bestCandidate.Name(), len(bestCandidate.Victims().Pods)))``, which
+  default_preemption.go wraps as ``"preemption: "+msg``; v1.36.5 returns Success without one.
+- pkg/scheduler/apis/config/v1/default_plugins.go: v1.36.5 lists NodeUnschedulable,
+  NodeName; v1.37.0 NodeName, NodeUnschedulable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from analyzers.messages.model import PREEMPTING
+from analyzers.messages.parse import parse_message
+from analyzers.simulator import simulate, wording_for
+from tests.simulator.builders import node, pod, pod_of, snapshot
+
+PNH = "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+
+
+def run(objs: list[dict[str, Any]], version: str, name: str = "p"):  # type: ignore[no-untyped-def]
+    snap = snapshot(*objs)
+    return simulate(snap, pod_of(snap, name), kube_version=version)
+
+
+@pytest.mark.parametrize(
+    ("version", "note"),
+    [("1.34.0", True), ("1.35.4", True), ("1.36.5", True), ("1.37.0", False), ("1.37.2", False)],
+)
+def test_dynamic_resources_postfilter_text_is_printed_by_1_34_to_1_36_only(version: str, note: bool) -> None:
+    v = run([node("a", cpu="1"), pod("p", requests={"cpu": "2"})], version)
+    prefix = "no new claims to deallocate, " if note else ""
+    assert v.message == f"0/1 nodes are available: 1 Insufficient cpu. {prefix}{PNH}"
+    assert wording_for(version).dra_postfilter is note
+
+
+def _preemptable(version: str):  # type: ignore[no-untyped-def]
+    return run(
+        [
+            node("a", cpu="2"),
+            pod("low", node_name="a", requests={"cpu": "2"}, priority=0),
+            pod("p", requests={"cpu": "1"}, priority=1000),
+        ],
+        version,
+    )
+
+
+def test_a_found_candidate_is_named_by_1_37() -> None:
+    v = _preemptable("1.37.2")
+    assert v.message == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: found a potential placement for pod on node a, preempting 1 victims"
+    )
+    assert v.preemption.candidates == ("a",)
+
+
+@pytest.mark.parametrize("version", ["1.34.3", "1.35.4", "1.36.5"])
+def test_a_found_candidate_ends_the_message_after_the_filters_before_1_37(version: str) -> None:
+    # RunPostFilterPlugins returns DefaultPreemption's Success at once, dropping DynamicResources' text.
+    v = _preemptable(version)
+    assert v.message == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+def test_the_named_node_is_the_one_pick_one_node_for_preemption_chooses() -> None:
+    # Criterion 2 (minHighestPriorityScoreFunc) decides: b's highest victim has priority 5, a's 10.
+    objs = [
+        node("a", cpu="2"),
+        node("b", cpu="2"),
+        pod("on-a", node_name="a", requests={"cpu": "2"}, priority=10),
+        pod("on-b", node_name="b", requests={"cpu": "2"}, priority=5),
+        pod("p", requests={"cpu": "1"}, priority=1000),
+    ]
+    v = run(objs, "1.37.2")
+    assert v.message.endswith(
+        "preemption: found a potential placement for pod on node b, preempting 1 victims"
+    )
+    # Criterion 3 (minSumPrioritiesScoreFunc): the same highest priority, but a needs two victims.
+    objs = [
+        node("a", cpu="2"),
+        node("b", cpu="2"),
+        pod("a1", node_name="a", requests={"cpu": "1"}, priority=5),
+        pod("a2", node_name="a", requests={"cpu": "1"}, priority=5),
+        pod("b1", node_name="b", requests={"cpu": "2"}, priority=5),
+        pod("p", requests={"cpu": "2"}, priority=1000),
+    ]
+    v = run(objs, "1.37.2")
+    assert v.message.endswith(
+        "preemption: found a potential placement for pod on node b, preempting 1 victims"
+    )
+
+
+def test_1_37_filters_node_name_before_node_unschedulable() -> None:
+    objs = [
+        node("a", unschedulable=True),
+        node("b", unschedulable=True),
+        pod("p", node_name="b", requests={"cpu": "1"}),
+    ]
+    assert run(objs, "1.36.5").message.startswith("0/2 nodes are available: 2 node(s) were unschedulable.")
+    assert run(objs, "1.37.2").message.startswith(
+        "0/2 nodes are available: 1 node(s) didn't match the requested node name, 1 node(s) were unschedulable."
+    )
+
+
+def test_the_1_37_success_note_parses_as_a_complete_preempting_verdict() -> None:
+    parsed = parse_message(_preemptable("1.37.2").message)
+    assert parsed.preemption is not None
+    assert parsed.preemption.verdict == PREEMPTING
+    assert parsed.preemption.note_info is not None and parsed.preemption.note_info.object_name == "a"
+    assert not parsed.truncated
+    assert [(r.count, r.code) for r in parsed.reasons] == [(1, "insufficient-resource")]
