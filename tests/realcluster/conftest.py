@@ -12,6 +12,7 @@ exactly them; tests run one at a time (the tier is not run under xdist).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tempfile
@@ -27,10 +28,25 @@ from tests.realcluster.harness import ApiError, ControlPlane, ControlPlaneError,
 
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
+    with running_control_plane() as plane:
+        yield plane
+
+
+@contextlib.contextmanager
+def running_control_plane(**options: Any) -> Iterator[ControlPlane]:
+    """A started control plane with :class:`ControlPlane`'s keyword options
+    (``scheduler_config``, ``extra_controllers``, ``feature_gates``, ``runtime_config``),
+    stopped on exit. For a module's own fixture when the session's default plane will not do::
+
+        @pytest.fixture(scope="module")
+        def dra_plane() -> Iterator[ControlPlane]:
+            with running_control_plane(extra_controllers=("resourceclaim-controller",)) as plane:
+                yield plane
+    """
     work = Path(tempfile.mkdtemp(prefix="unstick-kube-"))
     try:
         bin_dir = build_binaries(work)
-        plane = ControlPlane(bin_dir=bin_dir, work=work)
+        plane = ControlPlane(bin_dir=bin_dir, work=work, **options)
         try:
             plane.start()
         except Exception as exc:

@@ -291,10 +291,27 @@ class Process:
 
 @dataclass
 class ControlPlane:
-    """A running control plane; :meth:`start` builds it, :meth:`stop` tears it down."""
+    """A running control plane; :meth:`start` builds it, :meth:`stop` tears it down.
+
+    Options (keyword fields) for tests that need more than the default scheduler:
+
+    - ``scheduler_config``: a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1)
+      as a dict, passed with ``--config``; the harness sets its ``clientConnection.
+      kubeconfig`` and turns leader election off (flags are ignored with ``--config``).
+    - ``extra_controllers``: more kube-controller-manager controllers (e.g.
+      ``resourceclaim-controller``, ``device-taint-eviction-controller``).
+    - ``feature_gates``: ``--feature-gates`` for the API server, controller manager
+      and scheduler alike (e.g. ``{"DRADeviceTaintRules": True}``).
+    - ``runtime_config``: the API server's ``--runtime-config`` (e.g.
+      ``resource.k8s.io/v1beta2=true`` for an API version off by default).
+    """
 
     bin_dir: Path
     work: Path
+    scheduler_config: dict[str, Any] | None = None
+    extra_controllers: tuple[str, ...] = ()
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    runtime_config: str = ""
     server: str = ""
     api: Api = field(init=False)
     kubeconfig: Path = field(init=False)
@@ -468,6 +485,8 @@ class ControlPlane:
                 "--disable-admission-plugins=TaintNodesByCondition",
                 # served from etcd, so a watch from a compacted revision really gets 410 Gone
                 "--watch-cache-sizes=poddisruptionbudgets.policy#0",
+                *self._gate_flags(),
+                *([f"--runtime-config={self.runtime_config}"] if self.runtime_config else []),
                 "--v=1",
             ],
         )
@@ -480,13 +499,14 @@ class ControlPlane:
                 str(b / "kube-controller-manager"),
                 f"--kubeconfig={self.kubeconfig}",
                 "--leader-elect=false",
-                f"--controllers={','.join(CONTROLLERS)}",
+                f"--controllers={','.join((*CONTROLLERS, *self.extra_controllers))}",
                 "--secure-port=0",
                 "--use-service-account-credentials=false",
                 f"--service-account-private-key-file={w / 'sa.key'}",
                 f"--root-ca-file={w / 'ca.crt'}",
                 "--cluster-signing-duration=1h",
                 "--concurrent-deployment-syncs=2",
+                *self._gate_flags(),
                 "--v=1",
             ],
         )
@@ -495,8 +515,8 @@ class ControlPlane:
             "kube-scheduler",
             [
                 str(b / "kube-scheduler"),
-                f"--kubeconfig={sched_config}",
-                "--leader-elect=false",
+                *self._scheduler_config_flags(sched_config),
+                *self._gate_flags(),
                 "--bind-address=127.0.0.1",
                 f"--secure-port={sched_port}",
                 f"--authentication-kubeconfig={sched_config}",
@@ -527,6 +547,24 @@ class ControlPlane:
         )
         self.started_in = time.monotonic() - t0
         return self
+
+    def _gate_flags(self) -> list[str]:
+        if not self.feature_gates:
+            return []
+        gates = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(self.feature_gates.items()))
+        return [f"--feature-gates={gates}"]
+
+    def _scheduler_config_flags(self, kubeconfig: Path) -> list[str]:
+        if self.scheduler_config is None:
+            return [f"--kubeconfig={kubeconfig}", "--leader-elect=false"]
+        config = json.loads(json.dumps(self.scheduler_config))
+        config.setdefault("apiVersion", "kubescheduler.config.k8s.io/v1")
+        config.setdefault("kind", "KubeSchedulerConfiguration")
+        config.setdefault("clientConnection", {})["kubeconfig"] = str(kubeconfig)
+        config.setdefault("leaderElection", {})["leaderElect"] = False
+        path = self.work / "kube-scheduler-config.json"
+        path.write_text(json.dumps(config, indent=2))
+        return [f"--config={path}"]
 
     def check_alive(self) -> None:
         for proc in self.processes:
