@@ -2,8 +2,9 @@
 
 Each :class:`Seed` names its Nodes, the objects to create in the test's namespace,
 an optional step that makes it stick (e.g. a new image for the rollout), how to
-recognise the stuck pod, the message kube-scheduler 1.35 prints for it, the rule
-unstick must open and the remedy that unsticks it.
+recognise the stuck pod, the message kube-scheduler prints for it (at the release the
+tier runs, harness.KUBE_VERSION), the rule unstick must open and the remedy that
+unsticks it.
 """
 
 from __future__ import annotations
@@ -11,9 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.realcluster.harness import node
+from tests.realcluster.harness import KUBE_VERSION, node
 
 GPU = "nvidia.com/gpu"
+# DynamicResources' PostFilter text for a pod without claims, in front of preemption's:
+# ``fwk.NewStatus(fwk.Unschedulable, "no new claims to deallocate")`` in
+# pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go from 1.34 (DRA on by
+# default) to v1.36.5; v1.37.0 returns ``fwk.NewStatus(fwk.Unschedulable)`` without a reason.
+_MINOR = int(KUBE_VERSION.lstrip("v").split(".")[1])
+DRA_POSTFILTER = "no new claims to deallocate, " if 34 <= _MINOR <= 36 else ""
 ZONE = "topology.kubernetes.io/zone"
 
 
@@ -55,7 +62,7 @@ class Seed:
     nodes: list[dict[str, Any]]
     objects: list[dict[str, Any]]
     stuck_label: dict[str, str]  # labels of the pod that ends up Pending
-    message: str  # kube-scheduler 1.35's PodScheduled=False message, as Kubernetes' format strings give it
+    message: str  # kube-scheduler's PodScheduled=False message, as Kubernetes' format strings give it
     rule_id: str | None = None
     subject: str | None = None  # the Deployment (or other workload) the finding names
     severity: str = "warning"  # the finding's (critical: a Deployment with no ready pod left)
@@ -107,7 +114,7 @@ def seeds() -> list[Seed]:
             stick=["set", "image", "deployment/tracker", "app=registry.example/tracker:2"],
             message=(
                 "0/10 nodes are available: 1 Insufficient nvidia.com/gpu, 9 node(s) didn't match Pod's node "
-                "affinity/selector. no new claims to deallocate, preemption: 0/10 nodes are available: "
+                f"affinity/selector. {DRA_POSTFILTER}preemption: 0/10 nodes are available: "
                 "1 No preemption victims found for incoming pod, 9 Preemption is not helpful for scheduling."
             ),
             severity="critical",
@@ -132,8 +139,8 @@ def seeds() -> list[Seed]:
             ],
             stuck_label={"app": "embedder"},
             message=(
-                "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. no new claims to "
-                "deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+                "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
+                f"{DRA_POSTFILTER}preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
             ),
             severity="critical",
             rule_id="node-selector-mismatch",
@@ -157,8 +164,8 @@ def seeds() -> list[Seed]:
             ],
             stuck_label={"app": "notebook"},
             message=(
-                "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. no new claims to "
-                "deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+                "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
+                f"{DRA_POSTFILTER}preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
             ),
             rule_id="node-selector-mismatch",
             subject="notebook",
@@ -174,8 +181,8 @@ def seeds() -> list[Seed]:
             objects=[deployment("api", 1, {"containers": [container(cpu="100m")]})],
             stuck_label={"app": "api"},
             message=(
-                "0/3 nodes are available: 3 node(s) had untolerated taint(s). no new claims to deallocate, "
-                "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+                "0/3 nodes are available: 3 node(s) had untolerated taint(s). "
+                f"{DRA_POSTFILTER}preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
             ),
             severity="critical",
             rule_id="untolerated-taint",
@@ -188,8 +195,8 @@ def seeds() -> list[Seed]:
             objects=[deployment("trino", 1, {"containers": [container(cpu="12", memory="48Gi")]})],
             stuck_label={"app": "trino"},
             message=(
-                "0/3 nodes are available: 3 Insufficient cpu, 3 Insufficient memory. no new claims to deallocate, "
-                "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+                "0/3 nodes are available: 3 Insufficient cpu, 3 Insufficient memory. "
+                f"{DRA_POSTFILTER}preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
             ),
             severity="critical",
             rule_id="insufficient-resources",
@@ -220,8 +227,8 @@ def seeds() -> list[Seed]:
             ],
             stuck_label={"app": "cart"},
             message=(
-                "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. no new claims to "
-                "deallocate, preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+                "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. "
+                f"{DRA_POSTFILTER}preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
             ),
             rule_id="anti-affinity-infeasible",
             subject="cart",
@@ -254,7 +261,7 @@ def seeds() -> list[Seed]:
             stuck_label={"app": "web"},
             message=(
                 "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match pod topology spread "
-                "constraints. no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is "
+                f"constraints. {DRA_POSTFILTER}preemption: 0/3 nodes are available: 1 Preemption is "
                 "not helpful for scheduling, 2 No preemption victims found for incoming pod."
             ),
             rule_id="topology-spread-infeasible",
@@ -331,8 +338,8 @@ def seeds() -> list[Seed]:
             ],
             stuck_label={"app": "db"},
             message=(
-                "0/2 nodes are available: 2 node(s) didn't match PersistentVolume's node affinity. no new claims "
-                "to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+                "0/2 nodes are available: 2 node(s) didn't match PersistentVolume's node affinity. "
+                f"{DRA_POSTFILTER}preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
             ),
             rule_id="volume-binding",
             subject="db",
@@ -392,8 +399,8 @@ def seeds() -> list[Seed]:
             ],
             stuck_label={"app": "etl"},
             message=(
-                "0/1 nodes are available: 1 node(s) didn't find available persistent volumes to bind. no new "
-                "claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for "
+                "0/1 nodes are available: 1 node(s) didn't find available persistent volumes to bind. "
+                f"{DRA_POSTFILTER}preemption: 0/1 nodes are available: 1 Preemption is not helpful for "
                 "scheduling."
             ),
             rule_id="volume-binding",
@@ -474,8 +481,8 @@ def recorder_seeds() -> list[Seed]:
             stick=[*DRAIN, "--timeout=10s"],
             stick_fails=True,
             message=(
-                "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were unschedulable. no new claims to "
-                "deallocate, preemption: 0/3 nodes are available: 1 No preemption victims found for incoming "
+                "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were unschedulable. "
+                f"{DRA_POSTFILTER}preemption: 0/3 nodes are available: 1 No preemption victims found for incoming "
                 "pod, 2 Preemption is not helpful for scheduling."
             ),
             severity="critical",

@@ -110,8 +110,8 @@ async def test_watch_relists_after_a_compaction(cluster: Cluster) -> None:
 async def test_watch_records_the_bookmark_of_the_real_watch_cache_and_resumes_from_it(
     cluster: Cluster,
 ) -> None:
-    """kube-apiserver v1.35's watch cache (staging/src/k8s.io/apiserver/pkg/storage/cacher,
-    v0.35.4) sends a watch with ``allowWatchBookmarks`` and a deadline a BOOKMARK about 2 s
+    """kube-apiserver's watch cache (staging/src/k8s.io/apiserver/pkg/storage/cacher,
+    v0.35.4 to v0.37.2: the bookmark code is the same) sends a watch with ``allowWatchBookmarks`` and a deadline a BOOKMARK about 2 s
     before the deadline (cache_watcher.go nextBookmarkTime: min(now + 1 min, deadline - 2 s),
     fired by cacher.go dispatchEvents' ~1 s bookmark timer) carrying the last resourceVersion
     the pods cache processed; cache_watcher.go process() only passes events, bookmarks too,

@@ -15,7 +15,7 @@ from agent.fakecluster.scenario import Scenario, play_step
 from agent.kube.kinds import ALL_KINDS
 from analyzers.report import build_report
 from analyzers.snapshot import ClusterState
-from tests.realcluster.harness import ControlPlane
+from tests.realcluster.harness import KUBE_VERSION, ControlPlane
 from tests.realcluster.record_seeds import record_seed, recordable
 from tests.scenarios.test_golden import analyse, load_case
 
@@ -25,7 +25,7 @@ SEED = "untolerated-taint"
 
 
 def findings_of(objects: list[dict[str, Any]], now: float) -> set[tuple[str, str]]:
-    state = ClusterState("1.35")
+    state = ClusterState(KUBE_VERSION)
     state.load(objects)
     return {(f.rule_id, f.subject.name) for f in build_report(state.snapshot(), now=now).findings}
 

@@ -166,7 +166,7 @@ async def test_watch_opens_the_incident_and_the_remedy_resolves_it(
         if seed.waited:  # a rule with a time threshold: the agent looks as if that long had passed
             agent.pipeline.clock = lambda: time.time() + seed.waited
         agent.start(stop)
-        assert agent.pipeline.config.kube_version == "1.35.4"  # read from the real /version
+        assert agent.pipeline.config.kube_version == KUBE_VERSION.lstrip("v")  # read from the real /version
         await asyncio.to_thread(stick, cluster, seed)
 
         async def opened() -> Incident | None:
