@@ -96,7 +96,10 @@ def _selectors(dec: Decoder, value: Any, where: str) -> tuple[str, ...]:
 def _tolerations(dec: Decoder, value: Any) -> tuple[DeviceToleration, ...]:
     return tuple(
         DeviceToleration(
-            dec.s(t.get("key")), dec.s(t.get("operator") or "Equal"), dec.s(t.get("value")), dec.s(t.get("effect"))
+            dec.s(t.get("key")),
+            dec.s(t.get("operator") or "Equal"),
+            dec.s(t.get("value")),
+            dec.s(t.get("effect")),
         )
         for t in (_m(x) for x in _seq(value))
     )
@@ -144,7 +147,9 @@ def claim_spec(dec: Decoder, spec: Mapping[str, Any], where: str) -> ClaimSpec:
                 subs.append(_sub_request(dec, sub, sub["name"], f"{at}.firstAvailable[{j}]", exact=False))
             requests.append(DeviceRequest(dec.s(name), None, tuple(subs)))
         elif "exactly" in r:
-            requests.append(DeviceRequest(dec.s(name), _sub_request(dec, _m(r["exactly"]), name, f"{at}.exactly", True)))
+            requests.append(
+                DeviceRequest(dec.s(name), _sub_request(dec, _m(r["exactly"]), name, f"{at}.exactly", True))
+            )
         else:  # v1beta1: the request is the exact request
             requests.append(DeviceRequest(dec.s(name), _sub_request(dec, r, name, at, True)))
     constraints = []
@@ -219,7 +224,9 @@ def resource_claim_template(dec: Decoder, obj: Obj) -> ResourceClaimTemplate:
         spec = claim_spec(dec, _m(_m(obj.get("spec")).get("spec")), "spec.spec")
     except _Problem as exc:
         spec, problem = ClaimSpec(), str(exc)
-    return ResourceClaimTemplate(dec.s(meta.get("namespace") or "default"), dec.s(meta["name"]), spec, problem)
+    return ResourceClaimTemplate(
+        dec.s(meta.get("namespace") or "default"), dec.s(meta["name"]), spec, problem
+    )
 
 
 def device_class(dec: Decoder, obj: Obj) -> DeviceClass:
@@ -268,7 +275,10 @@ def _device(dec: Decoder, d: Mapping[str, Any], where: str) -> Device:
         if not c.get("counterSet"):
             raise _Problem(f"{where}.consumesCounters[{i}].counterSet: Required value")
         consumes.append(
-            (dec.s(c["counterSet"]), _quantities(dec, c.get("counters"), f"{where}.consumesCounters[{i}].counters"))
+            (
+                dec.s(c["counterSet"]),
+                _quantities(dec, c.get("counters"), f"{where}.consumesCounters[{i}].counters"),
+            )
         )
     taints = tuple(
         DeviceTaint(dec.s(t.get("key")), dec.s(t.get("value")), dec.s(t.get("effect")))
@@ -292,32 +302,52 @@ def resource_slice(dec: Decoder, obj: Obj) -> ResourceSlice:
     meta = _meta(obj)
     spec = _m(obj.get("spec"))
     pool = _m(spec.get("pool"))
-    base = {
-        "name": dec.s(meta["name"]),
-        "driver": dec.s(spec.get("driver")),
-        "pool": dec.s(pool.get("name")),
-        "generation": pool.get("generation") if isinstance(pool.get("generation"), int) else 0,
-        "slice_count": pool.get("resourceSliceCount") if isinstance(pool.get("resourceSliceCount"), int) else 1,
-        "node_name": dec.s(spec.get("nodeName")),
-        "all_nodes": bool(spec.get("allNodes")),
-        "node_selector": dec.node_selector(spec.get("nodeSelector")),
-        "per_device_node_selection": bool(spec.get("perDeviceNodeSelection")),
-    }
+    name, driver, pool_name = dec.s(meta["name"]), dec.s(spec.get("driver")), dec.s(pool.get("name"))
+    generation = pool.get("generation")
+    count = pool.get("resourceSliceCount")
+
+    def make(
+        devices: tuple[Device, ...] = (),
+        counters: tuple[tuple[str, FrozenMap[str]], ...] = (),
+        problem: str = "",
+    ) -> ResourceSlice:
+        return ResourceSlice(
+            name=name,
+            driver=driver,
+            pool=pool_name,
+            generation=generation if isinstance(generation, int) else 0,
+            slice_count=count if isinstance(count, int) else 1,
+            node_name=dec.s(spec.get("nodeName")),
+            all_nodes=bool(spec.get("allNodes")),
+            node_selector=dec.node_selector(spec.get("nodeSelector")),
+            per_device_node_selection=bool(spec.get("perDeviceNodeSelection")),
+            devices=devices,
+            shared_counters=counters,
+            problem=problem,
+        )
+
     try:
-        if not base["driver"]:
+        if not driver:
             raise _Problem("spec.driver: Required value")
-        if not base["pool"]:
+        if not pool_name:
             raise _Problem("spec.pool.name: Required value")
-        devices = tuple(_device(dec, _m(d), f"spec.devices[{i}]") for i, d in enumerate(_seq(spec.get("devices"))))
+        devices = tuple(
+            _device(dec, _m(d), f"spec.devices[{i}]") for i, d in enumerate(_seq(spec.get("devices")))
+        )
         counters = []
         for i, cs in enumerate(_m(x) for x in _seq(spec.get("sharedCounters"))):
             if not cs.get("name"):
                 raise _Problem(f"spec.sharedCounters[{i}].name: Required value")
-            counters.append((dec.s(cs["name"]), _quantities(dec, cs.get("counters"), f"spec.sharedCounters[{i}].counters")))
+            counters.append(
+                (
+                    dec.s(cs["name"]),
+                    _quantities(dec, cs.get("counters"), f"spec.sharedCounters[{i}].counters"),
+                )
+            )
         _check_counters(devices, counters)
     except _Problem as exc:
-        return ResourceSlice(**base, problem=str(exc))
-    return ResourceSlice(**base, devices=devices, shared_counters=tuple(counters))
+        return make(problem=str(exc))
+    return make(devices, tuple(counters))
 
 
 def _check_counters(devices: tuple[Device, ...], counters: list[tuple[str, FrozenMap[str]]]) -> None:
@@ -330,7 +360,9 @@ def _check_counters(devices: tuple[Device, ...], counters: list[tuple[str, Froze
     for i, d in enumerate(devices):
         for j, (cs, used) in enumerate(d.consumes_counters):
             if cs not in sets:
-                raise _Problem(f"spec.devices[{i}].consumesCounters[{j}].counterSet: Invalid value: {cs!r}: not found")
+                raise _Problem(
+                    f"spec.devices[{i}].consumesCounters[{j}].counterSet: Invalid value: {cs!r}: not found"
+                )
             for name in used:
                 if name not in sets[cs]:
                     raise _Problem(

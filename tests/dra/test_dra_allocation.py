@@ -33,7 +33,9 @@ def device(name: str, model: str = "H100", **extra: Any) -> dict[str, Any]:
     return d
 
 
-def slice_(node_name: str, devices: list[dict[str, Any]], *, name: str = "", pool: str = "", **spec: Any) -> dict[str, Any]:
+def slice_(
+    node_name: str, devices: list[dict[str, Any]], *, name: str = "", pool: str = "", **spec: Any
+) -> dict[str, Any]:
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceSlice",
@@ -57,7 +59,9 @@ def device_class(name: str = "gpu", expr: str = f'device.driver == "{DRIVER}"') 
     }
 
 
-def claim(name: str, requests: list[dict[str, Any]], *, constraints: Any = None, status: Any = None) -> dict[str, Any]:
+def claim(
+    name: str, requests: list[dict[str, Any]], *, constraints: Any = None, status: Any = None
+) -> dict[str, Any]:
     obj: dict[str, Any] = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
@@ -103,7 +107,15 @@ def test_picks_the_first_matching_devices_in_slice_order_and_leaves_the_rest() -
         slice_("a", [device("gpu-0", "A100"), device("gpu-1")]),
         slice_("b", [device("gpu-0"), device("gpu-1", "A100"), device("gpu-2"), device("gpu-3")]),
         device_class(),
-        claim("c", [exactly(count=2, selectors=[{"cel": {"expression": f'device.attributes["{DRIVER}"].model == "H100"'}}])]),
+        claim(
+            "c",
+            [
+                exactly(
+                    count=2,
+                    selectors=[{"cel": {"expression": f'device.attributes["{DRIVER}"].model == "H100"'}}],
+                )
+            ],
+        ),
         pod("p", "c"),
     )
     assert v.fits
@@ -120,15 +132,28 @@ def test_devices_allocated_to_other_claims_are_in_use() -> None:
     held = claim(
         "held",
         [exactly()],
-        status={"allocation": {"devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "a", "device": "gpu-0"}]}}},
+        status={
+            "allocation": {
+                "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "a", "device": "gpu-0"}]}
+            }
+        },
     )
     _, v = verdict(
-        node("a"), slice_("a", [device("gpu-0"), device("gpu-1")]), device_class(), held,
-        claim("c", [exactly()]), pod("p", "c"),
+        node("a"),
+        slice_("a", [device("gpu-0"), device("gpu-1")]),
+        device_class(),
+        held,
+        claim("c", [exactly()]),
+        pod("p", "c"),
     )
     assert devices_on(v, "a") == ["gpu-1"]
     _, v = verdict(
-        node("a"), slice_("a", [device("gpu-0")]), device_class(), held, claim("c", [exactly()]), pod("p", "c"),
+        node("a"),
+        slice_("a", [device("gpu-0")]),
+        device_class(),
+        held,
+        claim("c", [exactly()]),
+        pod("p", "c"),
     )
     assert not v.fits
     assert v.message.startswith("0/1 nodes are available: 1 cannot allocate all claims.")
@@ -136,8 +161,11 @@ def test_devices_allocated_to_other_claims_are_in_use() -> None:
 
 def test_all_mode_takes_every_matching_device_and_admin_access_ignores_use() -> None:
     _, v = verdict(
-        node("a"), slice_("a", [device("gpu-0"), device("gpu-1", "A100"), device("gpu-2")]), device_class(),
-        claim("c", [exactly(allocationMode="All")]), pod("p", "c"),
+        node("a"),
+        slice_("a", [device("gpu-0"), device("gpu-1", "A100"), device("gpu-2")]),
+        device_class(),
+        claim("c", [exactly(allocationMode="All")]),
+        pod("p", "c"),
     )
     assert devices_on(v, "a") == ["gpu-0", "gpu-1", "gpu-2"]
 
@@ -145,13 +173,19 @@ def test_all_mode_takes_every_matching_device_and_admin_access_ignores_use() -> 
 def test_match_attribute_constraint_keeps_devices_on_one_numa_node() -> None:
     devices = [device("gpu-0", numa=0), device("gpu-1", numa=1), device("gpu-2", numa=1)]
     _, v = verdict(
-        node("a"), slice_("a", devices), device_class(),
-        claim("c", [exactly(count=2)], constraints=[{"matchAttribute": f"{DRIVER}/numa"}]), pod("p", "c"),
+        node("a"),
+        slice_("a", devices),
+        device_class(),
+        claim("c", [exactly(count=2)], constraints=[{"matchAttribute": f"{DRIVER}/numa"}]),
+        pod("p", "c"),
     )
     assert devices_on(v, "a") == ["gpu-1", "gpu-2"]  # backtracks past gpu-0
     _, v = verdict(
-        node("a"), slice_("a", devices[:2]), device_class(),
-        claim("c", [exactly(count=2)], constraints=[{"matchAttribute": f"{DRIVER}/numa"}]), pod("p", "c"),
+        node("a"),
+        slice_("a", devices[:2]),
+        device_class(),
+        claim("c", [exactly(count=2)], constraints=[{"matchAttribute": f"{DRIVER}/numa"}]),
+        pod("p", "c"),
     )
     assert not v.fits
 
@@ -164,7 +198,13 @@ def test_first_available_takes_the_first_subrequest_that_fits() -> None:
             {"name": "small", "deviceClassName": "gpu", "count": 1},
         ],
     }
-    _, v = verdict(node("a"), slice_("a", [device("gpu-0"), device("gpu-1")]), device_class(), claim("c", [request]), pod("p", "c"))
+    _, v = verdict(
+        node("a"),
+        slice_("a", [device("gpu-0"), device("gpu-1")]),
+        device_class(),
+        claim("c", [request]),
+        pod("p", "c"),
+    )
     assert [(r.request, r.device) for r in v.allocations["a"]] == [("gpu/small", "gpu-0")]
 
 
@@ -174,29 +214,48 @@ def test_untolerated_device_taint_excludes_the_device_and_a_toleration_admits_it
     _, v = verdict(node("a"), slice_("a", devices), device_class(), claim("c", [exactly()]), pod("p", "c"))
     assert not v.fits
     tol = [{"key": "broken", "operator": "Exists", "effect": "NoSchedule"}]
-    _, v = verdict(node("a"), slice_("a", devices), device_class(), claim("c", [exactly(tolerations=tol)]), pod("p", "c"))
+    _, v = verdict(
+        node("a"), slice_("a", devices), device_class(), claim("c", [exactly(tolerations=tol)]), pod("p", "c")
+    )
     assert devices_on(v, "a") == ["gpu-0"]
 
 
 def test_partitions_sharing_counters_cannot_exceed_them() -> None:
     # Since 1.35 counter sets live in a slice of their own in the pool (buildPool puts a
     # slice with sharedCounters among the counter-set slices, not the device slices).
-    counters = slice_("a", [], name="a-counters", sharedCounters=[{"name": "gpu-0-mem", "counters": {"memory": {"value": "80Gi"}}}])
+    counters = slice_(
+        "a",
+        [],
+        name="a-counters",
+        sharedCounters=[{"name": "gpu-0-mem", "counters": {"memory": {"value": "80Gi"}}}],
+    )
 
     def part(name: str, mem: str) -> dict[str, Any]:
-        return device(name, consumesCounters=[{"counterSet": "gpu-0-mem", "counters": {"memory": {"value": mem}}}])
+        return device(
+            name, consumesCounters=[{"counterSet": "gpu-0-mem", "counters": {"memory": {"value": mem}}}]
+        )
 
-    parts = slice_("a", [part("whole", "80Gi"), part("half-0", "40Gi"), part("half-1", "40Gi")], name="a-devices")
+    parts = slice_(
+        "a", [part("whole", "80Gi"), part("half-0", "40Gi"), part("half-1", "40Gi")], name="a-devices"
+    )
     for s in (counters, parts):
         s["spec"]["pool"]["resourceSliceCount"] = 2
     held = claim(
         "held",
         [exactly()],
-        status={"allocation": {"devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "a", "device": "half-0"}]}}},
+        status={
+            "allocation": {
+                "devices": {
+                    "results": [{"request": "gpu", "driver": DRIVER, "pool": "a", "device": "half-0"}]
+                }
+            }
+        },
     )
     _, v = verdict(node("a"), counters, parts, device_class(), held, claim("c", [exactly()]), pod("p", "c"))
     assert devices_on(v, "a") == ["half-1"]  # "whole" needs the counters half-0 spends
-    _, v = verdict(node("a"), counters, parts, device_class(), held, claim("c", [exactly(count=2)]), pod("p", "c"))
+    _, v = verdict(
+        node("a"), counters, parts, device_class(), held, claim("c", [exactly(count=2)]), pod("p", "c")
+    )
     assert not v.fits
     _, v = verdict(node("a"), counters, parts, device_class(), claim("c", [exactly()]), pod("p", "c"))
     assert devices_on(v, "a") == ["whole"]
@@ -214,17 +273,32 @@ def test_incomplete_pool_is_not_used_and_all_on_it_is_an_error() -> None:
 
 
 def test_missing_device_class_is_a_prefilter_rejection() -> None:
-    _, v = verdict(node("a"), slice_("a", [device("gpu-0")]), device_class(), claim("c", [exactly(cls="nope")]), pod("p", "c"))
+    _, v = verdict(
+        node("a"),
+        slice_("a", [device("gpu-0")]),
+        device_class(),
+        claim("c", [exactly(cls="nope")]),
+        pod("p", "c"),
+    )
     assert v.prefilter is not None
     assert v.prefilter.reasons == ("request gpu: device class nope does not exist",)
 
 
 def test_allocated_claim_elsewhere_is_not_available_on_the_node() -> None:
-    sel = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b"]}]}]}
+    sel = {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b"]}]}]
+    }
     held = claim(
         "c",
         [exactly()],
-        status={"allocation": {"nodeSelector": sel, "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "b", "device": "gpu-0"}]}}},
+        status={
+            "allocation": {
+                "nodeSelector": sel,
+                "devices": {
+                    "results": [{"request": "gpu", "driver": DRIVER, "pool": "b", "device": "gpu-0"}]
+                },
+            }
+        },
     )
     _, v = verdict(node("a"), node("b"), slice_("b", [device("gpu-0")]), device_class(), held, pod("p", "c"))
     assert v.node("a").filters[0].reasons == ("resourceclaim not available on the node",)
@@ -233,13 +307,19 @@ def test_allocated_claim_elsewhere_is_not_available_on_the_node() -> None:
 
 def test_cel_runtime_error_is_kube_schedulers_error_not_a_crash() -> None:
     _, v = verdict(
-        node("a"), slice_("a", [device("gpu-0")]), device_class(),
-        claim("c", [exactly(selectors=[{"cel": {"expression": f'device.attributes["{DRIVER}"].nosuch == 1'}}])]),
+        node("a"),
+        slice_("a", [device("gpu-0")]),
+        device_class(),
+        claim(
+            "c", [exactly(selectors=[{"cel": {"expression": f'device.attributes["{DRIVER}"].nosuch == 1'}}])]
+        ),
         pod("p", "c"),
     )
     assert not v.fits
     (reason,) = v.node("a").filters[0].reasons
-    assert reason.startswith(f"claim default/c: selector #0 on device {DRIVER}/a/gpu-0: CEL runtime error: no such key: nosuch")
+    assert reason.startswith(
+        f"claim default/c: selector #0 on device {DRIVER}/a/gpu-0: CEL runtime error: no such key: nosuch"
+    )
 
 
 def test_invalid_objects_are_one_warning_and_unjudged() -> None:
@@ -290,4 +370,6 @@ def test_cel_environment(expr: str, expected: bool) -> None:
 
 def test_cel_compile_error_reads_like_cel_go() -> None:
     compiled = cel.compile_selector("nosuch(1)")
-    assert compiled.error.startswith("compilation failed: ERROR: <input>:1:7: undeclared reference to 'nosuch'")
+    assert compiled.error.startswith(
+        "compilation failed: ERROR: <input>:1:7: undeclared reference to 'nosuch'"
+    )

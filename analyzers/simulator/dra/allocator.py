@@ -138,7 +138,9 @@ def node_matches(node: Node, node_name: str, all_nodes: bool, selector: Any) -> 
     return False
 
 
-def gather_pools(node: Node, slices: Sequence[ResourceSlice], all_slices: Sequence[ResourceSlice]) -> list[Pool]:
+def gather_pools(
+    node: Node, slices: Sequence[ResourceSlice], all_slices: Sequence[ResourceSlice]
+) -> list[Pool]:
     """GatherPools (pools_incubating.go, v0.37.2) with 1.37's default features."""
     pools: dict[tuple[str, str], list[ResourceSlice]] = {}
     for s in slices:
@@ -205,7 +207,9 @@ def _build_pool(
     for s in counter_slices:
         for cs_name, counters in s.shared_counters:
             if cs_name in counter_sets:
-                return Pool(driver, name, invalid=True, invalid_reason=f"duplicate counter set name {cs_name}")
+                return Pool(
+                    driver, name, invalid=True, invalid_reason=f"duplicate counter set name {cs_name}"
+                )
             counter_sets[cs_name] = counters
     for group in (device_slices, others):
         for s in group:
@@ -213,11 +217,15 @@ def _build_pool(
                 for cs_name, counters in d.consumes_counters:
                     cs = counter_sets.get(cs_name)
                     if cs is None:
-                        return Pool(driver, name, invalid=True, invalid_reason=f"counter set {cs_name} not found")
+                        return Pool(
+                            driver, name, invalid=True, invalid_reason=f"counter set {cs_name} not found"
+                        )
                     for c in counters:
                         if c not in cs:
                             return Pool(
-                                driver, name, invalid=True,
+                                driver,
+                                name,
+                                invalid=True,
                                 invalid_reason=f"counter {c} not found in counter set {cs_name}",
                             )
     return Pool(driver, name, slices=device_slices, others=others, counter_sets=counter_sets)
@@ -349,7 +357,9 @@ class Allocator:
         self._available_counters: dict[str, dict[str, dict[str, Decimal]]] = {}
         self.steps = 0
 
-    def allocate(self, node: Node, claims: Sequence[ClaimToAllocate], budget: int = 0) -> list[list[Result]] | None:
+    def allocate(
+        self, node: Node, claims: Sequence[ClaimToAllocate], budget: int = 0
+    ) -> list[list[Result]] | None:
         """One list of results per claim, or None when the claims cannot be allocated
         on ``node``. Raises AllocationError for a fatal error, or
         ``InvalidPools`` (ErrFailedAllocationOnNode) when only invalid pools stood in
@@ -411,7 +421,9 @@ class _Run:
                 min_devices += min_request
             self.constraints.append(
                 [
-                    _MatchAttribute(c.requests, c.match_attribute or c.distinct_attribute, not c.match_attribute)
+                    _MatchAttribute(
+                        c.requests, c.match_attribute or c.distinct_attribute, not c.match_attribute
+                    )
                     for c in claim.spec.constraints
                 ]
             )
@@ -427,7 +439,9 @@ class _Run:
             return None
         return [list(r) for r in self.result]
 
-    def _validate(self, claim: ClaimToAllocate, req: DeviceSubRequest, parent: str, key: tuple[int, int, int]) -> _RequestData:
+    def _validate(
+        self, claim: ClaimToAllocate, req: DeviceSubRequest, parent: str, key: tuple[int, int, int]
+    ) -> _RequestData:
         cls = self.a.classes.get(req.class_name)
         if cls is None:
             raise AllocationError(
@@ -458,7 +472,9 @@ class _Run:
         return rd
 
     # -- the search (allocateOne) --------------------------------------------
-    def _allocate_one(self, r: tuple[int, int, int, int], allocate_sub: bool, start: tuple[int, int, int]) -> bool:
+    def _allocate_one(
+        self, r: tuple[int, int, int, int], allocate_sub: bool, start: tuple[int, int, int]
+    ) -> bool:
         self.steps += 1
         self.a.steps += 1
         if self.budget and self.steps > self.budget:
@@ -548,7 +564,9 @@ class _Run:
     def _in_use(self, did: DeviceID) -> bool:
         return did in self.a.allocated.devices or bool(self.allocating.get(did))
 
-    def _selectable(self, key: tuple[int, int, int], rd: _RequestData, s: ResourceSlice, d: Device, did: DeviceID) -> bool:
+    def _selectable(
+        self, key: tuple[int, int, int], rd: _RequestData, s: ResourceSlice, d: Device, did: DeviceID
+    ) -> bool:
         mk = (did, key)
         found = self.matches.get(mk)
         if found is not None:
@@ -563,7 +581,9 @@ class _Run:
         self.matches[mk] = ok
         return ok
 
-    def _selectors_match(self, ci: int, d: Device, did: DeviceID, cls: str | None, selectors: tuple[str, ...]) -> bool:
+    def _selectors_match(
+        self, ci: int, d: Device, did: DeviceID, cls: str | None, selectors: tuple[str, ...]
+    ) -> bool:
         cache = self.a.cache
         for i, expr in enumerate(selectors):
             ckey = (expr, did[0], d.attributes, d.capacity, d.allow_multiple)
@@ -579,7 +599,9 @@ class _Run:
             vkey = ckey[1:]
             var = cache.variables.get(vkey)
             if var is None:
-                var = cache.variables[vkey] = cel.device_variable(did[0], d.attributes, d.capacity, d.allow_multiple)
+                var = cache.variables[vkey] = cel.device_variable(
+                    did[0], d.attributes, d.capacity, d.allow_multiple
+                )
             try:
                 ok = cel.evaluate(compiled, var)
             except cel.CelError as exc:
@@ -610,7 +632,14 @@ class _Run:
         return True
 
     def _allocate_device(
-        self, r: tuple[int, int, int, int], rd: _RequestData, did: DeviceID, d: Device, s: ResourceSlice, pool: Pool, must: bool
+        self,
+        r: tuple[int, int, int, int],
+        rd: _RequestData,
+        did: DeviceID,
+        d: Device,
+        s: ResourceSlice,
+        pool: Pool,
+        must: bool,
     ) -> Any:
         ci = r[0]
         req = rd.request
@@ -621,7 +650,9 @@ class _Run:
         if not admin and self._in_use(did):
             return None
         skip_counters = multi and (
-            did in self.a.allocated.consumed or did in self.a.allocated.shared or did in self.allocating_capacity
+            did in self.a.allocated.consumed
+            or did in self.a.allocated.shared
+            or did in self.allocating_capacity
         )
         reserved = False
         if not skip_counters and d.consumes_counters:
@@ -677,9 +708,9 @@ class _Run:
             into = consumed.setdefault(cs, {})
             for name, q in counters.items():
                 into[name] = into.get(name, Decimal(0)) + parse_quantity(q)
-        for cs, counters in available.items():
+        for cs, left in available.items():
             used = consumed.get(cs, {})
-            for name, value in counters.items():
+            for name, value in left.items():
                 if value < used.get(name, Decimal(0)):
                     self._release_counters(pool, d)
                     return False
@@ -695,7 +726,10 @@ class _Run:
         found = self.a._available_counters.get(pool.id)
         if found is not None:
             return found
-        out = {cs: {n: parse_quantity(q) for n, q in counters.items()} for cs, counters in pool.counter_sets.items()}
+        out = {
+            cs: {n: parse_quantity(q) for n, q in counters.items()}
+            for cs, counters in pool.counter_sets.items()
+        }
         for group in (pool.slices, pool.others):
             for s in group:
                 for d in s.devices:

@@ -139,8 +139,9 @@ def _quantity(text: str) -> dict[str, Any]:
     try:
         return quantity_value(text)
     except QuantityError as exc:
-        raise CelError("quantities must match the regular expression "
-                       "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'") from exc
+        raise CelError(
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        ) from exc
 
 
 def _is_quantity(text: str) -> bool:
@@ -183,12 +184,23 @@ def _is_semver(text: str) -> bool:
 _FUNCTIONS = [
     _fn("quantity", ("quantity_string", _MAP, [_STR], False, _quantity)),
     _fn("isQuantity", ("is_quantity_string", _BOOL, [_STR], False, _is_quantity)),
-    _fn("isInteger", ("quantity_is_integer", _BOOL, [_MAP], True, lambda v: _q(v) == _q(v).to_integral_value())),
+    _fn(
+        "isInteger",
+        ("quantity_is_integer", _BOOL, [_MAP], True, lambda v: _q(v) == _q(v).to_integral_value()),
+    ),
     _fn("asInteger", ("quantity_get_int", _INT, [_MAP], True, _as_integer)),
     _fn("asApproximateFloat", ("quantity_get_float", _DOUBLE, [_MAP], True, lambda v: float(_q(v)))),
     _fn("sign", ("quantity_get_sign", _INT, [_MAP], True, lambda v: (_q(v) > 0) - (_q(v) < 0))),
-    _fn("add", ("quantity_add", _MAP, [_MAP, _MAP], True, _add), ("quantity_add_int", _MAP, [_MAP, _INT], True, _add)),
-    _fn("sub", ("quantity_sub", _MAP, [_MAP, _MAP], True, _sub), ("quantity_sub_int", _MAP, [_MAP, _INT], True, _sub)),
+    _fn(
+        "add",
+        ("quantity_add", _MAP, [_MAP, _MAP], True, _add),
+        ("quantity_add_int", _MAP, [_MAP, _INT], True, _add),
+    ),
+    _fn(
+        "sub",
+        ("quantity_sub", _MAP, [_MAP, _MAP], True, _sub),
+        ("quantity_sub_int", _MAP, [_MAP, _INT], True, _sub),
+    ),
     _fn("isGreaterThan", ("greater_than", _BOOL, [_MAP, _MAP], True, lambda a, b: _compare(a, b) > 0)),
     _fn("isLessThan", ("less_than", _BOOL, [_MAP, _MAP], True, lambda a, b: _compare(a, b) < 0)),
     _fn("compareTo", ("compare_to", _INT, [_MAP, _MAP], True, _compare)),
@@ -232,7 +244,7 @@ def compile_selector(expression: str) -> Compiled:
     """Compile ``expression`` once (cel.Cache.GetOrCompile)."""
     try:
         program = _env().compile(expression)
-    except Exception as exc:  # noqa: BLE001 - the library's one error type is a plain RuntimeError/ValueError
+    except Exception as exc:
         return Compiled(expression, error="compilation failed: " + _strip_status(str(exc)))
     if program.return_type() not in (_BOOL, _DYN):
         return Compiled(
@@ -282,7 +294,7 @@ def evaluate(compiled: Compiled, device: Mapping[str, Any]) -> bool:
     data = {"device": device}
     try:
         value = compiled.program.eval(data=data)
-    except Exception as exc:  # noqa: BLE001 - a Python function raised (CelError, or a bug caught as error)
+    except Exception as exc:
         raise CelError(_strip_status(str(exc))) from exc
     if value.type() == _cel.Type.ERROR:
         raise CelError(_runtime_text(str(value.value())))

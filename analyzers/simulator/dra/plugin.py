@@ -140,14 +140,22 @@ class DynamicResources(Plugin):
                 and len(claim.reserved_for) >= RESERVED_FOR_MAX_SIZE
                 and not any(r.uid == pod.uid for r in claim.reserved_for)
             ):
-                return failure(self.name, C.UNRESOLVABLE, (REASON_IN_USE,), (C.DRA_CLAIM_UNAVAILABLE,), detail(claim=claim.name))
+                return failure(
+                    self.name,
+                    C.UNRESOLVABLE,
+                    (REASON_IN_USE,),
+                    (C.DRA_CLAIM_UNAVAILABLE,),
+                    detail(claim=claim.name),
+                )
         for claim in claims:
             if claim.allocated:
                 continue
             for request in claim.spec.requests:
-                subs = [(request.name, request.exactly)] if request.exactly else [
-                    (f"{request.name}/{s.name}", s) for s in request.first_available
-                ]
+                subs = (
+                    [(request.name, request.exactly)]
+                    if request.exactly
+                    else [(f"{request.name}/{s.name}", s) for s in request.first_available]
+                )
                 for rname, sub in subs:
                     if sub is not None and sub.class_name not in snap.device_classes:
                         return failure(
@@ -191,7 +199,9 @@ class DynamicResources(Plugin):
                 continue
             if allocator is None:
                 allocations[i] = tuple(
-                    Result(r.request, r.driver, r.pool, r.device, r.admin_access) for c in allocated for r in c.allocation
+                    Result(r.request, r.driver, r.pool, r.device, r.admin_access)
+                    for c in allocated
+                    for r in c.allocation
                 )
                 continue
             if earlier >> i & 1:
@@ -220,7 +230,11 @@ class DynamicResources(Plugin):
             return str(exc), C.UNRESOLVABLE
         if found is None:
             return REASON_CANNOT_ALLOCATE, C.UNRESOLVABLE
-        held = [Result(r.request, r.driver, r.pool, r.device, r.admin_access) for c in allocated for r in c.allocation]
+        held = [
+            Result(r.request, r.driver, r.pool, r.device, r.admin_access)
+            for c in allocated
+            for r in c.allocation
+        ]
         allocations[i] = tuple(r for per_claim in found for r in per_claim) + tuple(held)
         return None, ""
 
