@@ -32,6 +32,7 @@ from analyzers.records import (
     CustomResourceVersion,
     DaemonSet,
     Deployment,
+    DeviceClass,
     Event,
     FrozenMap,
     HostPort,
@@ -57,6 +58,8 @@ from analyzers.records import (
     ReplicationController,
     Requirement,
     ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
     StatefulSet,
     StorageClass,
     Taint,
@@ -1123,19 +1126,25 @@ class Decoder:
         )
 
     def resource_claim(self, obj: Obj) -> ResourceClaim:
-        """resource.k8s.io/v1 (1.34+), v1beta1 or v1beta2: the fields read are the same."""
-        meta = _meta(obj)
-        owner = next(
-            (r for r in meta.get("ownerReferences") or () if isinstance(r, Mapping) and r.get("controller")),
-            None,
-        )
-        return ResourceClaim(
-            namespace=self.s(meta.get("namespace") or "default"),
-            name=self.s(meta["name"]),
-            uid=self.s(meta.get("uid")),
-            owner_uid=self.s(owner.get("uid")) if owner is not None else "",
-            deleted=parse_time(meta.get("deletionTimestamp")),
-        )
+        """resource.k8s.io/v1 (1.34+), v1beta2 or v1beta1 (analyzers.ingest_dra)."""
+        from analyzers import ingest_dra
+
+        return ingest_dra.resource_claim(self, obj)
+
+    def resource_claim_template(self, obj: Obj) -> ResourceClaimTemplate:
+        from analyzers import ingest_dra
+
+        return ingest_dra.resource_claim_template(self, obj)
+
+    def resource_slice(self, obj: Obj) -> ResourceSlice:
+        from analyzers import ingest_dra
+
+        return ingest_dra.resource_slice(self, obj)
+
+    def device_class(self, obj: Obj) -> DeviceClass:
+        from analyzers import ingest_dra
+
+        return ingest_dra.device_class(self, obj)
 
     def pv(self, obj: Obj) -> PersistentVolume:
         meta = _meta(obj)
@@ -1447,6 +1456,9 @@ _DECODERS: dict[str, Any] = {
     "Namespace": Decoder.namespace,
     "PersistentVolumeClaim": Decoder.pvc,
     "ResourceClaim": Decoder.resource_claim,
+    "ResourceClaimTemplate": Decoder.resource_claim_template,
+    "ResourceSlice": Decoder.resource_slice,
+    "DeviceClass": Decoder.device_class,
     "PersistentVolume": Decoder.pv,
     "StorageClass": Decoder.storage_class,
     "Event": Decoder.event,

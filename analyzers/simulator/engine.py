@@ -17,6 +17,7 @@ from analyzers.records import EMPTY_MAP, FrozenMap, Pod
 from analyzers.simulator import codes as C
 from analyzers.simulator.basic import NodeAffinity, NodeName, NodePorts, NodeUnschedulable, TaintToleration
 from analyzers.simulator.dra import claim_hold
+from analyzers.simulator.dra.plugin import ALLOCATIONS, DynamicResources
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
 from analyzers.simulator.interpod import InterPodAffinity
 from analyzers.simulator.nodeinfo import NodeTable, bits, has, mask_of, node_table
@@ -39,13 +40,15 @@ FILTERS: tuple[Plugin, ...] = (
     VolumeBinding(),
     PodTopologySpread(),
     InterPodAffinity(),
+    DynamicResources(),  # before DefaultPreemption (default_plugins.go applyDynamicResources)
 )
 # PreFilter order among the plugins that can reject a pod outright.
 # (VolumeRestrictions, between NodeResourcesFit and VolumeBinding, has no modelled Filter.)
 PREFILTERS: tuple[Plugin, ...] = tuple(
     p
     for p in (*FILTERS[:6], VolumeRestrictions(), *FILTERS[6:])
-    if p.name in (C.NODE_AFFINITY, C.VOLUME_RESTRICTIONS_PLUGIN, C.VOLUME_BINDING, C.INTER_POD_AFFINITY)
+    if p.name
+    in (C.NODE_AFFINITY, C.VOLUME_RESTRICTIONS_PLUGIN, C.VOLUME_BINDING, C.INTER_POD_AFFINITY, C.DYNAMIC_RESOURCES)
 )
 
 GATED_MESSAGE = (
@@ -149,6 +152,10 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
             postfilter=preemption.message,
         )
 
+    allocations: dict[str, tuple[object, ...]] = {}
+    found = cycle.state.get(ALLOCATIONS)
+    if found and fits:
+        allocations = {table.names[i]: results for i, results in found.items() if has(feasible, i)}
     return PodVerdict(
         pod=pod.key,
         kube_version=wording.label,
@@ -164,6 +171,7 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
         failing=FrozenMap(_failing_masks(table, outcomes, prefilter)),
         node_names=table.names,
         _breakdown=Breakdown(table, outcomes, prefilter),
+        allocations=FrozenMap(allocations) if pod.spec.resource_claims else None,
     )
 
 
