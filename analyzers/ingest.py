@@ -1159,6 +1159,7 @@ class Decoder:
             claim=(self.s(claim.get("namespace") or "default"), self.s(claim.get("name"))) if claim else None,
             node_affinity=self.node_selector((spec.get("nodeAffinity") or {}).get("required")),
             phase=self.s((obj.get("status") or {}).get("phase") or "Available"),
+            labels=self.labels(meta.get("labels")),
         )
 
     def storage_class(self, obj: Obj) -> StorageClass:

@@ -691,6 +691,8 @@ class PersistentVolume:
     claim: tuple[str, str] | None = None  # (namespace, name) of claimRef
     node_affinity: NodeSelector | None = None
     phase: str = "Available"
+    # metadata.labels: VolumeZone reads the zone/region labels of a bound PV.
+    labels: FrozenMap[str] = EMPTY_MAP
 
     @property
     def key(self) -> str:
