@@ -239,6 +239,16 @@ class PodSpec:
     priority: int | None = None
     preemption_policy: str = ""
     has_overhead: bool = False
+    # Score phase (analyzers.simulator.scoring). cpu/memory summed with every container
+    # missing one counted at schedutil.DefaultMilliCPURequest / DefaultMemoryRequest.
+    nonzero_requests: FrozenMap[int] = EMPTY_MAP
+    # preferredDuringScheduling node affinity: (weight, term), in spec order.
+    preferred_node_affinity: tuple[tuple[int, NodeSelectorTerm], ...] = ()
+    # The weights of preferred_pod_affinity / preferred_pod_anti_affinity, index for index.
+    preferred_pod_affinity_weights: tuple[int, ...] = ()
+    preferred_pod_anti_affinity_weights: tuple[int, ...] = ()
+    # Images of init containers then containers, normalised (":latest" added when untagged).
+    images: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +330,8 @@ class Node:
     ready: bool | None = None
     conditions: tuple[Condition, ...] = ()
     created: float | None = None
+    # status.images: (names, sizeBytes) per image, as the kubelet reports them.
+    images: tuple[tuple[tuple[str, ...], int], ...] = ()
 
     @property
     def key(self) -> str:
