@@ -32,6 +32,7 @@ from analyzers.records import (
     CustomResourceVersion,
     DaemonSet,
     Deployment,
+    DeviceClass,
     Event,
     FrozenMap,
     HostPort,
@@ -57,6 +58,8 @@ from analyzers.records import (
     ReplicationController,
     Requirement,
     ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
     StatefulSet,
     StorageClass,
     Taint,
@@ -613,8 +616,78 @@ class Decoder:
             priority=spec.get("priority"),
             preemption_policy=self.s(spec.get("preemptionPolicy")),
             has_overhead=bool(spec.get("overhead")),
+            nonzero_requests=self._nonzero_requests(spec),
+            preferred_node_affinity=tuple(
+                (_int(w.get("weight")), term)
+                for w in (affinity.get("nodeAffinity") or {}).get(
+                    "preferredDuringSchedulingIgnoredDuringExecution"
+                )
+                or ()
+                for term in self._preferred_node_term(w.get("preference"))
+            ),
+            preferred_pod_affinity_weights=tuple(
+                _int(w.get("weight"))
+                for w in (affinity.get("podAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution")
+                or ()
+            ),
+            preferred_pod_anti_affinity_weights=tuple(
+                _int(w.get("weight")) for w in anti.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+            ),
+            images=tuple(
+                self.s(normalized_image_name(str(c.get("image") or "")))
+                for c in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+            ),
         )
         return self._specs.setdefault(result, result)
+
+    def _preferred_node_term(self, preference: Any) -> list[NodeSelectorTerm]:
+        """One preferred term's preference as a NodeSelectorTerm (via ``node_selector``)."""
+        selector = self.node_selector({"nodeSelectorTerms": [preference or {}]})
+        return list(selector.terms) if selector is not None else [NodeSelectorTerm()]
+
+    def _nonzero_requests(self, spec: Mapping[str, Any]) -> FrozenMap[int]:
+        """cpu and memory as the Score phase counts them: PodRequests with
+        NonMissingContainerRequests = {cpu: 100m, memory: 200Mi}, i.e. each container
+        (and init container) lacking a cpu or memory request counts as requesting
+        schedutil.DefaultMilliCPURequest / DefaultMemoryRequest
+        (pkg/scheduler/util/pod_resources.go, v1.37.2; applied by
+        k8s.io/component-helpers/resource/helpers.go applyNonMissing and
+        pkg/scheduler/framework/types.go CalculateResource); pod-level requests then
+        override, and overhead is added."""
+        defaults = {"cpu": DEFAULT_MILLI_CPU_REQUEST, "memory": DEFAULT_MEMORY_REQUEST}
+
+        def of(c: Mapping[str, Any]) -> dict[str, int]:
+            req = self._container_requests(c)
+            return {k: req.get(k, v) for k, v in defaults.items()}
+
+        total = {"cpu": 0, "memory": 0}
+        for c in spec.get("containers") or ():
+            _add(total, of(c))
+        restartable: dict[str, int] = {}
+        init_max: dict[str, int] = {}
+        for c in spec.get("initContainers") or ():
+            req = of(c)
+            if c.get("restartPolicy") == "Always":
+                _add(total, req)
+                _add(restartable, req)
+                effective = dict(restartable)
+            else:
+                effective = dict(req)
+                _add(effective, restartable)
+            for k, v in effective.items():
+                if v > init_max.get(k, 0):
+                    init_max[k] = v
+        for k, v in init_max.items():
+            if v > total.get(k, 0):
+                total[k] = v
+        pod_level = self._resource_map((spec.get("resources") or {}).get("requests"))
+        for k in ("cpu", "memory"):
+            if k in pod_level:
+                total[k] = pod_level[k]
+        overhead = self._resource_map(spec.get("overhead"))
+        for k in ("cpu", "memory"):
+            total[k] += overhead.get(k, 0)
+        return self.resources_from_units(total)
 
     def _pod_resource_claim(self, c: Mapping[str, Any]) -> PodResourceClaim:
         return self.value(
@@ -863,6 +936,7 @@ class Decoder:
                 ready=None if ready_cond is None else ready_cond.status == "True",
                 conditions=conditions,
                 created=parse_time(meta.get("creationTimestamp")),
+                images=self._images(status.get("images")),
             )
         uid = _uid(meta.get("uid"), prev.uid)
         raw_labels = meta.get("labels")
@@ -872,8 +946,12 @@ class Decoder:
         unschedulable = bool(spec.get("unschedulable"))
         ready = None if ready_cond is None else ready_cond.status == "True"
         created = parse_time(meta.get("creationTimestamp"))
+        images = self._images(status.get("images"))
+        if images == prev.images:
+            images = prev.images
         if (
-            uid is prev.uid
+            images is prev.images
+            and uid is prev.uid
             and labels is prev.labels
             and allocatable is prev.allocatable
             and capacity is prev.capacity
@@ -895,6 +973,19 @@ class Decoder:
             ready=ready,
             conditions=conditions,
             created=created,
+            images=images,
+        )
+
+    def _images(self, value: Any) -> tuple[tuple[tuple[str, ...], int], ...]:
+        """status.images as (names, sizeBytes); the scheduler's cache keys image
+        states by these names as reported (pkg/scheduler/backend/cache/cache.go
+        addNodeImageStates, v1.37.2)."""
+        if not value:
+            return ()
+        return tuple(
+            (tuple(self.s(n) for n in img.get("names") or ()), _int(img.get("sizeBytes")))
+            for img in value
+            if isinstance(img, Mapping)
         )
 
     def _taints(self, value: Any) -> tuple[Taint, ...]:
@@ -1123,19 +1214,25 @@ class Decoder:
         )
 
     def resource_claim(self, obj: Obj) -> ResourceClaim:
-        """resource.k8s.io/v1 (1.34+), v1beta1 or v1beta2: the fields read are the same."""
-        meta = _meta(obj)
-        owner = next(
-            (r for r in meta.get("ownerReferences") or () if isinstance(r, Mapping) and r.get("controller")),
-            None,
-        )
-        return ResourceClaim(
-            namespace=self.s(meta.get("namespace") or "default"),
-            name=self.s(meta["name"]),
-            uid=self.s(meta.get("uid")),
-            owner_uid=self.s(owner.get("uid")) if owner is not None else "",
-            deleted=parse_time(meta.get("deletionTimestamp")),
-        )
+        """resource.k8s.io/v1 (1.34+), v1beta2 or v1beta1 (analyzers.ingest_dra)."""
+        from analyzers import ingest_dra
+
+        return ingest_dra.resource_claim(self, obj)
+
+    def resource_claim_template(self, obj: Obj) -> ResourceClaimTemplate:
+        from analyzers import ingest_dra
+
+        return ingest_dra.resource_claim_template(self, obj)
+
+    def resource_slice(self, obj: Obj) -> ResourceSlice:
+        from analyzers import ingest_dra
+
+        return ingest_dra.resource_slice(self, obj)
+
+    def device_class(self, obj: Obj) -> DeviceClass:
+        from analyzers import ingest_dra
+
+        return ingest_dra.device_class(self, obj)
 
     def pv(self, obj: Obj) -> PersistentVolume:
         meta = _meta(obj)
@@ -1150,6 +1247,7 @@ class Decoder:
             claim=(self.s(claim.get("namespace") or "default"), self.s(claim.get("name"))) if claim else None,
             node_affinity=self.node_selector((spec.get("nodeAffinity") or {}).get("required")),
             phase=self.s((obj.get("status") or {}).get("phase") or "Available"),
+            labels=self.labels(meta.get("labels")),
         )
 
     def storage_class(self, obj: Obj) -> StorageClass:
@@ -1311,20 +1409,36 @@ _SPEC_FIELDS = (
 _SPEC_PARTS = ("containers", "initContainers", "nodeName", "volumes", *_SPEC_FIELDS)
 
 
+# pkg/scheduler/util/pod_resources.go (v1.37.2; unchanged since 1.19): what a container
+# without a cpu or memory request counts as in the Score phase, never in Filter.
+DEFAULT_MILLI_CPU_REQUEST = 100  # 0.1 core
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024  # 200 MB
+
+
+def normalized_image_name(name: str) -> str:
+    """pkg/scheduler/framework/plugins/imagelocality/image_locality.go
+    normalizedImageName (v1.37.2): ``:latest`` added when the name has no tag."""
+    if name.rfind(":") <= name.rfind("/"):
+        name = name + ":latest"
+    return name
+
+
 def _spec_parts(spec: Mapping[str, Any], with_node_name: bool) -> list[Any]:
     """What ``Decoder._pod_spec`` reads of a pod spec, as a list in the order
     of ``_SPEC_PARTS``: each container's and init container's ``resources``,
-    ``ports`` and ``restartPolicy`` (not env, probes, images), ``nodeName``
+    ``ports``, ``restartPolicy`` and ``image`` (not env, probes), ``nodeName``
     when asked, the claim names of the volumes, and the fields above.
     Serialised, it is the PodSpec cache key."""
     get = spec.get
     containers = get("containers")
     init = get("initContainers")
     return [
-        [[c.get("resources"), c.get("ports"), c.get("restartPolicy")] for c in containers]
+        [[c.get("resources"), c.get("ports"), c.get("restartPolicy"), c.get("image")] for c in containers]
         if containers
         else None,
-        [[c.get("resources"), c.get("ports"), c.get("restartPolicy")] for c in init] if init else None,
+        [[c.get("resources"), c.get("ports"), c.get("restartPolicy"), c.get("image")] for c in init]
+        if init
+        else None,
         get("nodeName") if with_node_name else None,
         _claim_names(spec) if get("volumes") else None,
         *map(get, _SPEC_FIELDS),
@@ -1337,7 +1451,9 @@ def _spec_view(parts: list[Any]) -> dict[str, Any]:
     view = dict(zip(_SPEC_PARTS, parts, strict=True))
     for name in ("containers", "initContainers"):
         if view[name] is not None:
-            view[name] = [{"resources": r, "ports": p, "restartPolicy": rp} for r, p, rp in view[name]]
+            view[name] = [
+                {"resources": r, "ports": p, "restartPolicy": rp, "image": im} for r, p, rp, im in view[name]
+            ]
     if view["volumes"] is not None:
         view["volumes"] = [{"persistentVolumeClaim": {"claimName": n}} for n in view["volumes"]]
     return view
@@ -1447,6 +1563,9 @@ _DECODERS: dict[str, Any] = {
     "Namespace": Decoder.namespace,
     "PersistentVolumeClaim": Decoder.pvc,
     "ResourceClaim": Decoder.resource_claim,
+    "ResourceClaimTemplate": Decoder.resource_claim_template,
+    "ResourceSlice": Decoder.resource_slice,
+    "DeviceClass": Decoder.device_class,
     "PersistentVolume": Decoder.pv,
     "StorageClass": Decoder.storage_class,
     "Event": Decoder.event,

@@ -239,6 +239,16 @@ class PodSpec:
     priority: int | None = None
     preemption_policy: str = ""
     has_overhead: bool = False
+    # Score phase (analyzers.simulator.scoring). cpu/memory summed with every container
+    # missing one counted at schedutil.DefaultMilliCPURequest / DefaultMemoryRequest.
+    nonzero_requests: FrozenMap[int] = EMPTY_MAP
+    # preferredDuringScheduling node affinity: (weight, term), in spec order.
+    preferred_node_affinity: tuple[tuple[int, NodeSelectorTerm], ...] = ()
+    # The weights of preferred_pod_affinity / preferred_pod_anti_affinity, index for index.
+    preferred_pod_affinity_weights: tuple[int, ...] = ()
+    preferred_pod_anti_affinity_weights: tuple[int, ...] = ()
+    # Images of init containers then containers, normalised (":latest" added when untagged).
+    images: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +330,8 @@ class Node:
     ready: bool | None = None
     conditions: tuple[Condition, ...] = ()
     created: float | None = None
+    # status.images: (names, sizeBytes) per image, as the kubelet reports them.
+    images: tuple[tuple[tuple[str, ...], int], ...] = ()
 
     @property
     def key(self) -> str:
@@ -510,15 +522,155 @@ class Namespace:
 # Storage
 
 
+# ---------------------------------------------------------------------------
+# Dynamic Resource Allocation (resource.k8s.io v1; v1beta2 and v1beta1 shapes are
+# normalised to it by analyzers.ingest). Only what the structured allocator reads.
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceTaint:
+    key: str
+    value: str
+    effect: str  # NoSchedule, NoExecute, None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceToleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """One device of a ResourceSlice. ``attributes`` maps the qualified name as the
+    slice spells it to (type, value), type one of int, bool, string, version;
+    ``capacity`` and the counters keep the quantity strings (exact)."""
+
+    name: str
+    attributes: FrozenMap[tuple[str, Any]] = EMPTY_MAP
+    capacity: FrozenMap[str] = EMPTY_MAP
+    consumes_counters: tuple[tuple[str, FrozenMap[str]], ...] = ()  # (counterSet, counter -> quantity)
+    taints: tuple[DeviceTaint, ...] = ()
+    node_name: str = ""  # perDeviceNodeSelection
+    all_nodes: bool = False
+    node_selector: NodeSelector | None = None
+    allow_multiple: bool = False  # allowMultipleAllocations
+    binding_conditions: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSlice:
+    name: str
+    driver: str
+    pool: str
+    generation: int = 0
+    slice_count: int = 1  # pool.resourceSliceCount
+    node_name: str = ""
+    all_nodes: bool = False
+    node_selector: NodeSelector | None = None
+    per_device_node_selection: bool = False
+    devices: tuple[Device, ...] = ()
+    shared_counters: tuple[tuple[str, FrozenMap[str]], ...] = ()  # (counterSet, counter -> quantity)
+    problem: str = ""  # why the slice does not validate: its devices are not used
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClass:
+    name: str
+    selectors: tuple[str, ...] = ()  # CEL expressions
+    extended_resource_name: str = ""
+    problem: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSubRequest:
+    """``exactly`` of a request, or one ``firstAvailable`` entry."""
+
+    name: str
+    class_name: str
+    selectors: tuple[str, ...] = ()
+    mode: str = "ExactCount"  # ExactCount | All
+    count: int = 1
+    admin_access: bool | None = None
+    tolerations: tuple[DeviceToleration, ...] = ()
+    capacity: FrozenMap[str] = EMPTY_MAP  # capacity.requests
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequest:
+    name: str
+    exactly: DeviceSubRequest | None = None
+    first_available: tuple[DeviceSubRequest, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceConstraint:
+    requests: tuple[str, ...] = ()
+    match_attribute: str = ""
+    distinct_attribute: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimSpec:
+    requests: tuple[DeviceRequest, ...] = ()
+    constraints: tuple[DeviceConstraint, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatedDevice:
+    request: str
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool = False
+    share_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReservedFor:
+    resource: str  # "pods" for a pod
+    name: str
+    uid: str
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceClaim:
-    """A resource.k8s.io ResourceClaim (v1, v1beta1 and v1beta2 carry these fields alike)."""
+    """A resource.k8s.io ResourceClaim (v1; v1beta1 and v1beta2 normalised)."""
 
     namespace: str
     name: str
     uid: str
     owner_uid: str = ""  # the controlling ownerReference's uid (a pod, for generated claims)
     deleted: float | None = None  # deletionTimestamp
+    spec: ClaimSpec = ClaimSpec()
+    allocated: bool = False  # status.allocation set
+    allocation: tuple[AllocatedDevice, ...] = ()
+    allocation_node_selector: NodeSelector | None = None
+    reserved_for: tuple[ReservedFor, ...] = ()
+    created: float | None = None
+    problem: str = ""  # why the claim does not validate: its needs are not judged
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceClaimTemplate:
+    namespace: str
+    name: str
+    spec: ClaimSpec = ClaimSpec()
+    problem: str = ""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -551,6 +703,8 @@ class PersistentVolume:
     claim: tuple[str, str] | None = None  # (namespace, name) of claimRef
     node_affinity: NodeSelector | None = None
     phase: str = "Available"
+    # metadata.labels: VolumeZone reads the zone/region labels of a bound PV.
+    labels: FrozenMap[str] = EMPTY_MAP
 
     @property
     def key(self) -> str:
@@ -711,6 +865,9 @@ Record = (
     | Namespace
     | PersistentVolumeClaim
     | ResourceClaim
+    | ResourceClaimTemplate
+    | ResourceSlice
+    | DeviceClass
     | PersistentVolume
     | StorageClass
     | Event

@@ -22,6 +22,7 @@ from analyzers.records import (
     CustomResourceDefinition,
     DaemonSet,
     Deployment,
+    DeviceClass,
     Event,
     Job,
     Namespace,
@@ -37,6 +38,8 @@ from analyzers.records import (
     ReplicaSet,
     ReplicationController,
     ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
     ScaleReading,
     StatefulSet,
     StorageClass,
@@ -60,6 +63,9 @@ COLLECTIONS: dict[type, str] = {
     Namespace: "namespaces",
     PersistentVolumeClaim: "pvcs",
     ResourceClaim: "resource_claims",
+    ResourceClaimTemplate: "resource_claim_templates",
+    ResourceSlice: "resource_slices",
+    DeviceClass: "device_classes",
     PersistentVolume: "pvs",
     StorageClass: "storage_classes",
     Event: "events",
@@ -83,6 +89,9 @@ KIND_COLLECTIONS: dict[str, str] = {
     "Namespace": "namespaces",
     "PersistentVolumeClaim": "pvcs",
     "ResourceClaim": "resource_claims",
+    "ResourceClaimTemplate": "resource_claim_templates",
+    "ResourceSlice": "resource_slices",
+    "DeviceClass": "device_classes",
     "PersistentVolume": "pvs",
     "StorageClass": "storage_classes",
     "Event": "events",
@@ -92,6 +101,15 @@ KIND_COLLECTIONS: dict[str, str] = {
     "CustomObject": "custom_objects",
     "ScaleReading": "scales",
 }
+# Kinds a dump carries all of once it carries one (kubectl get <kinds> -A lists every one).
+COLLECTED_WHEN_SEEN: dict[type, str] = {
+    ResourceClaim: "ResourceClaim",
+    ResourceClaimTemplate: "ResourceClaimTemplate",
+    ResourceSlice: "ResourceSlice",
+    DeviceClass: "DeviceClass",
+}
+# DRA records that keep a validation problem (analyzers.ingest_dra): one warning each.
+DRA_VALIDATED = frozenset({ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceClass})
 _NAMESPACED = frozenset(
     {
         "pods",
@@ -104,6 +122,7 @@ _NAMESPACED = frozenset(
         "pdbs",
         "pvcs",
         "resource_claims",
+        "resource_claim_templates",
         "events",
         "pod_metrics",
     }
@@ -174,6 +193,8 @@ class ClusterState:
             if kind not in IGNORED_KINDS:
                 self.warn(f"{source}: {describe(obj)}: kind {kind!r} is not analysed; skipped")
             return None
+        if record.__class__ in DRA_VALIDATED and record.problem:  # type: ignore[union-attr]
+            self.warn(f"{source}: {describe(obj)}: {record.problem}; its needs are not judged")  # type: ignore[union-attr]
         if known is None or record.__class__ is CustomObject:  # a CR's kind names no collection
             self.apply(record)
         else:  # apply() and _changed(), inlined: this runs for every watch event
@@ -194,8 +215,8 @@ class ClusterState:
                 continue
             if record is not None:
                 used += 1
-                if record.__class__ is ResourceClaim:
-                    self.mark_collected("ResourceClaim")
+                if record.__class__ in COLLECTED_WHEN_SEEN:
+                    self.mark_collected(COLLECTED_WHEN_SEEN[record.__class__])
         return used
 
     def mark_collected(self, kind: str, namespace: str = "") -> None:
@@ -257,6 +278,7 @@ class ClusterSnapshot:
         "custom_objects",
         "daemonsets",
         "deployments",
+        "device_classes",
         "events",
         "generation",
         "jobs",
@@ -272,7 +294,9 @@ class ClusterSnapshot:
         "pvs",
         "replicasets",
         "replication_controllers",
+        "resource_claim_templates",
         "resource_claims",
+        "resource_slices",
         "scales",
         "statefulsets",
         "storage_classes",
@@ -293,6 +317,9 @@ class ClusterSnapshot:
     namespaces: Mapping[str, Namespace]
     pvcs: Mapping[tuple[str, str], PersistentVolumeClaim]
     resource_claims: Mapping[tuple[str, str], ResourceClaim]
+    resource_claim_templates: Mapping[tuple[str, str], ResourceClaimTemplate]
+    resource_slices: Mapping[str, ResourceSlice]
+    device_classes: Mapping[str, DeviceClass]
     pvs: Mapping[str, PersistentVolume]
     storage_classes: Mapping[str, StorageClass]
     events: Mapping[tuple[str, str], Event]

@@ -12,11 +12,13 @@ them all and keeps that order, so the first one is what kube-scheduler reports.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from analyzers.records import EMPTY_MAP, FrozenMap, Pod
 from analyzers.simulator import codes as C
 from analyzers.simulator.basic import NodeAffinity, NodeName, NodePorts, NodeUnschedulable, TaintToleration
 from analyzers.simulator.dra import claim_hold
+from analyzers.simulator.dra.plugin import ALLOCATIONS, DynamicResources
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
 from analyzers.simulator.interpod import InterPodAffinity
 from analyzers.simulator.nodeinfo import NodeTable, bits, has, mask_of, node_table
@@ -39,13 +41,15 @@ FILTERS: tuple[Plugin, ...] = (
     VolumeBinding(),
     PodTopologySpread(),
     InterPodAffinity(),
+    DynamicResources(),  # before DefaultPreemption (default_plugins.go applyDynamicResources)
 )
 # PreFilter order among the plugins that can reject a pod outright.
 # (VolumeRestrictions, between NodeResourcesFit and VolumeBinding, has no modelled Filter.)
 PREFILTERS: tuple[Plugin, ...] = tuple(
     p
     for p in (*FILTERS[:6], VolumeRestrictions(), *FILTERS[6:])
-    if p.name in (C.NODE_AFFINITY, C.VOLUME_RESTRICTIONS_PLUGIN, C.VOLUME_BINDING, C.INTER_POD_AFFINITY)
+    if p.name
+    in (C.NODE_AFFINITY, C.VOLUME_RESTRICTIONS_PLUGIN, C.VOLUME_BINDING, C.INTER_POD_AFFINITY, C.DYNAMIC_RESOURCES)
 )
 
 
@@ -92,18 +96,16 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
 
     gated = pre_enqueue(snapshot, pod)
 
-    prefilter = run_prefilters(PREFILTERS, cycle)
-
-    outcomes: list[Outcome] = []
-    absent = _prefilter_result_outcome(cycle)
-    if absent is not None:
-        outcomes.append(absent)
+    prefilter, absent, by_plugin = filter_pass(cycle)
+    if prefilter is None:
+        by_plugin = with_nominated_pods(cycle, by_plugin)
+    outcomes: list[Outcome] = [absent] if absent is not None else []
     filters = filter_order(wording)
     for plugin in filters:
-        out = plugin.filter_all(cycle)
-        if out is not None:
-            outcomes.append(out)
-            cycle.outcomes[plugin.name] = out
+        found = by_plugin.get(plugin.name)
+        if found is not None:
+            outcomes.append(found)
+            cycle.outcomes[plugin.name] = found
 
     failing = 0
     for out in outcomes:
@@ -167,6 +169,10 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
             postfilter=preemption.message,
         )
 
+    allocations: dict[str, tuple[object, ...]] = {}
+    found = cycle.state.get(ALLOCATIONS)
+    if found and fits:
+        allocations = {table.names[i]: results for i, results in found.items() if has(feasible, i)}
     return PodVerdict(
         pod=pod.key,
         kube_version=wording.label,
@@ -182,6 +188,7 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
         failing=FrozenMap(_failing_masks(table, outcomes, prefilter)),
         node_names=table.names,
         _breakdown=Breakdown(table, outcomes, prefilter),
+        allocations=FrozenMap(allocations) if pod.spec.resource_claims else None,
     )
 
 
@@ -234,6 +241,160 @@ def run_prefilters(plugins: tuple[Plugin, ...], cycle: Cycle) -> FilterFailure |
         else:
             decided = found
     return decided or kept
+
+
+def filter_pass(cycle: Cycle) -> tuple[FilterFailure | None, Outcome | None, dict[str, Outcome]]:
+    """PreFilter, then every Filter over all nodes of ``cycle``'s table: the PreFilter
+    status, the nodes NodeAffinity's PreFilterResult leaves out, and each plugin's outcome."""
+    prefilter = run_prefilters(PREFILTERS, cycle)
+    absent = _prefilter_result_outcome(cycle)
+    by_plugin: dict[str, Outcome] = {}
+    for plugin in FILTERS:
+        out = plugin.filter_all(cycle)
+        if out is not None:
+            by_plugin[plugin.name] = out
+            cycle.outcomes[plugin.name] = out
+    return prefilter, absent, by_plugin
+
+
+NOMINATED_KEY = "simulator.nominated"
+NOMINATED_CYCLES = "nominated_cycles"
+
+
+def nominated_pods(snapshot: ClusterSnapshot) -> Mapping[str, tuple[tuple[int, Pod], ...]]:
+    """Node name -> (priority, pod) of the pods waiting for kube-scheduler with
+    ``status.nominatedNodeName`` naming it: the scheduling queue's nominator
+    (pkg/scheduler/backend/queue/nominator.go, v1.35.4 and v1.37.2) holds every
+    unassigned pod of the scheduler whose status carries a nominated node."""
+
+    def build() -> dict[str, tuple[tuple[int, Pod], ...]]:
+        out: dict[str, list[tuple[int, Pod]]] = {}
+        for p in snapshot.pods.values():
+            if p.nominated_node and p.unscheduled and p.spec.scheduler_name == "default-scheduler":
+                out.setdefault(p.nominated_node, []).append((snapshot.priority_of(p), p))
+        return {k: tuple(v) for k, v in out.items()}
+
+    found: Mapping[str, tuple[tuple[int, Pod], ...]] = snapshot.derived(NOMINATED_KEY, build)
+    return found
+
+
+def nominated_holders(cycle: Cycle) -> dict[int, tuple[Pod, ...]]:
+    """Node index -> the pods nominated there whose priority is at least the cycle's
+    pod's (the pod itself excluded, by UID as upstream compares): addGENominatedPods."""
+    pod = cycle.pod
+    out: dict[int, tuple[Pod, ...]] = {}
+    for name, entries in nominated_pods(cycle.snapshot).items():
+        i = cycle.table.index.get(name)
+        if i is None:
+            continue
+        held = tuple(
+            p
+            for prio, p in entries
+            if prio >= cycle.priority and (p.uid != pod.uid if pod.uid else p.key != pod.key)
+        )
+        if held:
+            out[i] = held
+    return out
+
+
+def with_nominated_pods(cycle: Cycle, by_plugin: dict[str, Outcome]) -> dict[str, Outcome]:
+    """The Filter outcomes as RunFilterPluginsWithNominatedPods decides them
+    (pkg/scheduler/framework/runtime/framework.go, the same in v1.35.4 and v1.37.2):
+    on a node where pods of equal or higher priority are nominated, the filters run
+    first with those pods added to the node (addGENominatedPods, each through the
+    plugins' AddPod extension) and, only if that pass succeeds, again without them.
+    A node failing the first pass reports the first pass's statuses.
+
+    Upstream adds a node's nominated pods to that node alone. When the pod's verdict
+    on a node depends on no other node's pods (no topology spread constraint, no
+    inter-pod term of its own or of a nominated pod), one pass with every nominated
+    pod bound gives each node that answer; otherwise one pass per node. The passes
+    with nominated pods are kept (``cycle.state``) for preemption's dry run, which
+    runs the same two passes (SelectVictimsOnNode calls RunFilterPluginsWithNominatedPods)."""
+    holders = nominated_holders(cycle)
+    if not holders:
+        return by_plugin
+    table = cycle.table
+    topological = (
+        "spread" in cycle.state
+        or "interpod" in cycle.state
+        or any(p.spec.pod_anti_affinity for pods in holders.values() for p in pods)
+    )
+    groups: list[list[int]] = [[i] for i in holders] if topological else [list(holders)]
+    cycles: dict[int, Cycle] = {}
+    overrides: list[tuple[int, dict[str, Outcome], Outcome | None]] = []
+    for nodes in groups:
+        bound = [replace(p, node_name=table.names[i]) for i in nodes for p in holders[i]]
+        snap = cycle.snapshot.replace(*bound)
+        held = Cycle(
+            snapshot=snap,
+            table=node_table(snap),
+            pod=cycle.pod,
+            wording=cycle.wording,
+            priority=cycle.priority,
+            namespace_labels=cycle.namespace_labels,
+        )
+        _, absent, outs = filter_pass(held)
+        where = mask_of(nodes, table.size)
+        failed = absent.mask if absent is not None else 0
+        for out in outs.values():
+            failed |= out.mask
+        for i in nodes:
+            cycles[i] = held
+        if failed & where:
+            overrides.append((failed & where, outs, absent))
+    cycle.state[NOMINATED_CYCLES] = cycles
+    if not overrides:
+        return by_plugin
+    replaced = 0
+    for m, _, _ in overrides:
+        replaced |= m
+    merged: dict[str, Outcome] = {}
+    for plugin in FILTERS:
+        name = plugin.name
+        sources: list[tuple[int, Outcome]] = []
+        own = by_plugin.get(name)
+        if own is not None:
+            sources.append((table.all_mask & ~replaced, own))
+        for m, outs, _ in overrides:
+            theirs = outs.get(name)
+            if theirs is not None:
+                sources.append((m, theirs))
+        combined = _merged_outcome(name, sources)
+        if combined is not None:
+            merged[name] = combined
+    return merged
+
+
+def _merged_outcome(plugin: str, sources: list[tuple[int, Outcome]]) -> Outcome | None:
+    """One outcome taking each node's failure from the source whose node set holds it."""
+    out = Outcome(plugin)
+    for sel, src in sources:
+        for m, f in src.groups:
+            g = m & sel
+            if g:
+                out.groups.append((g, f))
+                out.mask |= g
+        grouped = 0
+        for m, _ in src.groups:
+            grouped |= m
+        for i, entry in src.varying.items():
+            if has(sel, i) and not has(grouped, i):
+                out.varying[i] = entry
+                out.mask |= 1 << i
+    if not out.mask:
+        return None
+
+    def make(i: int) -> FilterFailure:
+        for sel, src in sources:
+            if has(sel, i):
+                found = src.failure(i)
+                if found is not None:
+                    return found
+        raise KeyError(i)  # pragma: no cover - make is only asked for nodes of the mask
+
+    out.make = make
+    return out
 
 
 def simulate_pending(

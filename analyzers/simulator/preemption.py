@@ -36,6 +36,7 @@ from analyzers.simulator.framework import Cycle, Outcome, Plugin
 from analyzers.simulator.nodeinfo import bits
 from analyzers.simulator.render import (
     DRA_NO_CLAIMS,
+    DRA_STILL_UNSCHEDULABLE,
     NO_VICTIMS,
     NOT_ELIGIBLE_NEVER,
     NOT_ELIGIBLE_TERMINATING,
@@ -83,6 +84,25 @@ def run_filters_on_node(
     return None
 
 
+NOMINATED_CYCLES = "nominated_cycles"  # engine.with_nominated_pods keeps them here
+
+
+def run_filters_with_nominated(
+    cycle: Cycle, plugins: Sequence[Plugin], i: int, removed: Sequence[Pod]
+) -> FilterFailure | None:
+    """RunFilterPluginsWithNominatedPods for node ``i`` with ``removed`` evicted
+    (pkg/scheduler/framework/runtime/framework.go, v1.35.4 and v1.37.2): where pods of
+    equal or higher priority are nominated to the node, the filters run first with
+    them added; only if that pass succeeds, again without them."""
+    held: Mapping[int, Cycle] = cycle.state.get(NOMINATED_CYCLES, EMPTY_MAP)
+    with_nominated = held.get(i)
+    if with_nominated is not None:
+        found = run_filters_on_node(with_nominated, plugins, i, removed)
+        if found is not None:
+            return found
+    return run_filters_on_node(cycle, plugins, i, removed)
+
+
 def _importance_key(cycle: Cycle, pod: Pod) -> tuple[int, float]:
     # util.MoreImportantPod: higher priority first, then the earlier start time.
     created = pod.created if pod.created is not None else float("inf")
@@ -120,7 +140,7 @@ def select_victims(cycle: Cycle, plugins: Sequence[Plugin], i: int) -> _Candidat
     ]
     if not lower:
         return FilterFailure(C.DEFAULT_PREEMPTION, C.UNRESOLVABLE, (NO_VICTIMS,), (C.PREEMPTION_NO_VICTIMS,))
-    status = run_filters_on_node(cycle, plugins, i, lower)
+    status = run_filters_with_nominated(cycle, plugins, i, lower)
     if status is not None:
         return status
     lower.sort(key=lambda p: _importance_key(cycle, p))
@@ -131,7 +151,7 @@ def select_victims(cycle: Cycle, plugins: Sequence[Plugin], i: int) -> _Candidat
     for group_violates, group in ((True, violating), (False, fine)):
         for pod in group:
             trial = [p for p in removed if p is not pod]
-            if run_filters_on_node(cycle, plugins, i, trial) is None:
+            if run_filters_with_nominated(cycle, plugins, i, trial) is None:
                 removed = trial
             else:
                 victims.append(pod)
@@ -175,7 +195,11 @@ def preempt(
         victims: Mapping[str, tuple[tuple[str, str], ...]] = EMPTY_MAP,
     ) -> PreemptionVerdict:
         if message and wording.dra_postfilter:
-            message = f"{DRA_NO_CLAIMS}, {message}"
+            # DynamicResources' PostFilter runs first (1.34-1.36): a pod without claims gets
+            # "no new claims to deallocate"; one with claims none of which it may deallocate
+            # "still not schedulable" (dynamicresources.go, v1.35.4 and v1.36.5).
+            dra = DRA_STILL_UNSCHEDULABLE if cycle.pod.spec.resource_claims else DRA_NO_CLAIMS
+            message = f"{dra}, {message}"
         return PreemptionVerdict(
             attempted=clause,
             eligible=eligible,
@@ -218,7 +242,12 @@ def preempt(
         msg = f"preemption: {preemption_fit_error(total, reasons)}"
         return verdict(True, msg, reasons=FrozenMap(reasons), reason_counts=FrozenMap(codes))
 
-    to_try, settled = _triage(cycle, outcomes, potential, reasons, codes)
+    # Nodes holding nominated pods are judged one by one (run_filters_with_nominated).
+    held = 0
+    for i in cycle.state.get(NOMINATED_CYCLES, EMPTY_MAP):
+        held |= 1 << i
+    to_try, settled = _triage(cycle, outcomes, potential & ~held, reasons, codes)
+    to_try |= potential & held
     tried = bits(to_try)
     wanted = num_candidates(potential.bit_count())
     candidates: list[_Candidate] = []

@@ -145,6 +145,17 @@ class PodVerdict:
     failing: Mapping[str, int] = field(default_factory=lambda: EMPTY_MAP, repr=False, compare=False)
     node_names: tuple[str, ...] = field(default=(), repr=False, compare=False)
     _breakdown: NodeBreakdown = field(default_factory=_NoNodes, repr=False, compare=False)
+    # DynamicResources: node -> the devices the structured allocator picks there (feasible
+    # nodes of a pod that fits); None for a pod without ResourceClaims.
+    allocations: Mapping[str, tuple[Any, ...]] | None = field(default=None, compare=False)
+
+    @property
+    def allocation(self) -> tuple[Any, ...] | None:
+        """The devices on the node kube-scheduler would choose: known when one node is
+        feasible (which of several it picks depends on scores, not simulated here)."""
+        if not self.allocations or len(self.allocations) != 1:
+            return None
+        return next(iter(self.allocations.values()))
 
     @property
     def nodes(self) -> tuple[NodeVerdict, ...]:
@@ -177,12 +188,24 @@ class PodVerdict:
             "feasible_nodes": self.feasible_nodes,
             "gated": self.gated.as_dict() if self.gated else None,
             "prefilter": self.prefilter.as_dict() if self.prefilter else None,
-            "nodes": [n.as_dict() for n in self.nodes],
+            "nodes": [self._node_dict(n) for n in self.nodes],
             "message": self.message,
             "reasons": dict(self.reasons),
             "reason_counts": dict(self.reason_counts),
             "preemption": self.preemption.as_dict(),
+            **(
+                {}
+                if self.allocations is None
+                else {"allocation": None if self.allocation is None else [r.as_dict() for r in self.allocation]}
+            ),
         }
+
+    def _node_dict(self, n: NodeVerdict) -> dict[str, Any]:
+        out = n.as_dict()
+        if self.allocations is not None:
+            found = self.allocations.get(n.node)
+            out["allocation"] = None if found is None else [r.as_dict() for r in found]
+        return out
 
 
 def _plain(value: Any) -> Any:

@@ -171,13 +171,13 @@ POD_CHANGES: dict[str, Mutation] = {
     ),
     "re-created under the same name": _set("metadata.uid", "uid-new"),
     "created": _set("metadata.creationTimestamp", "2026-11-20T09:00:00Z"),
+    "image (ImageLocality scores it)": _set("spec.containers.0.image", "example/app:2"),
 }
 
 # Changes to fields no record keeps: the held record comes back as is.
 POD_NON_CHANGES: dict[str, Mutation] = {
     "restart count": _set("status.containerStatuses.0.restartCount", 3),
     "resource version": _set("metadata.resourceVersion", "101"),
-    "image": _set("spec.containers.0.image", "example/app:2"),
     "env": _set("spec.containers.0.env", []),
     "other annotation": lambda p: p["metadata"]["annotations"].update(other="y"),
     "hostname": _set("spec.hostname", "web-1b"),
@@ -232,6 +232,7 @@ NODE_CHANGES: dict[str, Mutation] = {
     ),
     "re-created": _set("metadata.uid", "uid-new"),
     "created": _set("metadata.creationTimestamp", "2026-11-20T09:00:00Z"),
+    "images (ImageLocality scores them)": _set("status.images", [{"names": ["x"], "sizeBytes": 1}]),
 }
 
 
@@ -258,7 +259,6 @@ def test_a_node_heartbeat_returns_the_held_record() -> None:
     held = state.apply_object(rich_node())
     beat = rich_node()
     beat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-11-20T10:00:40Z"
-    beat["status"]["images"] = [{"names": ["x"], "sizeBytes": 1}]
     assert state.apply_object(beat) is held
 
 
@@ -320,8 +320,11 @@ def test_pods_of_one_template_share_a_spec_despite_per_pod_fields() -> None:
     b["metadata"]["name"] = "web-2"
     b["spec"].update(hostname="web-2", nodeName="n2")
     b["spec"]["volumes"][1]["name"] = "kube-api-access-y2"
-    b["spec"]["containers"][0]["image"] = "example/app:2"
     assert d.pod(a).spec is d.pod(b).spec
+    # The image is a scheduling field (ImageLocality): another image, another spec.
+    b["spec"]["containers"][0]["image"] = "example/app:2"
+    assert d.pod(b).spec.images[-1] == "example/app:2"
+    assert d.pod(a).spec is not d.pod(b).spec
 
 
 def test_a_spec_that_is_not_json_is_decoded_uncached() -> None:

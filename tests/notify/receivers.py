@@ -8,7 +8,7 @@ like an incoming webhook (``/services/...``: ``ok`` or an error name in plain
 text). It records every message with its thread, so tests can check "one root
 per incident, replies in its thread, root edited".
 
-:class:`WebhookReceiver` verifies ``X-Unstick-Signature`` with the README's
+:class:`WebhookReceiver` verifies ``X-Unstick-Signature`` with docs/notifications.md's
 example code, rejects stale timestamps, and deduplicates by
 ``X-Unstick-Delivery`` as a real consumer would.
 """
@@ -246,7 +246,7 @@ class FakeSlack(Server):
         return [m for m in self.messages if m.thread_ts == root.ts and m.channel == root.channel]
 
 
-# The README's receiver example is run by the tests (tests/notify/test_readme_example.py);
+# docs/notifications.md's receiver example is run by the tests (tests/notify/test_webhook.py);
 # this is the same check, used by the receiver below.
 def verify(secret: bytes, timestamp: str, body: bytes, signature: str, *, now: float | None = None) -> bool:
     import hashlib

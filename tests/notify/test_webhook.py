@@ -1,4 +1,4 @@
-"""Signed webhooks over real HTTP(S), and the README's receiver example."""
+"""Signed webhooks over real HTTP(S), and the receiver example of docs/notifications.md."""
 
 from __future__ import annotations
 
@@ -23,24 +23,24 @@ from storage.outbox import delivery_id
 from tests.notify.conftest import SECRET, open_incidents, rows
 from tests.notify.receivers import Server, WebhookReceiver
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+NOTIFICATIONS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "notifications.md"
 
 
-def readme_verify() -> Any:
-    """The ``verify`` function of the README's Python example, executed as written."""
-    text = README.read_text()
+def documented_verify() -> Any:
+    """The ``verify`` function of docs/notifications.md's Python example, executed as written."""
+    text = NOTIFICATIONS_PAGE.read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     [example] = [b for b in blocks if "def verify(" in b and "X-Unstick-Signature" in b]
     assert len(example.strip().splitlines()) <= 10
     namespace: dict[str, Any] = {}
-    exec(compile(example, "README.md", "exec"), namespace)
+    exec(compile(example, "docs/notifications.md", "exec"), namespace)
     return namespace["verify"]
 
 
-async def test_the_readme_example_verifies_real_deliveries_and_rejects_forgeries(
+async def test_the_documented_example_verifies_real_deliveries_and_rejects_forgeries(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
-    verify = readme_verify()
+    verify = documented_verify()
     got: list[tuple[dict[str, str], bytes]] = []
 
     async def hook(request: web.Request) -> web.Response:

@@ -117,3 +117,33 @@ def test_the_1_37_success_note_parses_as_a_complete_preempting_verdict() -> None
     assert parsed.preemption.note_info is not None and parsed.preemption.note_info.object_name == "a"
     assert not parsed.truncated
     assert [(r.count, r.code) for r in parsed.reasons] == [(1, "insufficient-resource")]
+
+
+@pytest.mark.parametrize(
+    ("version", "note"),
+    [("1.35.4", "still not schedulable, "), ("1.36.5", "still not schedulable, "), ("1.37.2", "")],
+)
+def test_a_pod_with_claims_none_deallocatable_reads_still_not_schedulable_until_1_36(
+    version: str, note: str
+) -> None:
+    # v1.36.5 PostFilter: claims present, none unavailable-and-deallocatable -> the last return,
+    # ``fwk.NewStatus(fwk.Unschedulable, "still not schedulable")``; v1.37.2 returns no reason.
+    from analyzers.snapshot import ClusterSnapshot
+    from tests.dra.test_dra_allocation import claim, device, device_class, exactly, slice_
+    from tests.dra.test_dra_allocation import node as dra_node
+    from tests.dra.test_dra_allocation import pod as dra_pod
+
+    snap = ClusterSnapshot.from_objects(
+        [
+            dra_node("a"),
+            slice_("a", [device("gpu-0")]),
+            device_class(),
+            claim("c", [exactly(count=2)]),
+            dra_pod("p", "c"),
+        ]
+    )
+    v = simulate(snap, snap.pods[("default", "p")], kube_version=version)
+    assert v.message == (
+        f"0/1 nodes are available: 1 cannot allocate all claims. {note}"
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )

@@ -1,0 +1,322 @@
+"""The DRA CEL environment: what a DeviceClass or ResourceClaim selector sees.
+
+Kubernetes: staging/src/k8s.io/dynamic-resource-allocation/cel/compile.go
+(v0.37.2, k8s.io/dynamic-resource-allocation of v1.37.2). A selector sees one
+variable, ``device``, with
+
+- ``device.driver`` (string),
+- ``device.attributes[domain][id]`` (int, bool, string or a semver value), an
+  unknown domain reading as an empty map (``newStringInterfaceMapWithDefault``),
+- ``device.capacity[domain][id]`` (a Kubernetes quantity),
+- ``device.allowMultipleAllocations`` (bool, DRAConsumableCapacity);
+
+qualified names without a domain belong to the device's driver
+(``parseQualifiedName``). The Kubernetes CEL libraries a selector uses are
+provided with their upstream names (k8s.io/apiserver/pkg/cel/library,
+quantity.go and semverlib.go): ``quantity``, ``isQuantity``, ``isInteger``,
+``asInteger``, ``asApproximateFloat``, ``sign``, ``add``, ``sub``,
+``isGreaterThan``, ``isLessThan``, ``compareTo``; ``semver``, ``isSemver``,
+``major``, ``minor``, ``patch``; plus ``cel.bind`` and the strings extension.
+
+The CEL library is Google's own C++ implementation through its Python binding
+(PyPI ``cel-expr-python``; docs/dra.md says why): expressions are parsed and
+type-checked, and errors read like cel-go's (``ERROR: <input>:1:7: undeclared
+reference to 'nosuch'``). A compile error or a runtime error becomes the text
+the allocator wraps (``CEL compile error: compilation failed: ...``,
+``CEL runtime error: no such key: model``), never an exception out of the
+simulator.
+
+Limits (stated in docs/dra.md): quantities and semvers are values of a map type
+here, not opaque types, so a selector comparing a quantity with ``==`` behaves
+as upstream (equal values compare equal) but a selector mixing types that
+cel-go's checker refuses at compile time may compile here; the runtime cost
+limit (``CELSelectorExpressionMaxCost``, 1,000,000) is not metered -- the API
+server's admission already refuses expressions whose estimated cost exceeds it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from cel_expr_python import cel as _cel
+from cel_expr_python.ext import ext_bindings, ext_strings
+
+from analyzers.quantity import QuantityError, parse_quantity
+
+# resourceapi.CELSelectorExpressionMaxCost (staging/src/k8s.io/api/resource/v1/types.go, v0.37.2).
+MAX_COST = 1_000_000
+
+_QUANTITY = "kubernetes.Quantity"
+_SEMVER = "kubernetes.Semver"
+_DYN = _cel.Type.DYN
+_MAP = _cel.Type.Map(_cel.Type.STRING, _DYN)
+_STR = _cel.Type.STRING
+_INT = _cel.Type.INT
+_BOOL = _cel.Type.BOOL
+_DOUBLE = _cel.Type.DOUBLE
+
+# blang/semver v4 Parse: MAJOR.MINOR.PATCH[-pre][+build], no leading zeros.
+_SEMVER_RE = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?"
+    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$"
+)
+
+
+class CelError(Exception):
+    """An evaluation error, worded as cel-go words it."""
+
+
+def _canon(d: Decimal) -> str:
+    if d == 0:
+        return "0"
+    text = format(d.normalize(), "f")
+    return text
+
+
+def quantity_value(text: str) -> dict[str, Any]:
+    """A Kubernetes quantity as the selector sees it (equal values compare equal)."""
+    return {_QUANTITY: _canon(parse_quantity(text))}
+
+
+def semver_value(text: str) -> dict[str, Any]:
+    if not _SEMVER_RE.match(text):
+        raise CelError(f"invalid semver: {text}")
+    return {_SEMVER: text}
+
+
+def _q(v: Any) -> Decimal:
+    if isinstance(v, Mapping) and _QUANTITY in v:
+        return Decimal(v[_QUANTITY])
+    raise CelError("no such overload")
+
+
+def _sv(v: Any) -> tuple[int, int, int, str]:
+    if isinstance(v, Mapping) and _SEMVER in v:
+        m = _SEMVER_RE.match(v[_SEMVER])
+        assert m is not None
+        return int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4) or ""
+    raise CelError("no such overload")
+
+
+def _pre_cmp(a: str, b: str) -> int:
+    # semver 2.0.0 precedence of pre-release identifiers (blang/semver Version.Compare).
+    if a == b:
+        return 0
+    if not a:
+        return 1
+    if not b:
+        return -1
+    pa, pb = a.split("."), b.split(".")
+    for x, y in zip(pa, pb, strict=False):
+        if x == y:
+            continue
+        xn, yn = x.isdigit(), y.isdigit()
+        if xn and yn:
+            return -1 if int(x) < int(y) else 1
+        if xn != yn:
+            return -1 if xn else 1
+        return -1 if x < y else 1
+    return (len(pa) > len(pb)) - (len(pa) < len(pb))
+
+
+def _compare(a: Any, b: Any) -> int:
+    if isinstance(a, Mapping) and _SEMVER in a:
+        x, y = _sv(a), _sv(b)
+        if x[:3] != y[:3]:
+            return -1 if x[:3] < y[:3] else 1
+        return _pre_cmp(x[3], y[3])
+    qa, qb = _q(a), _q(b)
+    return (qa > qb) - (qa < qb)
+
+
+def _quantity(text: str) -> dict[str, Any]:
+    try:
+        return quantity_value(text)
+    except QuantityError as exc:
+        raise CelError(
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        ) from exc
+
+
+def _is_quantity(text: str) -> bool:
+    try:
+        parse_quantity(text)
+    except QuantityError:
+        return False
+    return True
+
+
+def _as_integer(v: Any) -> int:
+    d = _q(v)
+    if d != d.to_integral_value() or not -(2**63) <= d < 2**63:
+        raise CelError("cannot convert value to integer")
+    return int(d)
+
+
+def _add(a: Any, b: Any) -> dict[str, Any]:
+    other = Decimal(b) if isinstance(b, int) else _q(b)
+    return {_QUANTITY: _canon(_q(a) + other)}
+
+
+def _sub(a: Any, b: Any) -> dict[str, Any]:
+    other = Decimal(b) if isinstance(b, int) else _q(b)
+    return {_QUANTITY: _canon(_q(a) - other)}
+
+
+def _fn(name: str, *overloads: tuple[str, Any, list[Any], bool, Any]) -> Any:
+    return _cel.FunctionDecl(name, [_cel.Overload(i, r, p, m, f) for i, r, p, m, f in overloads])
+
+
+def _semver(text: str) -> dict[str, Any]:
+    return semver_value(text)
+
+
+def _is_semver(text: str) -> bool:
+    return _SEMVER_RE.match(text) is not None
+
+
+_FUNCTIONS = [
+    _fn("quantity", ("quantity_string", _MAP, [_STR], False, _quantity)),
+    _fn("isQuantity", ("is_quantity_string", _BOOL, [_STR], False, _is_quantity)),
+    _fn(
+        "isInteger",
+        ("quantity_is_integer", _BOOL, [_MAP], True, lambda v: _q(v) == _q(v).to_integral_value()),
+    ),
+    _fn("asInteger", ("quantity_get_int", _INT, [_MAP], True, _as_integer)),
+    _fn("asApproximateFloat", ("quantity_get_float", _DOUBLE, [_MAP], True, lambda v: float(_q(v)))),
+    _fn("sign", ("quantity_get_sign", _INT, [_MAP], True, lambda v: (_q(v) > 0) - (_q(v) < 0))),
+    _fn(
+        "add",
+        ("quantity_add", _MAP, [_MAP, _MAP], True, _add),
+        ("quantity_add_int", _MAP, [_MAP, _INT], True, _add),
+    ),
+    _fn(
+        "sub",
+        ("quantity_sub", _MAP, [_MAP, _MAP], True, _sub),
+        ("quantity_sub_int", _MAP, [_MAP, _INT], True, _sub),
+    ),
+    _fn("isGreaterThan", ("greater_than", _BOOL, [_MAP, _MAP], True, lambda a, b: _compare(a, b) > 0)),
+    _fn("isLessThan", ("less_than", _BOOL, [_MAP, _MAP], True, lambda a, b: _compare(a, b) < 0)),
+    _fn("compareTo", ("compare_to", _INT, [_MAP, _MAP], True, _compare)),
+    _fn("semver", ("string_to_semver", _MAP, [_STR], False, _semver)),
+    _fn("isSemver", ("is_semver_string", _BOOL, [_STR], False, _is_semver)),
+    _fn("major", ("semver_major", _INT, [_MAP], True, lambda v: _sv(v)[0])),
+    _fn("minor", ("semver_minor", _INT, [_MAP], True, lambda v: _sv(v)[1])),
+    _fn("patch", ("semver_patch", _INT, [_MAP], True, lambda v: _sv(v)[2])),
+]
+
+
+@lru_cache(maxsize=1)
+def _env() -> Any:
+    return _cel.NewEnv(
+        variables={"device": _MAP},
+        functions=_FUNCTIONS,
+        extensions=[ext_bindings.ExtBindings(), ext_strings.ExtStrings()],
+    )
+
+
+_STATUS = re.compile(r"^[A-Z_]+: (.*?)(?: \[[A-Z_]+\])?$", re.S)
+
+
+def _strip_status(text: str) -> str:
+    m = _STATUS.match(text.strip())
+    return m.group(1) if m else text.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """A compiled selector, or ``error``: the compile error as kube's CompilationResult
+    words it (``compilation failed: ERROR: <input>:...``)."""
+
+    expression: str
+    program: Any = None
+    error: str = ""
+
+
+@lru_cache(maxsize=4096)
+def compile_selector(expression: str) -> Compiled:
+    """Compile ``expression`` once (cel.Cache.GetOrCompile)."""
+    try:
+        program = _env().compile(expression)
+    except Exception as exc:
+        return Compiled(expression, error="compilation failed: " + _strip_status(str(exc)))
+    if program.return_type() not in (_BOOL, _DYN):
+        return Compiled(
+            expression,
+            error=f"must evaluate to bool or the unknown type, not {program.return_type().name().lower()}",
+        )
+    return Compiled(expression, program)
+
+
+def _attr_value(kind: str, value: Any) -> Any:
+    if kind == "version":
+        return semver_value(value)
+    return value
+
+
+def device_variable(
+    driver: str,
+    attributes: Mapping[str, tuple[str, Any]],
+    capacity: Mapping[str, str],
+    allow_multiple: bool,
+) -> dict[str, Any]:
+    """The ``device`` variable (CompilationResult.DeviceMatches): names without a
+    domain belong to the driver (parseQualifiedName)."""
+    attrs: dict[str, dict[str, Any]] = {}
+    for name, (kind, value) in attributes.items():
+        domain, _, ident = name.rpartition("/")
+        attrs.setdefault(domain or driver, {})[ident] = _attr_value(kind, value)
+    caps: dict[str, dict[str, Any]] = {}
+    for name, q in capacity.items():
+        domain, _, ident = name.rpartition("/")
+        caps.setdefault(domain or driver, {})[ident] = quantity_value(q)
+    return {
+        "driver": driver,
+        "allowMultipleAllocations": allow_multiple,
+        "attributes": attrs,
+        "capacity": caps,
+    }
+
+
+_NO_KEY = re.compile(r'Key not found in map : "?(.*?)"?$')
+
+
+def evaluate(compiled: Compiled, device: Mapping[str, Any]) -> bool:
+    """Whether ``device`` matches. Raises CelError with cel-go's wording on a runtime
+    error (a missing key reads ``no such key: <key>``, as EnhanceRuntimeError expects)."""
+    assert compiled.program is not None
+    data = {"device": device}
+    try:
+        value = compiled.program.eval(data=data)
+    except Exception as exc:
+        raise CelError(_strip_status(str(exc))) from exc
+    if value.type() == _cel.Type.ERROR:
+        raise CelError(_runtime_text(str(value.value())))
+    result = value.value()
+    if not isinstance(result, bool):
+        raise CelError(f"CEL result of type {value.type().name().lower()} could not be converted to bool")
+    return result
+
+
+def _runtime_text(text: str) -> str:
+    text = _strip_status(text)
+    m = _NO_KEY.search(text)
+    if m:
+        return f"no such key: {m.group(1)}"
+    return text
+
+
+def enhance(message: str) -> str:
+    """cel.EnhanceRuntimeError (staging/.../dynamic-resource-allocation/cel/errors.go, v0.37.2)."""
+    if "no such key:" in message:
+        return (
+            message + ". consider using CEL optional chaining (.? followed by orValue()) "
+            "or guarding the check with has() for optional fields"
+        )
+    return message

@@ -1,0 +1,248 @@
+"""DynamicResources' PreFilter and Filter (pkg/scheduler/framework/plugins/
+dynamicresources/dynamicresources.go, v1.37.2).
+
+PreFilter (every rejection UnschedulableAndUnresolvable, ``statusUnschedulable``):
+- an allocated claim that cannot be reserved for one more consumer
+  (``reservedFor`` full, 256) and is not reserved for the pod:
+  ``resourceclaim in use``;
+- a request whose DeviceClass does not exist:
+  ``request R: device class C does not exist`` (``R/S`` for a subrequest).
+
+Filter, per node:
+- an allocated claim whose allocation's node selector excludes the node:
+  ``resourceclaim not available on the node``;
+- the structured allocator (:mod:`.allocator`) finds no devices for the claims
+  still to allocate: ``cannot allocate all claims``; only invalid pools stood in
+  the way: ``invalid resource pools were encountered``;
+- a fatal allocator error (a CEL runtime error, "All" on an incomplete pool,
+  a missing class): Filter returns Error and the attempt is aborted; the
+  simulator reports the error text on every node.
+
+DRASchedulerFilterTimeout (beta, on since 1.34; default filterTimeout 10s):
+when the search is large the real scheduler may time out on a node; the
+simulator bounds its own search (:data:`SEARCH_BUDGET` allocateOne calls per
+node) and reports ``timed out trying to allocate devices`` with a detail saying
+the real scheduler *may* time out here.
+
+Unjudged (never guessed): without ResourceSlices in the input (the "were they
+collected" rule) or when a claim, its template or a class did not validate,
+the plugin says nothing about the pod; :func:`unjudged_reason` names why.
+PostFilter: a pod whose claims are allocated but unavailable on every node has
+them deallocated by PostFilter (``deallocation of ResourceClaim completed``);
+that is reported in the failure's detail.
+
+Not modelled: the DRA-backed extended resource (DeviceClass
+``extendedResourceName``), binding conditions, the node-allocatable mapping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from analyzers.records import Node, Pod, ResourceClaim
+from analyzers.simulator import codes as C
+from analyzers.simulator.dra.allocator import (
+    AllocatedState,
+    AllocationError,
+    Allocator,
+    ClaimToAllocate,
+    InvalidPools,
+    Result,
+    Timeout,
+    _MatchCache,
+)
+from analyzers.simulator.dra.preenqueue import claim_names
+from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
+from analyzers.simulator.results import FilterFailure
+from analyzers.simulator.selectors import node_selector_matches
+from analyzers.snapshot import ClusterSnapshot
+
+REASON_CANNOT_ALLOCATE = "cannot allocate all claims"
+REASON_NOT_AVAILABLE = "resourceclaim not available on the node"
+REASON_IN_USE = "resourceclaim in use"
+REASON_INVALID_POOLS = "invalid resource pools were encountered"
+RESERVED_FOR_MAX_SIZE = 256  # resourceapi.ResourceClaimReservedForMaxSize
+SEARCH_BUDGET = 200_000  # allocateOne calls per node before "may time out"
+
+ALLOCATIONS = "dra_allocations"  # Cycle.state key: node index -> tuple of Result
+
+
+def pod_claims(snapshot: ClusterSnapshot, pod: Pod) -> list[ResourceClaim] | None:
+    """The pod's claims in spec order; None when one is not in the snapshot."""
+    out = []
+    for name in claim_names(pod):
+        claim = snapshot.resource_claims.get((pod.namespace, name))
+        if claim is None:
+            return None
+        out.append(claim)
+    return out
+
+
+def unjudged_reason(snapshot: ClusterSnapshot, pod: Pod) -> str | None:
+    """Why DynamicResources' verdict on ``pod`` is not judged, or None."""
+    if not pod.spec.resource_claims:
+        return None
+    claims = pod_claims(snapshot, pod)
+    if claims is None:
+        return "its ResourceClaims were not all collected"
+    if not snapshot.holds_every("ResourceSlice", ""):
+        return "ResourceSlices were not collected (kubectl get resourceslices -o json)"
+    for claim in claims:
+        if claim.problem:
+            return f"ResourceClaim {claim.name} does not validate: {claim.problem}"
+        if not claim.allocated:
+            for request in claim.spec.requests:
+                for sub in (request.exactly,) if request.exactly else request.first_available:
+                    if sub is None:
+                        continue
+                    cls = snapshot.device_classes.get(sub.class_name)
+                    if cls is not None and cls.problem:
+                        return f"DeviceClass {cls.name} does not validate: {cls.problem}"
+                    if cls is None and not snapshot.holds_every("DeviceClass", ""):
+                        return "DeviceClasses were not collected (kubectl get deviceclasses -o json)"
+    return None
+
+
+def allocated_state(snapshot: ClusterSnapshot) -> AllocatedState:
+    """GatherAllocatedState: every device some claim's allocation holds (admin-access
+    results excepted: they do not take the device); shared devices apart."""
+    return snapshot.derived("dra_allocated", lambda: _allocated_state(snapshot))  # type: ignore[no-any-return]
+
+
+def _allocated_state(snapshot: ClusterSnapshot) -> AllocatedState:
+    devices: set[tuple[str, str, str]] = set()
+    shared: set[tuple[str, str, str]] = set()
+    for claim in snapshot.resource_claims.values():
+        for r in claim.allocation:
+            did = (r.driver, r.pool, r.device)
+            if r.admin_access:
+                continue
+            (shared if r.share_id else devices).add(did)
+    return AllocatedState(frozenset(devices), frozenset(shared))
+
+
+class DynamicResources(Plugin):
+    name = C.DYNAMIC_RESOURCES
+
+    def prefilter(self, cycle: Cycle) -> FilterFailure | None:
+        pod = cycle.pod
+        if not pod.spec.resource_claims:
+            return None
+        snap = cycle.snapshot
+        if unjudged_reason(snap, pod) is not None:
+            cycle.state["dra_unjudged"] = True
+            return None
+        claims = pod_claims(snap, pod) or []
+        for claim in claims:
+            if (
+                claim.allocated
+                and len(claim.reserved_for) >= RESERVED_FOR_MAX_SIZE
+                and not any(r.uid == pod.uid for r in claim.reserved_for)
+            ):
+                return failure(
+                    self.name,
+                    C.UNRESOLVABLE,
+                    (REASON_IN_USE,),
+                    (C.DRA_CLAIM_UNAVAILABLE,),
+                    detail(claim=claim.name),
+                )
+        for claim in claims:
+            if claim.allocated:
+                continue
+            for request in claim.spec.requests:
+                subs = (
+                    [(request.name, request.exactly)]
+                    if request.exactly
+                    else [(f"{request.name}/{s.name}", s) for s in request.first_available]
+                )
+                for rname, sub in subs:
+                    if sub is not None and sub.class_name not in snap.device_classes:
+                        return failure(
+                            self.name,
+                            C.UNRESOLVABLE,
+                            (f"request {rname}: device class {sub.class_name} does not exist",),
+                            (C.DRA_CANNOT_ALLOCATE,),
+                            detail(claim=claim.name, request=rname, device_class=sub.class_name),
+                        )
+        cycle.state["dra_claims"] = claims
+        return None
+
+    def filter_all(self, cycle: Cycle) -> Outcome | None:
+        claims: list[ResourceClaim] | None = cycle.state.get("dra_claims")
+        if not claims:
+            return None
+        snap = cycle.snapshot
+        table = cycle.table
+        out = Outcome(self.name)
+        to_allocate = [ClaimToAllocate(c.namespace, c.name, c.spec) for c in claims if not c.allocated]
+        allocated = [c for c in claims if c.allocated]
+        allocator = None
+        if to_allocate:
+            cache = snap.derived("dra_match_cache", _MatchCache)
+            allocator = Allocator(
+                allocated_state(snap), snap.device_classes, list(snap.resource_slices.values()), cache
+            )
+        allocations: dict[int, tuple[Result, ...]] = {}
+        cycle.state[ALLOCATIONS] = allocations
+        # Only nodes the earlier filters pass need the allocator (the framework stops at a
+        # node's first failing filter); the others are judged cheaply for the breakdown.
+        earlier = 0
+        for o in cycle.outcomes.values():
+            earlier |= o.mask
+        for i, name in enumerate(table.names):
+            node = snap.nodes[name]
+            if any(not _available_on(c, node) for c in allocated):
+                deallocate = [c.name for c in allocated if not _available_on(c, node)]
+                out.add_node(i, C.UNRESOLVABLE, (REASON_NOT_AVAILABLE,), (C.DRA_CLAIM_UNAVAILABLE,))
+                cycle.state.setdefault("dra_deallocate", set()).update(deallocate)
+                continue
+            if allocator is None:
+                allocations[i] = tuple(
+                    Result(r.request, r.driver, r.pool, r.device, r.admin_access)
+                    for c in allocated
+                    for r in c.allocation
+                )
+                continue
+            if earlier >> i & 1:
+                continue  # decided by an earlier filter; the allocator is not asked there
+            reason, code = self._allocate(allocator, node, to_allocate, allocations, i, allocated)
+            if reason is not None:
+                out.add_node(i, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
+        return out
+
+    def _allocate(
+        self,
+        allocator: Allocator,
+        node: Node,
+        claims: Sequence[ClaimToAllocate],
+        allocations: dict[int, tuple[Result, ...]],
+        i: int,
+        allocated: Sequence[ResourceClaim],
+    ) -> tuple[str | None, str]:
+        try:
+            found = allocator.allocate(node, claims, SEARCH_BUDGET)
+        except InvalidPools:
+            return REASON_INVALID_POOLS, C.UNRESOLVABLE
+        except Timeout:
+            return f"node {node.name}: timed out trying to allocate devices", C.UNSCHEDULABLE
+        except AllocationError as exc:
+            return str(exc), C.UNRESOLVABLE
+        if found is None:
+            return REASON_CANNOT_ALLOCATE, C.UNRESOLVABLE
+        held = [
+            Result(r.request, r.driver, r.pool, r.device, r.admin_access)
+            for c in allocated
+            for r in c.allocation
+        ]
+        allocations[i] = tuple(r for per_claim in found for r in per_claim) + tuple(held)
+        return None, ""
+
+
+def _available_on(claim: ResourceClaim, node: Node) -> bool:
+    sel = claim.allocation_node_selector
+    return sel is None or node_selector_matches(sel, node.labels, node.name)
+
+
+def allocation_dicts(results: Sequence[Result]) -> list[dict[str, Any]]:
+    return [r.as_dict() for r in results]
