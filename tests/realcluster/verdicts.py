@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from agent.dryrun import DryRunVerifier, dry_runs
 from agent.kube.gateway import Gateway
 from analyzers.findings import Finding
 from analyzers.messages.parse import parse_message
+from analyzers.messages.reasons import PLACEMENT_FOUND_RE
 from analyzers.simulator import PodVerdict, simulate
 from analyzers.snapshot import ClusterState
 from tests.realcluster.harness import KUBE_VERSION, Api
@@ -95,6 +96,7 @@ class Comparison:
     sim_preemption: tuple[str | None, dict[str, int]]
     real_nominated: bool
     sim_candidates: tuple[str, ...]
+    sim_victims: dict[str, int] = field(default_factory=dict)  # candidate node -> victim count
 
     @property
     def agrees(self) -> bool:
@@ -115,7 +117,22 @@ class Comparison:
             diffs.append(f"filter part:\n  real:      {real_filter}\n  simulated: {sim_filter}")
         if not self.real_nominated and self.real_preemption != self.sim_preemption:
             diffs.append(f"preemption: real {self.real_preemption}, simulated {self.sim_preemption}")
+        placed = placement_found(self.real_message)
+        if placed is not None and placed[0] in self.sim_victims and self.sim_victims[placed[0]] != placed[1]:
+            # 1.37+ names the chosen node and its victim count; ties between nodes are broken at
+            # random upstream, so only a node the simulation also found is compared.
+            diffs.append(f"victims on {placed[0]}: real {placed[1]}, simulated {self.sim_victims[placed[0]]}")
         return diffs
+
+
+def placement_found(message: str) -> tuple[str, int] | None:
+    """(node, victims) of a 1.37+ ``preemption: found a potential placement ...`` note."""
+    parsed = parse_message(message) if message else None
+    pre = parsed.preemption if parsed is not None else None
+    if pre is None or pre.note is None:
+        return None
+    match = PLACEMENT_FOUND_RE.match(pre.note)
+    return (match.group(1), int(match.group(2))) if match is not None else None
 
 
 def compare(objects: list[dict[str, Any]], pod: dict[str, Any], namespace: str, name: str) -> Comparison:
@@ -137,6 +154,7 @@ def compare(objects: list[dict[str, Any]], pod: dict[str, Any], namespace: str, 
         sim_preemption=preemption_histogram(verdict.message) if verdict.message else (None, {}),
         real_nominated=nominated,
         sim_candidates=tuple(verdict.preemption.candidates),
+        sim_victims={n: len(v) for n, v in verdict.preemption.victims.items()},
     )
 
 
