@@ -9,7 +9,7 @@ StorageClasses, non-system PriorityClasses) are recorded with the namespace's.
 
     scripts/record_scenario.py --namespace shop --out tests/scenarios/pdb-blocks-eviction/new-case
     scripts/record_scenario.py --namespace shop --format demo --name my-drain --out /tmp/my-drain \\
-        --kubectl ~/.cache/unstick/kube/v1.35.4/bin/kubectl --kubeconfig /tmp/k/admin.kubeconfig
+        --kubectl ~/.cache/unstick/kube/v1.37.2/bin/kubectl --kubeconfig /tmp/k/admin.kubeconfig
 
 golden: nodes.yaml (cluster-scoped objects), workloads.yaml (the namespace's
 objects), events.yaml; write expected.yaml yourself. demo: objects.yaml (a List)
