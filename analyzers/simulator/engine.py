@@ -22,12 +22,12 @@ from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failur
 from analyzers.simulator.interpod import InterPodAffinity
 from analyzers.simulator.nodeinfo import NodeTable, bits, has, mask_of, node_table
 from analyzers.simulator.preemption import NOT_ATTEMPTED, preempt
-from analyzers.simulator.render import fit_error
+from analyzers.simulator.render import DRA_STATE_NOT_FOUND, fit_error
 from analyzers.simulator.resources import NodeResourcesFit
 from analyzers.simulator.results import FilterFailure, NodeVerdict, PodVerdict, PreemptionVerdict
 from analyzers.simulator.spread import PodTopologySpread
 from analyzers.simulator.versions import wording_for
-from analyzers.simulator.volumes import VolumeBinding, VolumeRestrictions
+from analyzers.simulator.volumes import VolumeBinding, VolumeRestrictions, VolumeZone
 from analyzers.snapshot import ClusterSnapshot
 
 FILTERS: tuple[Plugin, ...] = (
@@ -38,6 +38,7 @@ FILTERS: tuple[Plugin, ...] = (
     NodePorts(),
     NodeResourcesFit(),
     VolumeBinding(),
+    VolumeZone(),
     PodTopologySpread(),
     InterPodAffinity(),
 )
@@ -46,7 +47,14 @@ FILTERS: tuple[Plugin, ...] = (
 PREFILTERS: tuple[Plugin, ...] = tuple(
     p
     for p in (*FILTERS[:6], VolumeRestrictions(), *FILTERS[6:])
-    if p.name in (C.NODE_AFFINITY, C.VOLUME_RESTRICTIONS_PLUGIN, C.VOLUME_BINDING, C.INTER_POD_AFFINITY)
+    if p.name
+    in (
+        C.NODE_AFFINITY,
+        C.VOLUME_RESTRICTIONS_PLUGIN,
+        C.VOLUME_BINDING,
+        VolumeZone.name,
+        C.INTER_POD_AFFINITY,
+    )
 )
 
 GATED_MESSAGE = (
@@ -131,7 +139,16 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
         message = GATED_MESSAGE if gated.plugin == C.SCHEDULING_GATES else ""
     elif not fits:
         nominated = table.index.get(pod.nominated_node) if pod.nominated_node else None
-        if total:
+        if (
+            total
+            and prefilter is not None
+            and prefilter.code == C.UNRESOLVABLE
+            and wording.dra_postfilter_state_missing_error
+        ):
+            # DynamicResources' PostFilter errs (its PreFilter never ran): DefaultPreemption
+            # does not run, the error text is the PostFilter message (versions.py).
+            preemption = PreemptionVerdict(attempted=False, eligible=True, message=DRA_STATE_NOT_FOUND)
+        elif total:
             preemption = preempt(
                 cycle,
                 FILTERS,

@@ -20,6 +20,9 @@ NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 DRA_NO_CLAIMS = "no new claims to deallocate"
+# kube-scheduler/framework cycle_state.go ErrNotFound: DynamicResources' PostFilter found
+# no state of its PreFilter (see versions.py).
+DRA_STATE_NOT_FOUND = "not found"
 
 
 def histogram(reasons: Mapping[str, int]) -> str:

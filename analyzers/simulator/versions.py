@@ -41,7 +41,17 @@ releases we follow the patch number when the caller gives one.
   ahead of VolumeBinding's same words.
 - DynamicResources PostFilter (.../dynamicresources/dynamicresources.go): with
   DRA on by default (1.34 GA) a pod without claims adds ``no new claims to
-  deallocate`` before the preemption clause.
+  deallocate`` before the preemption clause (v1.34.4 to v1.36.4); v1.37.2 returns
+  that Unschedulable status without a reason, so nothing is added.
+- The same PostFilter reads the state its PreFilter wrote (getStateData). DynamicResources
+  is the last PreFilter plugin (inserted before DefaultPreemption, default_plugins.go
+  applyDynamicResources), and RunPreFilterPlugins stops at the first
+  UnschedulableAndUnresolvable PreFilter status (1.30+), so after such a rejection
+  its state is missing: PostFilter returns the error ``not found``
+  (kube-scheduler/framework ErrNotFound), RunPostFilterPlugins returns at once
+  (DefaultPreemption, after it, never runs) and the message ends
+  ``<PreFilter message>. not found`` with no preemption clause. The same in v1.34.4,
+  v1.35.4, v1.36.4 and v1.37.2.
 """
 
 from __future__ import annotations
@@ -95,6 +105,11 @@ class Wording:
     # podTerminatingByPreemption with PodDisruptionConditions on by default); before, any
     # terminating lower-priority pod did.
     terminating_by_preemption_only: bool = True
+    # DynamicResources' PostFilter errs "not found" after an UnschedulableAndUnresolvable
+    # PreFilter rejection (its PreFilter state was never written): 1.34+.
+    dra_postfilter_state_missing_error: bool = False
+    # VolumeZone has a PreFilter reading each bound claim's PV (1.27+); before, its Filter did.
+    volume_zone_prefilter: bool = True
 
     @property
     def label(self) -> str:
@@ -151,7 +166,9 @@ def wording_for(kube_version: str | None) -> Wording:
         prefilter_preemption_no_victims=(1, 26) <= minor <= (1, 28),
         prefilter_result_reason=prefilter_result,
         resource_unresolvable=minor >= (1, 34),
-        dra_postfilter=minor >= (1, 34),
+        dra_postfilter=(1, 34) <= minor <= (1, 36),
+        dra_postfilter_state_missing_error=minor >= (1, 34),
+        volume_zone_prefilter=minor >= (1, 27),
         volume_restrictions_reads_claims=minor >= (1, 27),
         prefilter_runs_past_unschedulable=minor >= PREFILTER_PAST_UNSCHEDULABLE,
         terminating_by_preemption_only=minor >= (1, 27),

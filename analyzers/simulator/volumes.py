@@ -18,13 +18,18 @@ Filter (UnschedulableAndUnresolvable), per node (FindPodVolumes):
   allowedTopologies must match the node; a claim already given a selected
   node only fits that node): ``node(s) didn't find available persistent
   volumes to bind``.
-Storage capacity (CSIStorageCapacity) is not modelled.
+Storage capacity (CSIStorageCapacity) is not modelled. A pod's WaitForFirstConsumer
+claims are matched as binder.go findMatchingVolumes does: smallest claim first, each to
+the smallest matching volume not already chosen for another claim of the pod.
+
+VolumeZone (pkg/scheduler/framework/plugins/volumezone/volume_zone.go) is here too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analyzers.messages.reasons import VOLUME_ZONE
 from analyzers.records import PersistentVolume, PersistentVolumeClaim
 from analyzers.simulator import codes as C
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
@@ -239,3 +244,121 @@ class VolumeBinding(Plugin):
                 else table.selector_mask(cls.allowed_topologies)
             )
         return ok
+
+
+# volume_zone.go topologyLabels, in upstream's order (v1.35.4 and v1.37.2).
+ZONE_BETA = "failure-domain.beta.kubernetes.io/zone"
+REGION_BETA = "failure-domain.beta.kubernetes.io/region"
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+TOPOLOGY_LABELS = (ZONE_BETA, REGION_BETA, ZONE, REGION)
+GA_LABEL = {ZONE_BETA: ZONE, REGION_BETA: REGION}
+MULTI_ZONE_DELIMITER = "__"  # k8s.io/cloud-provider/volume LabelMultiZoneDelimiter
+REASON_ZONE_CONFLICT = "node(s) had no available volume zone"
+
+
+def label_zones(value: str) -> frozenset[str] | None:
+    """A PV zone label's set of zones (cloud-provider volume/helpers LabelZonesToSet:
+    split on ``__``, each part trimmed); None when a part is empty -- upstream then
+    ignores the label."""
+    parts = [z.strip() for z in value.split(MULTI_ZONE_DELIMITER)]
+    if any(not z for z in parts):
+        return None
+    return frozenset(parts)
+
+
+def pv_topologies(pv: PersistentVolume) -> list[tuple[str, frozenset[str]]]:
+    """(label key, zones) for each topology label the PV carries (getPVTopologies)."""
+    out = []
+    for key in TOPOLOGY_LABELS:
+        value = pv.labels.get(key)
+        if value is None:
+            continue
+        zones = label_zones(value)
+        if zones is not None:
+            out.append((key, zones))
+    return out
+
+
+class VolumeZone(Plugin):
+    """VolumeZone (pkg/scheduler/framework/plugins/volumezone/volume_zone.go, the same
+    in v1.35.4 and v1.37.2; the default plugin after VolumeBinding).
+
+    PreFilter reads the PersistentVolume of every claim with ``spec.volumeName``
+    (unbound WaitForFirstConsumer claims are skipped; other unbound claims were already
+    refused by VolumeBinding's PreFilter, which runs first): a missing PV is the
+    lister's NotFound, ``persistentvolume "<name>" not found``
+    (UnschedulableAndUnresolvable); before 1.27 (v1.26.15) there was no PreFilter and
+    the Filter read the PV, after VolumeBinding's Filter had failed every node for the
+    missing PV. Filter: a node carrying none of the four
+    zone/region labels passes (a single-zone cluster); otherwise, for each zone/region
+    label of each PV, the node's value of that label -- or, for a legacy
+    ``failure-domain.beta`` key the node lacks, of its GA twin -- must be one of the
+    PV's ``__``-separated zones, else ``node(s) had no available volume zone``
+    (UnschedulableAndUnresolvable)."""
+
+    name = VOLUME_ZONE
+
+    def prefilter(self, cycle: Cycle) -> FilterFailure | None:
+        pod = cycle.pod
+        if not pod.spec.pvc_names:
+            return None
+        snap = cycle.snapshot
+        topologies: list[tuple[str, frozenset[str], str]] = []
+        for claim_name in pod.spec.pvc_names:
+            pvc = snap.pvcs.get((pod.namespace, claim_name))
+            if pvc is None or not pvc.volume_name:
+                continue  # missing or unbound: VolumeBinding's PreFilter decided already
+            pv = snap.pvs.get(pvc.volume_name)
+            if pv is None:
+                if snap.lacks(PV_KIND) or not cycle.wording.volume_zone_prefilter:
+                    # No PV in the input: unknown, not missing. Before 1.27 VolumeZone's Filter
+                    # read the PV, after VolumeBinding's Filter had failed every node for it.
+                    continue
+                return failure(
+                    self.name,
+                    C.UNRESOLVABLE,
+                    (f'persistentvolume "{pvc.volume_name}" not found',),
+                    (C.PVC_LOST,),
+                    detail(claim=claim_name, volume=pvc.volume_name),
+                )
+            topologies.extend((key, zones, pv.name) for key, zones in pv_topologies(pv))
+        if topologies:
+            cycle.state["volumezone"] = topologies
+        return None
+
+    def filter_all(self, cycle: Cycle) -> Outcome | None:
+        topologies: list[tuple[str, frozenset[str], str]] | None = cycle.state.get("volumezone")
+        if not topologies:
+            return None
+        table = cycle.table
+        constrained = 0
+        for key in TOPOLOGY_LABELS:
+            constrained |= table.key_mask.get(key, 0)
+        ok = table.all_mask
+        volumes: list[str] = []
+        for key, zones, pv_name in topologies:
+            own = table.key_mask.get(key, 0)
+            allowed = table.domain_mask(key, zones)
+            ga = GA_LABEL.get(key)
+            if ga is not None:
+                allowed |= ~own & table.domain_mask(ga, zones)
+            before = ok
+            ok &= allowed | ~constrained
+            if ok != before and pv_name not in volumes:
+                volumes.append(pv_name)
+        failing = table.all_mask & constrained & ~ok
+        if not failing:
+            return None
+        out = Outcome(self.name)
+        out.add_group(
+            failing,
+            failure(
+                self.name,
+                C.UNRESOLVABLE,
+                (REASON_ZONE_CONFLICT,),
+                (C.VOLUME_ZONE_CONFLICT,),
+                detail(volumes=tuple(volumes)),
+            ),
+        )
+        return out
