@@ -33,7 +33,7 @@ from analyzers.messages.reasons import VOLUME_ZONE
 from analyzers.records import PersistentVolume, PersistentVolumeClaim
 from analyzers.simulator import codes as C
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
-from analyzers.simulator.nodeinfo import NodeTable
+from analyzers.simulator.nodeinfo import NodeTable, has
 from analyzers.simulator.results import FilterFailure
 from analyzers.snapshot import ClusterSnapshot
 
@@ -53,18 +53,6 @@ def _pv_mask(table: NodeTable, pv: PersistentVolume) -> int:
     """Nodes a PV's node affinity admits (component-helpers/storage/volume
     CheckNodeAffinity: the same parsing as NodeAffinity, node names unseen)."""
     return table.all_mask if pv.node_affinity is None else table.selector_mask(pv.node_affinity, named=False)
-
-
-def _pv_matches_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
-    if pv.phase != "Available" and pv.claim != pvc.key:
-        return False
-    if pv.claim is not None and pv.claim != pvc.key:
-        return False
-    if pv.storage_class != (pvc.storage_class or ""):
-        return False
-    if pv.capacity_bytes < pvc.request_bytes:
-        return False
-    return all(m in pv.access_modes for m in pvc.access_modes)
 
 
 # Kinds a dump may lack altogether (ClusterSnapshot.lacks): then what a pod's claims
@@ -92,6 +80,114 @@ def claim_not_found(plugin: str, name: str) -> FilterFailure:
         (C.PVC_NOT_FOUND,),
         detail(claim=name),
     )
+
+
+def _partition(within: int, masks: list[int]) -> list[int]:
+    """``within`` split into the coarsest sets of nodes on which every mask agrees."""
+    parts = [within] if within else []
+    for m in masks:
+        refined = []
+        for part in parts:
+            inside, outside = part & m, part & ~m
+            if inside:
+                refined.append(inside)
+            if outside:
+                refined.append(outside)
+        parts = refined
+    return parts
+
+
+def _find_matching_volume(
+    pvc: PersistentVolumeClaim,
+    volumes: list[PersistentVolume],
+    admits: dict[str, bool],
+    chosen: set[str],
+) -> PersistentVolume | None:
+    """component-helpers/storage/volume FindMatchingVolume on the scheduler's path
+    (v1.35.4 and v1.37.2), ``volumes`` being the PVs of the claim's class: a volume
+    pre-bound to the claim (claimRef) decides alone -- no match where its node affinity
+    excludes the node; otherwise the smallest Available volume with enough capacity,
+    no claimRef to another claim, node affinity admitting the node and every requested
+    access mode, not already chosen for another claim of the pod (``chosen``). Volume
+    modes, claim selectors and VolumeAttributesClasses are not modelled."""
+    smallest: PersistentVolume | None = None
+    for pv in volumes:
+        if pv.name in chosen:
+            continue
+        if pv.claim is not None and pv.claim != pvc.key:
+            continue
+        if pv.capacity_bytes < pvc.request_bytes:
+            continue
+        valid = admits[pv.name]
+        if pv.claim == pvc.key:
+            return pv if valid else None
+        if pv.phase != "Available" or not valid:
+            continue
+        if not all(m in pv.access_modes for m in pvc.access_modes):
+            continue
+        if smallest is None or pv.capacity_bytes < smallest.capacity_bytes:
+            smallest = pv
+    return smallest
+
+
+def delayed_binding_mask(cycle: Cycle, delayed: list[PersistentVolumeClaim]) -> int:
+    """Nodes where every WaitForFirstConsumer claim of the pod can be bound or provisioned,
+    as FindPodVolumes decides per node (pkg/scheduler/framework/plugins/volumebinding/
+    binder.go, v1.35.4 and v1.37.2): a claim with a selected node fits that node only
+    and is provisioned; the others, smallest request first (findMatchingVolumes sorts
+    byPVCSize; stable for a pod's few claims), each take the smallest matching volume
+    not already chosen for another of the pod's claims (FindMatchingVolume's excluded
+    volumes); a claim left without one must be provisioned (checkVolumeProvisions: a
+    provisioner other than ``kubernetes.io/no-provisioner``, the class's
+    allowedTopologies matching the node). Storage capacity is not modelled.
+
+    Nodes are grouped by which volumes and topologies admit them, and each group is
+    decided once. PVs are tried in name order; upstream lists them from its cache in
+    no fixed order, which only matters between equally small matching volumes."""
+    table = cycle.table
+    snap = cycle.snapshot
+    within = table.all_mask
+    for pvc in delayed:
+        if pvc.selected_node:
+            i = table.index.get(pvc.selected_node)
+            within &= 1 << i if i is not None else 0
+    if not within:
+        return 0
+    classes = sorted({pvc.storage_class or "" for pvc in delayed})
+    by_class: dict[str, list[PersistentVolume]] = {c: [] for c in classes}
+    for pv in sorted(snap.pvs.values(), key=lambda v: v.name):
+        if pv.storage_class in by_class:
+            by_class[pv.storage_class].append(pv)
+    pv_masks = {pv.name: _pv_mask(table, pv) for pvs in by_class.values() for pv in pvs}
+    provisionable: dict[str, int] = {}
+    for c in classes:
+        cls = snap.storage_classes.get(c)
+        if cls is None or not cls.provisioner or cls.provisioner == NO_PROVISIONER:
+            provisionable[c] = 0
+        elif cls.allowed_topologies is None:
+            provisionable[c] = table.all_mask
+        else:
+            provisionable[c] = table.selector_mask(cls.allowed_topologies)
+    ordered = sorted(delayed, key=lambda c: c.request_bytes)
+    ok = 0
+    for part in _partition(within, [*pv_masks.values(), *provisionable.values()]):
+        rep = (part & -part).bit_length() - 1
+        admits = {name: has(m, rep) for name, m in pv_masks.items()}
+        chosen: set[str] = set()
+        fits = True
+        for pvc in ordered:
+            c = pvc.storage_class or ""
+            if not pvc.selected_node:
+                found = _find_matching_volume(pvc, by_class[c], admits, chosen)
+                if found is not None:
+                    chosen.add(found.name)
+                    continue
+            if not has(provisionable[c], rep):
+                fits = False
+                break
+        if fits:
+            ok |= part
+    return ok
 
 
 class VolumeRestrictions(Plugin):
@@ -188,10 +284,7 @@ class VolumeBinding(Plugin):
         bind_fail = 0
         unbindable: list[str] = []
         if claims.delayed:
-            ok = all_mask
-            for pvc in claims.delayed:
-                ok &= self._claim_ok_mask(cycle, pvc)
-            bind_fail = all_mask & ~ok
+            bind_fail = all_mask & ~delayed_binding_mask(cycle, claims.delayed)
             unbindable = [c.name for c in claims.delayed]
         if not (conflict_fail or bind_fail or missing_pv):
             return None
@@ -226,24 +319,6 @@ class VolumeBinding(Plugin):
                         ),
                     )
         return out
-
-    def _claim_ok_mask(self, cycle: Cycle, pvc: PersistentVolumeClaim) -> int:
-        table = cycle.table
-        if pvc.selected_node:
-            i = table.index.get(pvc.selected_node)
-            return 0 if i is None else 1 << i
-        ok = 0
-        for pv in cycle.snapshot.pvs.values():
-            if _pv_matches_claim(pv, pvc):
-                ok |= _pv_mask(table, pv)
-        cls = cycle.snapshot.storage_classes.get(pvc.storage_class or "")
-        if cls is not None and cls.provisioner and cls.provisioner != NO_PROVISIONER:
-            ok |= (
-                table.all_mask
-                if cls.allowed_topologies is None
-                else table.selector_mask(cls.allowed_topologies)
-            )
-        return ok
 
 
 # volume_zone.go topologyLabels, in upstream's order (v1.35.4 and v1.37.2).
