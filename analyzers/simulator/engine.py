@@ -315,8 +315,7 @@ def with_nominated_pods(cycle: Cycle, by_plugin: dict[str, Outcome]) -> dict[str
     cycles: dict[int, Cycle] = {}
     overrides: list[tuple[int, dict[str, Outcome], Outcome | None]] = []
     for nodes in groups:
-        bound = [replace(p, node_name=table.names[i]) for i in nodes for p in holders[i]]
-        snap = cycle.snapshot.replace(*bound)
+        snap = _with_bound(cycle.snapshot, [p for i in nodes for p in holders[i]])
         held = Cycle(
             snapshot=snap,
             table=node_table(snap),
@@ -355,6 +354,18 @@ def with_nominated_pods(cycle: Cycle, by_plugin: dict[str, Outcome]) -> dict[str
         if combined is not None:
             merged[name] = combined
     return merged
+
+
+def _with_bound(snapshot: ClusterSnapshot, pods: list[Pod]) -> ClusterSnapshot:
+    """``snapshot`` with ``pods`` bound to their nominated nodes; cached in ``snapshot``,
+    so the pending pods of one priority share it (and its node table)."""
+    key = "simulator.nominated-bound:" + ";".join(f"{p.namespace}/{p.name}" for p in pods)
+
+    def build() -> ClusterSnapshot:
+        return snapshot.replace(*(replace(p, node_name=p.nominated_node) for p in pods))
+
+    found: ClusterSnapshot = snapshot.derived(key, build)
+    return found
 
 
 def _merged_outcome(plugin: str, sources: list[tuple[int, Outcome]]) -> Outcome | None:
