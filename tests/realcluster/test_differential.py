@@ -150,8 +150,8 @@ def _ready(pod: dict[str, Any]) -> bool:
 
 
 def settle(cluster: Cluster, *, timeout: float = 20.0) -> None:
-    """Wait until the namespace stops changing: every bound pod Running, claims with a
-    pre-bound volume Bound, every PDB's status current (the disruption controller's
+    """Wait until the namespace stops changing: every bound pod Running, claims naming a
+    volume or named by one Bound, every PDB's status current (the disruption controller's
     count of healthy pods matches the pods), and two listings 0.3 s apart alike."""
     ns = cluster.ns
     deadline = time.monotonic() + timeout
@@ -166,8 +166,17 @@ def settle(cluster: Cluster, *, timeout: float = 20.0) -> None:
             for p in pods
             if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
         )
+        # A claim a volume is pre-bound to (claimRef) must be Bound by the PV controller.
+        claimed = {
+            v["spec"]["claimRef"]["name"]
+            for v in pvs
+            if (v["spec"].get("claimRef") or {}).get("namespace") == ns
+        }
         ready = ready and all(
-            c.get("status", {}).get("phase") == "Bound" for c in pvcs if c["spec"].get("volumeName")
+            c.get("status", {}).get("phase") == "Bound"
+            for c in pvcs
+            if (c["spec"].get("volumeName") or c["metadata"]["name"] in claimed)
+            and not c["metadata"].get("deletionTimestamp")
         )
         for pdb in pdbs:
             status = pdb.get("status", {})
