@@ -23,12 +23,12 @@ from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failur
 from analyzers.simulator.interpod import InterPodAffinity
 from analyzers.simulator.nodeinfo import NodeTable, bits, has, mask_of, node_table
 from analyzers.simulator.preemption import NOT_ATTEMPTED, preempt
-from analyzers.simulator.render import fit_error
+from analyzers.simulator.render import DRA_STATE_NOT_FOUND, fit_error
 from analyzers.simulator.resources import NodeResourcesFit
 from analyzers.simulator.results import FilterFailure, NodeVerdict, PodVerdict, PreemptionVerdict
 from analyzers.simulator.spread import PodTopologySpread
 from analyzers.simulator.versions import Wording, wording_for
-from analyzers.simulator.volumes import VolumeBinding, VolumeRestrictions
+from analyzers.simulator.volumes import VolumeBinding, VolumeRestrictions, VolumeZone
 from analyzers.snapshot import ClusterSnapshot
 
 FILTERS: tuple[Plugin, ...] = (
@@ -39,6 +39,7 @@ FILTERS: tuple[Plugin, ...] = (
     NodePorts(),
     NodeResourcesFit(),
     VolumeBinding(),
+    VolumeZone(),
     PodTopologySpread(),
     InterPodAffinity(),
     DynamicResources(),  # before DefaultPreemption (default_plugins.go applyDynamicResources)
@@ -49,7 +50,14 @@ PREFILTERS: tuple[Plugin, ...] = tuple(
     p
     for p in (*FILTERS[:6], VolumeRestrictions(), *FILTERS[6:])
     if p.name
-    in (C.NODE_AFFINITY, C.VOLUME_RESTRICTIONS_PLUGIN, C.VOLUME_BINDING, C.INTER_POD_AFFINITY, C.DYNAMIC_RESOURCES)
+    in (
+        C.NODE_AFFINITY,
+        C.VOLUME_RESTRICTIONS_PLUGIN,
+        C.VOLUME_BINDING,
+        VolumeZone.name,
+        C.INTER_POD_AFFINITY,
+        C.DYNAMIC_RESOURCES,
+    )
 )
 
 
@@ -152,7 +160,16 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
         message = GATED_MESSAGE if gated.plugin == C.SCHEDULING_GATES else ""
     elif not fits:
         nominated = table.index.get(pod.nominated_node) if pod.nominated_node else None
-        if total:
+        if (
+            total
+            and prefilter is not None
+            and prefilter.code == C.UNRESOLVABLE
+            and wording.dra_postfilter_state_missing_error
+        ):
+            # DynamicResources' PostFilter errs (its PreFilter never ran): DefaultPreemption
+            # does not run, the error text is the PostFilter message (versions.py).
+            preemption = PreemptionVerdict(attempted=False, eligible=True, message=DRA_STATE_NOT_FOUND)
+        elif total:
             preemption = preempt(
                 cycle,
                 filters,
@@ -324,8 +341,7 @@ def with_nominated_pods(cycle: Cycle, by_plugin: dict[str, Outcome]) -> dict[str
     cycles: dict[int, Cycle] = {}
     overrides: list[tuple[int, dict[str, Outcome], Outcome | None]] = []
     for nodes in groups:
-        bound = [replace(p, node_name=table.names[i]) for i in nodes for p in holders[i]]
-        snap = cycle.snapshot.replace(*bound)
+        snap = _with_bound(cycle.snapshot, [p for i in nodes for p in holders[i]])
         held = Cycle(
             snapshot=snap,
             table=node_table(snap),
@@ -364,6 +380,18 @@ def with_nominated_pods(cycle: Cycle, by_plugin: dict[str, Outcome]) -> dict[str
         if combined is not None:
             merged[name] = combined
     return merged
+
+
+def _with_bound(snapshot: ClusterSnapshot, pods: list[Pod]) -> ClusterSnapshot:
+    """``snapshot`` with ``pods`` bound to their nominated nodes; cached in ``snapshot``,
+    so the pending pods of one priority share it (and its node table)."""
+    key = "simulator.nominated-bound:" + ";".join(f"{p.namespace}/{p.name}" for p in pods)
+
+    def build() -> ClusterSnapshot:
+        return snapshot.replace(*(replace(p, node_name=p.nominated_node) for p in pods))
+
+    found: ClusterSnapshot = snapshot.derived(key, build)
+    return found
 
 
 def _merged_outcome(plugin: str, sources: list[tuple[int, Outcome]]) -> Outcome | None:

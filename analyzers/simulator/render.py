@@ -23,6 +23,9 @@ DRA_NO_CLAIMS = "no new claims to deallocate"
 DRA_STILL_UNSCHEDULABLE = "still not schedulable"
 # preemption.go Evaluator.Preempt (1.37+): the candidate DefaultPreemption chose.
 PLACEMENT_FOUND = "found a potential placement for pod on node {node}, preempting {victims} victims"
+# kube-scheduler/framework cycle_state.go ErrNotFound: DynamicResources' PostFilter found
+# no state of its PreFilter (see versions.py).
+DRA_STATE_NOT_FOUND = "not found"
 
 
 def histogram(reasons: Mapping[str, int]) -> str:

@@ -66,6 +66,15 @@ releases we follow the patch number when the caller gives one.
   (framework/runtime/framework.go). New 1.36/1.37 texts that only pod groups
   (GenericWorkload, off by default) or in-place resize (DeferredPodScheduling,
   off by default) print are not simulated.
+- The same PostFilter reads the state its PreFilter wrote (getStateData). DynamicResources
+  is the last PreFilter plugin (inserted before DefaultPreemption, default_plugins.go
+  applyDynamicResources), and RunPreFilterPlugins stops at the first
+  UnschedulableAndUnresolvable PreFilter status (1.30+), so after such a rejection
+  its state is missing: PostFilter returns the error ``not found``
+  (kube-scheduler/framework ErrNotFound), RunPostFilterPlugins returns at once
+  (DefaultPreemption, after it, never runs) and the message ends
+  ``<PreFilter message>. not found`` with no preemption clause. The same in v1.34.4,
+  v1.35.4, v1.36.4 and v1.37.2.
 """
 
 from __future__ import annotations
@@ -124,6 +133,11 @@ class Wording:
     preemption_placement_message: bool = False
     # NodeName filters before NodeUnschedulable (default_plugins.go, 1.37+).
     node_name_before_unschedulable: bool = False
+    # DynamicResources' PostFilter errs "not found" after an UnschedulableAndUnresolvable
+    # PreFilter rejection (its PreFilter state was never written): 1.34+.
+    dra_postfilter_state_missing_error: bool = False
+    # VolumeZone has a PreFilter reading each bound claim's PV (1.27+); before, its Filter did.
+    volume_zone_prefilter: bool = True
 
     @property
     def label(self) -> str:
@@ -181,6 +195,8 @@ def wording_for(kube_version: str | None) -> Wording:
         prefilter_result_reason=prefilter_result,
         resource_unresolvable=minor >= (1, 34),
         dra_postfilter=(1, 34) <= minor <= (1, 36),
+        dra_postfilter_state_missing_error=minor >= (1, 34),
+        volume_zone_prefilter=minor >= (1, 27),
         volume_restrictions_reads_claims=minor >= (1, 27),
         prefilter_runs_past_unschedulable=minor >= PREFILTER_PAST_UNSCHEDULABLE,
         terminating_by_preemption_only=minor >= (1, 27),

@@ -18,17 +18,22 @@ Filter (UnschedulableAndUnresolvable), per node (FindPodVolumes):
   allowedTopologies must match the node; a claim already given a selected
   node only fits that node): ``node(s) didn't find available persistent
   volumes to bind``.
-Storage capacity (CSIStorageCapacity) is not modelled.
+Storage capacity (CSIStorageCapacity) is not modelled. A pod's WaitForFirstConsumer
+claims are matched as binder.go findMatchingVolumes does: smallest claim first, each to
+the smallest matching volume not already chosen for another claim of the pod.
+
+VolumeZone (pkg/scheduler/framework/plugins/volumezone/volume_zone.go) is here too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analyzers.messages.reasons import VOLUME_ZONE
 from analyzers.records import PersistentVolume, PersistentVolumeClaim
 from analyzers.simulator import codes as C
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
-from analyzers.simulator.nodeinfo import NodeTable
+from analyzers.simulator.nodeinfo import NodeTable, has
 from analyzers.simulator.results import FilterFailure
 from analyzers.snapshot import ClusterSnapshot
 
@@ -48,18 +53,6 @@ def _pv_mask(table: NodeTable, pv: PersistentVolume) -> int:
     """Nodes a PV's node affinity admits (component-helpers/storage/volume
     CheckNodeAffinity: the same parsing as NodeAffinity, node names unseen)."""
     return table.all_mask if pv.node_affinity is None else table.selector_mask(pv.node_affinity, named=False)
-
-
-def _pv_matches_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
-    if pv.phase != "Available" and pv.claim != pvc.key:
-        return False
-    if pv.claim is not None and pv.claim != pvc.key:
-        return False
-    if pv.storage_class != (pvc.storage_class or ""):
-        return False
-    if pv.capacity_bytes < pvc.request_bytes:
-        return False
-    return all(m in pv.access_modes for m in pvc.access_modes)
 
 
 # Kinds a dump may lack altogether (ClusterSnapshot.lacks): then what a pod's claims
@@ -87,6 +80,114 @@ def claim_not_found(plugin: str, name: str) -> FilterFailure:
         (C.PVC_NOT_FOUND,),
         detail(claim=name),
     )
+
+
+def _partition(within: int, masks: list[int]) -> list[int]:
+    """``within`` split into the coarsest sets of nodes on which every mask agrees."""
+    parts = [within] if within else []
+    for m in masks:
+        refined = []
+        for part in parts:
+            inside, outside = part & m, part & ~m
+            if inside:
+                refined.append(inside)
+            if outside:
+                refined.append(outside)
+        parts = refined
+    return parts
+
+
+def _find_matching_volume(
+    pvc: PersistentVolumeClaim,
+    volumes: list[PersistentVolume],
+    admits: dict[str, bool],
+    chosen: set[str],
+) -> PersistentVolume | None:
+    """component-helpers/storage/volume FindMatchingVolume on the scheduler's path
+    (v1.35.4 and v1.37.2), ``volumes`` being the PVs of the claim's class: a volume
+    pre-bound to the claim (claimRef) decides alone -- no match where its node affinity
+    excludes the node; otherwise the smallest Available volume with enough capacity,
+    no claimRef to another claim, node affinity admitting the node and every requested
+    access mode, not already chosen for another claim of the pod (``chosen``). Volume
+    modes, claim selectors and VolumeAttributesClasses are not modelled."""
+    smallest: PersistentVolume | None = None
+    for pv in volumes:
+        if pv.name in chosen:
+            continue
+        if pv.claim is not None and pv.claim != pvc.key:
+            continue
+        if pv.capacity_bytes < pvc.request_bytes:
+            continue
+        valid = admits[pv.name]
+        if pv.claim == pvc.key:
+            return pv if valid else None
+        if pv.phase != "Available" or not valid:
+            continue
+        if not all(m in pv.access_modes for m in pvc.access_modes):
+            continue
+        if smallest is None or pv.capacity_bytes < smallest.capacity_bytes:
+            smallest = pv
+    return smallest
+
+
+def delayed_binding_mask(cycle: Cycle, delayed: list[PersistentVolumeClaim]) -> int:
+    """Nodes where every WaitForFirstConsumer claim of the pod can be bound or provisioned,
+    as FindPodVolumes decides per node (pkg/scheduler/framework/plugins/volumebinding/
+    binder.go, v1.35.4 and v1.37.2): a claim with a selected node fits that node only
+    and is provisioned; the others, smallest request first (findMatchingVolumes sorts
+    byPVCSize; stable for a pod's few claims), each take the smallest matching volume
+    not already chosen for another of the pod's claims (FindMatchingVolume's excluded
+    volumes); a claim left without one must be provisioned (checkVolumeProvisions: a
+    provisioner other than ``kubernetes.io/no-provisioner``, the class's
+    allowedTopologies matching the node). Storage capacity is not modelled.
+
+    Nodes are grouped by which volumes and topologies admit them, and each group is
+    decided once. PVs are tried in name order; upstream lists them from its cache in
+    no fixed order, which only matters between equally small matching volumes."""
+    table = cycle.table
+    snap = cycle.snapshot
+    within = table.all_mask
+    for pvc in delayed:
+        if pvc.selected_node:
+            i = table.index.get(pvc.selected_node)
+            within &= 1 << i if i is not None else 0
+    if not within:
+        return 0
+    classes = sorted({pvc.storage_class or "" for pvc in delayed})
+    by_class: dict[str, list[PersistentVolume]] = {c: [] for c in classes}
+    for pv in sorted(snap.pvs.values(), key=lambda v: v.name):
+        if pv.storage_class in by_class:
+            by_class[pv.storage_class].append(pv)
+    pv_masks = {pv.name: _pv_mask(table, pv) for pvs in by_class.values() for pv in pvs}
+    provisionable: dict[str, int] = {}
+    for c in classes:
+        cls = snap.storage_classes.get(c)
+        if cls is None or not cls.provisioner or cls.provisioner == NO_PROVISIONER:
+            provisionable[c] = 0
+        elif cls.allowed_topologies is None:
+            provisionable[c] = table.all_mask
+        else:
+            provisionable[c] = table.selector_mask(cls.allowed_topologies)
+    ordered = sorted(delayed, key=lambda c: c.request_bytes)
+    ok = 0
+    for part in _partition(within, [*pv_masks.values(), *provisionable.values()]):
+        rep = (part & -part).bit_length() - 1
+        admits = {name: has(m, rep) for name, m in pv_masks.items()}
+        chosen: set[str] = set()
+        fits = True
+        for pvc in ordered:
+            c = pvc.storage_class or ""
+            if not pvc.selected_node:
+                found = _find_matching_volume(pvc, by_class[c], admits, chosen)
+                if found is not None:
+                    chosen.add(found.name)
+                    continue
+            if not has(provisionable[c], rep):
+                fits = False
+                break
+        if fits:
+            ok |= part
+    return ok
 
 
 class VolumeRestrictions(Plugin):
@@ -183,10 +284,7 @@ class VolumeBinding(Plugin):
         bind_fail = 0
         unbindable: list[str] = []
         if claims.delayed:
-            ok = all_mask
-            for pvc in claims.delayed:
-                ok &= self._claim_ok_mask(cycle, pvc)
-            bind_fail = all_mask & ~ok
+            bind_fail = all_mask & ~delayed_binding_mask(cycle, claims.delayed)
             unbindable = [c.name for c in claims.delayed]
         if not (conflict_fail or bind_fail or missing_pv):
             return None
@@ -222,20 +320,120 @@ class VolumeBinding(Plugin):
                     )
         return out
 
-    def _claim_ok_mask(self, cycle: Cycle, pvc: PersistentVolumeClaim) -> int:
+
+# volume_zone.go topologyLabels, in upstream's order (v1.35.4 and v1.37.2).
+ZONE_BETA = "failure-domain.beta.kubernetes.io/zone"
+REGION_BETA = "failure-domain.beta.kubernetes.io/region"
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+TOPOLOGY_LABELS = (ZONE_BETA, REGION_BETA, ZONE, REGION)
+GA_LABEL = {ZONE_BETA: ZONE, REGION_BETA: REGION}
+MULTI_ZONE_DELIMITER = "__"  # k8s.io/cloud-provider/volume LabelMultiZoneDelimiter
+REASON_ZONE_CONFLICT = "node(s) had no available volume zone"
+
+
+def label_zones(value: str) -> frozenset[str] | None:
+    """A PV zone label's set of zones (cloud-provider volume/helpers LabelZonesToSet:
+    split on ``__``, each part trimmed); None when a part is empty -- upstream then
+    ignores the label."""
+    parts = [z.strip() for z in value.split(MULTI_ZONE_DELIMITER)]
+    if any(not z for z in parts):
+        return None
+    return frozenset(parts)
+
+
+def pv_topologies(pv: PersistentVolume) -> list[tuple[str, frozenset[str]]]:
+    """(label key, zones) for each topology label the PV carries (getPVTopologies)."""
+    out = []
+    for key in TOPOLOGY_LABELS:
+        value = pv.labels.get(key)
+        if value is None:
+            continue
+        zones = label_zones(value)
+        if zones is not None:
+            out.append((key, zones))
+    return out
+
+
+class VolumeZone(Plugin):
+    """VolumeZone (pkg/scheduler/framework/plugins/volumezone/volume_zone.go, the same
+    in v1.35.4 and v1.37.2; the default plugin after VolumeBinding).
+
+    PreFilter reads the PersistentVolume of every claim with ``spec.volumeName``
+    (unbound WaitForFirstConsumer claims are skipped; other unbound claims were already
+    refused by VolumeBinding's PreFilter, which runs first): a missing PV is the
+    lister's NotFound, ``persistentvolume "<name>" not found``
+    (UnschedulableAndUnresolvable); before 1.27 (v1.26.15) there was no PreFilter and
+    the Filter read the PV, after VolumeBinding's Filter had failed every node for the
+    missing PV. Filter: a node carrying none of the four
+    zone/region labels passes (a single-zone cluster); otherwise, for each zone/region
+    label of each PV, the node's value of that label -- or, for a legacy
+    ``failure-domain.beta`` key the node lacks, of its GA twin -- must be one of the
+    PV's ``__``-separated zones, else ``node(s) had no available volume zone``
+    (UnschedulableAndUnresolvable)."""
+
+    name = VOLUME_ZONE
+
+    def prefilter(self, cycle: Cycle) -> FilterFailure | None:
+        pod = cycle.pod
+        if not pod.spec.pvc_names:
+            return None
+        snap = cycle.snapshot
+        topologies: list[tuple[str, frozenset[str], str]] = []
+        for claim_name in pod.spec.pvc_names:
+            pvc = snap.pvcs.get((pod.namespace, claim_name))
+            if pvc is None or not pvc.volume_name:
+                continue  # missing or unbound: VolumeBinding's PreFilter decided already
+            pv = snap.pvs.get(pvc.volume_name)
+            if pv is None:
+                if snap.lacks(PV_KIND) or not cycle.wording.volume_zone_prefilter:
+                    # No PV in the input: unknown, not missing. Before 1.27 VolumeZone's Filter
+                    # read the PV, after VolumeBinding's Filter had failed every node for it.
+                    continue
+                return failure(
+                    self.name,
+                    C.UNRESOLVABLE,
+                    (f'persistentvolume "{pvc.volume_name}" not found',),
+                    (C.PVC_LOST,),
+                    detail(claim=claim_name, volume=pvc.volume_name),
+                )
+            topologies.extend((key, zones, pv.name) for key, zones in pv_topologies(pv))
+        if topologies:
+            cycle.state["volumezone"] = topologies
+        return None
+
+    def filter_all(self, cycle: Cycle) -> Outcome | None:
+        topologies: list[tuple[str, frozenset[str], str]] | None = cycle.state.get("volumezone")
+        if not topologies:
+            return None
         table = cycle.table
-        if pvc.selected_node:
-            i = table.index.get(pvc.selected_node)
-            return 0 if i is None else 1 << i
-        ok = 0
-        for pv in cycle.snapshot.pvs.values():
-            if _pv_matches_claim(pv, pvc):
-                ok |= _pv_mask(table, pv)
-        cls = cycle.snapshot.storage_classes.get(pvc.storage_class or "")
-        if cls is not None and cls.provisioner and cls.provisioner != NO_PROVISIONER:
-            ok |= (
-                table.all_mask
-                if cls.allowed_topologies is None
-                else table.selector_mask(cls.allowed_topologies)
-            )
-        return ok
+        constrained = 0
+        for key in TOPOLOGY_LABELS:
+            constrained |= table.key_mask.get(key, 0)
+        ok = table.all_mask
+        volumes: list[str] = []
+        for key, zones, pv_name in topologies:
+            own = table.key_mask.get(key, 0)
+            allowed = table.domain_mask(key, zones)
+            ga = GA_LABEL.get(key)
+            if ga is not None:
+                allowed |= ~own & table.domain_mask(ga, zones)
+            before = ok
+            ok &= allowed | ~constrained
+            if ok != before and pv_name not in volumes:
+                volumes.append(pv_name)
+        failing = table.all_mask & constrained & ~ok
+        if not failing:
+            return None
+        out = Outcome(self.name)
+        out.add_group(
+            failing,
+            failure(
+                self.name,
+                C.UNRESOLVABLE,
+                (REASON_ZONE_CONFLICT,),
+                (C.VOLUME_ZONE_CONFLICT,),
+                detail(volumes=tuple(volumes)),
+            ),
+        )
+        return out

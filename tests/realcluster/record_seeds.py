@@ -246,7 +246,9 @@ def record_seed(plane: ControlPlane, seed: Seed, golden: Path | None, demo: Path
                 for f in report.findings
                 if f.subject.namespace == ns
             ]
-            raise AssertionError(f"{seed.id}: no verified remedy with {seed.remedy_contains!r}; found {found}")
+            raise AssertionError(
+                f"{seed.id}: no verified remedy with {seed.remedy_contains!r}; found {found}"
+            )
         remedy = remedies[0]
         apply_remedy(
             cluster, seed, {"kind": str(remedy.kind), "command": remedy.command, "yaml": remedy.yaml}, cleanup

@@ -19,10 +19,18 @@ from agent.dryrun import DryRunVerifier
 from agent.kube.gateway import Gateway
 from analyzers.report import build_report
 from analyzers.snapshot import ClusterState
-from tests.realcluster.conftest import Cluster
+from tests.realcluster.conftest import Cluster, scheduled_condition
+from tests.realcluster.generator import FINALIZER, NAMESPACE, Case
 from tests.realcluster.harness import KUBE_VERSION, node
 from tests.realcluster.replay import pending
-from tests.realcluster.verdicts import cluster_objects_with_workloads
+from tests.realcluster.test_differential import (
+    clear_case,
+    ensure_priority_classes,
+    set_up,
+    settle,
+    verdict_of,
+)
+from tests.realcluster.verdicts import Comparison, cluster_objects, cluster_objects_with_workloads, compare
 
 pytestmark = pytest.mark.realcluster
 ZONE = "topology.kubernetes.io/zone"
@@ -75,3 +83,214 @@ async def test_spread_as_a_preference_drops_min_domains(cluster: Cluster) -> Non
     async with Gateway(str(cluster.plane.kubeconfig)) as gateway:
         refusal = await DryRunVerifier(gateway).outcome(remedies[0])
     assert refusal is None, refusal
+
+
+# --- the four simulator classes of issue 22, replayed -----------------------------------------
+# Each case is a cluster the differential run's generator could make (tests/realcluster/
+# generator.py), set up and settled the same way; its probes are judged in order (a nominated
+# probe stays, its victims held terminating by their finalizer) and every verdict must agree
+# with unstick's simulation of the same objects. The real message is asserted too, so a case
+# proves the class it stands for is exercised.
+
+
+def _claim(name: str, cls: str, gib: int = 5) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name},
+        "spec": {
+            "storageClassName": cls,
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": f"{gib}Gi"}},
+        },
+    }
+
+
+def _class(name: str, mode: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": mode,
+    }
+
+
+def _volume(
+    name: str, cls: str, *, labels: dict[str, str] | None = None, claim: str = "", host: str = ""
+) -> Any:
+    spec: dict[str, Any] = {
+        "storageClassName": cls,
+        "capacity": {"storage": "10Gi"},
+        "accessModes": ["ReadWriteOnce"],
+        "persistentVolumeReclaimPolicy": "Retain",
+    }
+    if host:
+        spec["local"] = {"path": f"/mnt/{name}"}
+        spec["nodeAffinity"] = {
+            "required": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/hostname", "operator": "In", "values": [host]}
+                        ]
+                    }
+                ]
+            }
+        }
+    else:
+        spec["hostPath"] = {"path": f"/mnt/{name}"}
+    if claim:
+        spec["claimRef"] = {"namespace": NAMESPACE, "name": claim}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": spec,
+    }
+
+
+def _probe(name: str, *, cpu: str = "", priority: str = "", claims: tuple[str, ...] = ()) -> dict[str, Any]:
+    spec: dict[str, Any] = {"terminationGracePeriodSeconds": 0, "containers": [{"name": "c", "image": "x:1"}]}
+    if cpu:
+        spec["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
+    if priority:
+        spec["priorityClassName"] = priority
+    if claims:
+        spec["volumes"] = [
+            {"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)
+        ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "probe"}},
+        "spec": spec,
+    }
+
+
+def _judge(cluster: Cluster, case: Case) -> list[tuple[dict[str, Any], Comparison]]:
+    """Set ``case`` up, judge its probes in order; a nominated probe stays (in flight)."""
+    ensure_priority_classes(cluster.plane)
+    out: list[tuple[dict[str, Any], Comparison]] = []
+    try:
+        set_up(cluster, case)
+        objects = cluster_objects(cluster.api)
+        for probe in case.probes:
+            probe["metadata"]["namespace"] = cluster.ns
+            created = cluster.api.create(probe)
+            name = created["metadata"]["name"]
+            real = verdict_of(cluster, name, created["metadata"]["resourceVersion"])
+            created["apiVersion"], created["kind"] = "v1", "Pod"
+            out.append((real, compare([*objects, created], real, cluster.ns, name)))
+            if not real["spec"].get("nodeName") and real.get("status", {}).get("nominatedNodeName"):
+                settle(cluster)
+            else:
+                cluster.api.delete(f"/api/v1/namespaces/{cluster.ns}/pods/{name}", grace=0)
+            objects = cluster_objects(cluster.api)
+    finally:
+        clear_case(cluster, case)
+    return out
+
+
+def _message(real: dict[str, Any]) -> str:
+    cond = scheduled_condition(real) or {}
+    return str(cond.get("message", ""))
+
+
+def test_a_nominated_preemptor_holds_the_room_its_victim_frees(cluster: Cluster) -> None:
+    victim = web_pod("victim", cluster.ns, nodeName="n-1", priorityClassName="unstick-low")
+    victim["metadata"]["finalizers"] = [FINALIZER]
+    victim["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "7400m"}}
+    case = Case(
+        0,
+        [node("n-1", cpu="8")],
+        [victim],
+        [
+            _probe("preemptor", cpu="7951m", priority="unstick-mid"),
+            _probe("peer", cpu="600m", priority="unstick-mid"),
+            _probe("higher", cpu="600m", priority="unstick-high"),
+        ],
+        in_flight=True,
+    )
+    (pre, c1), (peer, c2), (_, c3) = _judge(cluster, case)
+    assert pre["status"].get("nominatedNodeName") == "n-1", _message(pre)
+    assert not c2.real_fits and _message(peer).startswith("0/1 nodes are available: 1 Insufficient cpu."), (
+        _message(peer)
+    )
+    assert c3.real_fits  # a higher priority ignores the nomination
+    for cmp in (c1, c2, c3):
+        assert cmp.agrees, cmp.differences()
+
+
+def test_a_volume_zone_keeps_the_pod_out_of_other_zones(cluster: Cluster) -> None:
+    ns = cluster.ns
+    cls = f"{ns}-zonal"
+    case = Case(
+        0,
+        [node("n-a", labels={ZONE: "za"}), node("n-c", labels={ZONE: "zc"})],
+        [],
+        [_probe("in-b", claims=("data-b",)), _probe("in-a-or-c", claims=("data-ac",))],
+        storage=[
+            _class(cls, "Immediate"),
+            _volume(f"{ns}-pv-b", cls, labels={ZONE: "zb"}, claim="data-b"),
+            _volume(
+                f"{ns}-pv-ac",
+                cls,
+                labels={"failure-domain.beta.kubernetes.io/zone": "za__zc"},
+                claim="data-ac",
+            ),
+            _claim("data-b", cls),
+            _claim("data-ac", cls),
+        ],
+    )
+    (in_b, c1), (_, c2) = _judge(cluster, case)
+    assert _message(in_b).startswith("0/2 nodes are available: 2 node(s) had no available volume zone."), (
+        _message(in_b)
+    )
+    assert c2.real_fits
+    for cmp in (c1, c2):
+        assert cmp.agrees, cmp.differences()
+
+
+def test_two_claims_cannot_bind_one_volume(cluster: Cluster) -> None:
+    ns = cluster.ns
+    cls = f"{ns}-local"
+    case = Case(
+        0,
+        [node("n-1"), node("n-2")],
+        [],
+        [_probe("two-claims", claims=("data", "logs"))],
+        storage=[
+            _class(cls, "WaitForFirstConsumer"),
+            _volume(f"{ns}-pv-1", cls, host="n-1"),
+            _claim("data", cls),
+            _claim("logs", cls),
+        ],
+    )
+    ((real, cmp),) = _judge(cluster, case)
+    assert _message(real).startswith(
+        "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind."
+    ), _message(real)
+    assert cmp.agrees, cmp.differences()
+
+
+def test_an_unbound_immediate_claim_ends_the_message_with_not_found(cluster: Cluster) -> None:
+    cls = f"{cluster.ns}-immediate"
+    case = Case(
+        0,
+        [node("n-1"), node("n-2")],
+        [],
+        [_probe("unbound", claims=("nowhere",)), _probe("missing", claims=("no-such-claim",))],
+        storage=[_class(cls, "Immediate"), _claim("nowhere", cls)],
+    )
+    (unbound, c1), (missing, c2) = _judge(cluster, case)
+    assert (
+        _message(unbound)
+        == "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found"
+    )
+    assert (
+        _message(missing)
+        == '0/2 nodes are available: persistentvolumeclaim "no-such-claim" not found. not found'
+    )
+    for cmp in (c1, c2):
+        assert cmp.agrees, cmp.differences()

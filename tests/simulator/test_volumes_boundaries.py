@@ -21,9 +21,9 @@ NO_PV = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(
 LOCAL = sc("local", "kubernetes.io/no-provisioner")
 
 
-def run(*objs: dict[str, Any]) -> PodVerdict:
+def run(*objs: dict[str, Any], kube_version: str = "1.35") -> PodVerdict:
     snap = snapshot(node("a"), node("b"), *objs)
-    return simulate(snap, pod_of(snap, "p"), kube_version="1.35")
+    return simulate(snap, pod_of(snap, "p"), kube_version=kube_version)
 
 
 def fitting(v: PodVerdict) -> set[str]:
@@ -57,15 +57,22 @@ def test_a_node_failing_two_ways_prints_both_reasons() -> None:
 
 
 def test_a_bound_claims_missing_volume_fails_every_node_beside_the_other_reasons() -> None:
-    v = run(
+    """Until 1.26 (v1.26.15) VolumeZone had no PreFilter: VolumeBinding's Filter reports
+    the missing PV on every node. Since 1.27 (v1.27.16 to v1.37.2) VolumeZone's PreFilter
+    reads the bound claim's PV first and refuses the pod with the lister's NotFound."""
+    objs = (
         LOCAL,
         pvc("bound", sc="standard", volume="gone", phase="Bound"),
         pvc("later", sc="local"),
         pv("pv-a", sc="local", node_name="a"),
         pod("p", pvcs=["bound", "later"]),
     )
+    v = run(*objs, kube_version="1.26.15")
     assert v.node_at(0).filters[0].reasons == (NO_PV,)
     assert v.node_at(1).filters[0].reasons == (BIND, NO_PV)
+    v = run(*objs, kube_version="1.35.4")
+    assert v.prefilter is not None and v.prefilter.plugin == "VolumeZone"
+    assert v.message == '0/2 nodes are available: persistentvolume "gone" not found. not found'
 
 
 def test_a_claim_naming_a_volume_but_not_bound_yet_is_an_unbound_immediate_claim() -> None:
