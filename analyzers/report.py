@@ -71,6 +71,8 @@ def messages_agree(simulated: str, real: str) -> bool | None:
     ours, theirs = parse_message(simulated), parse_message(real)
     if theirs.kind != SCHEDULING or ours.kind != SCHEDULING:
         return None
+    if not theirs.comparable:
+        return None  # another scheduler's verdict (KAI, Volcano, HAMi): the simulation is kube-scheduler's
     if theirs.head_missing or theirs.truncated or theirs.format == "preemption-only":
         return None  # a piece of a message (cut at 1024 bytes, or pasted from the middle) cannot be compared
     if theirs.preemption is None or ours.preemption is None:

@@ -215,7 +215,65 @@ def _preemption_lines(preemption: Preemption | None, *, truncated: bool) -> list
     return lines
 
 
+# Who prints the verdicts unstick reads besides kube-scheduler's (analyzers.messages.gpu_schedulers).
+_SCHEDULER_TITLES = {
+    "kai-scheduler": "NVIDIA KAI-Scheduler",
+    "volcano": "Volcano",
+    "hami-scheduler": "HAMi",
+    "kueue": "Kueue (topology-aware scheduling)",
+}
+
+
+def _gang_lines(parsed: ParsedMessage) -> list[str]:
+    gang = parsed.gang
+    if gang is None:
+        return []
+    unit = gang.unit
+    lines: list[str] = []
+    where = f" in sub-group {gang.subgroup}" if gang.subgroup else ""
+    if gang.found is not None and gang.required is not None:
+        lines.append(
+            f"Gang: room found for {gang.found} {unit}(s){where} while {gang.required} must start together: "
+            f"{max(gang.required - gang.found, 0)} more {unit}(s) need room before any of them starts."
+        )
+    elif gang.required is not None:
+        lines.append(f"Gang: {gang.required} {unit}(s){where} must start together (minAvailable).")
+    if gang.unschedulable is not None and gang.total is not None:
+        lines.append(f"  {gang.unschedulable} of the group's {gang.total} tasks cannot be scheduled.")
+    if gang.phases:
+        lines.append("  tasks: " + ", ".join(f"{n} {phase}" for phase, n in gang.phases))
+    return lines
+
+
+def _other_scheduler_lines(parsed: ParsedMessage) -> list[str]:
+    title = _SCHEDULER_TITLES.get(parsed.scheduler or "", parsed.scheduler or "another scheduler")
+    head = f"Scheduling failure, as {title} words it"
+    if parsed.total_nodes is not None:
+        head += f": 0 of {parsed.total_nodes} nodes can run the pod"
+    if parsed.pod:
+        head += f" ({parsed.pod})"
+    lines = [head + "."]
+    lines.extend(_gang_lines(parsed))
+    if parsed.reasons:
+        unit = (
+            "group" if parsed.format == "kai-fit-error" and "podgroup" in parsed.message.lower() else "node"
+        )
+        lines.extend(_reason_lines(parsed.reasons, detailed=True, unit=unit))
+    for note in parsed.notes:
+        lines.append(f"Note: {note}.")
+    lines.append(
+        f"This verdict is {title}'s, not kube-scheduler's: unstick's simulation is kube-scheduler's, so it is "
+        "read as printed and not compared with a simulation (a pod whose schedulerName names this scheduler is "
+        "diagnosed from that scheduler's own events and conditions)."
+    )
+    if parsed.truncated:
+        lines.append("The message ends without its final full stop: the last reason may be incomplete.")
+    return lines
+
+
 def _scheduling_lines(parsed: ParsedMessage) -> list[str]:
+    if not parsed.comparable:
+        return _other_scheduler_lines(parsed)
     lines: list[str] = []
     if parsed.total_nodes is not None:
         head = f"Scheduling failure: 0 of {parsed.total_nodes} nodes can run the pod"
@@ -244,6 +302,10 @@ def _scheduling_lines(parsed: ParsedMessage) -> list[str]:
     lines.extend(_reason_lines(parsed.reasons, detailed=True, uncounted="PreFilter" if prefilter else "-"))
     for note in parsed.notes:
         lines.append(f"Note: {note}.")
+    lines.append(
+        "This is kube-scheduler's verdict: unstick's simulation can be compared with it (unstick analyze, "
+        "kubectl unstick)."
+    )
     if parsed.format not in ("reasons", "legacy-summary", "legacy-per-node", "legacy-predicates"):
         lines.extend(_preemption_lines(parsed.preemption, truncated=parsed.truncated))
     if parsed.truncated and parsed.message.rstrip().endswith("..."):
@@ -337,6 +399,7 @@ def _queue_lines(parsed: ParsedMessage) -> list[str]:
             lines.append(f"  {reason.text}")
             lines.append(f"    {reason.code}: {reason.info.meaning}.")
     lines.extend(f"{note}." for note in parsed.notes)
+    lines.extend(_gang_lines(parsed))
     lines.append(
         "Look: kubectl get workloads -n NAMESPACE -o wide; kubectl describe clusterqueue NAME (quota in use)."
     )

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from analyzers.messages.gpu_schedulers import tas_gang
 from analyzers.messages.model import QUEUE, ParsedMessage, Reason, make_reason
 from analyzers.messages.reasons import (
     OTHER,
@@ -129,7 +130,13 @@ def parse_kueue(text: str) -> ParsedMessage | None:
         body = cut_at_next_event(text[match.start() : quoted_until(text, match.start())]).strip()
         reasons, groups, notes = _pod_sets(body)
         return ParsedMessage(
-            kind=QUEUE, format="kueue-flavors", message=body, reasons=reasons, notes=notes, groups=groups
+            kind=QUEUE,
+            format="kueue-flavors",
+            message=body,
+            reasons=reasons,
+            notes=notes,
+            groups=groups,
+            gang=tas_gang(body),
         )
     match = _QUEUE_RE.search(text)
     if match is not None:

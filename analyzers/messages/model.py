@@ -29,6 +29,10 @@ QUEUE: Final = "queue"
 SCHEDULER_ERROR: Final = "scheduler-error"
 UNKNOWN: Final = "unknown"
 
+# Who printed a scheduling verdict (``ParsedMessage.scheduler``): kube-scheduler, or a
+# scheduler people run beside it (analyzers.messages.gpu_schedulers).
+KUBE_SCHEDULER: Final = "kube-scheduler"
+
 # Preemption verdicts.
 NOT_ELIGIBLE: Final = "not-eligible"
 CANNOT_HELP: Final = "cannot-help"
@@ -129,6 +133,39 @@ class Preemption:
 
 
 @dataclass(frozen=True, slots=True)
+class Gang:
+    """Gang (all-or-nothing) figures a scheduler printed for a group of pods.
+
+    ``found``: pods it found room for; ``required``: pods the group needs at once
+    (KAI-Scheduler's ``Resources were found for <found> pods while <required> are
+    required``, Volcano's ``<n> minAvailable``, Kueue TAS's ``allows to fit only
+    <found> out of <required> pod(s)``); ``unschedulable``/``total``: Volcano's
+    ``<unschedulable>/<total> tasks in gang unschedulable``; ``phases``: Volcano's
+    task histogram (``(("Pending", 1), ("Running", 3))``); ``subgroup``: the
+    KAI sub-group the figures are about. Any figure the text does not print is None.
+    """
+
+    found: int | None = None
+    required: int | None = None
+    unschedulable: int | None = None
+    total: int | None = None
+    phases: tuple[tuple[str, int], ...] = ()
+    subgroup: str | None = None
+    unit: str = "pod"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "found": self.found,
+            "required": self.required,
+            "unschedulable": self.unschedulable,
+            "total": self.total,
+            "phases": {name: n for name, n in self.phases},
+            "subgroup": self.subgroup,
+            "unit": self.unit,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ParsedMessage:
     """What a message says, in the scheduler's terms.
 
@@ -156,6 +193,11 @@ class ParsedMessage:
     - ``truncated``: the message ends before its final full stop, or carries
       kube-scheduler's `` ...`` cut mark (event messages longer than 1024 bytes).
     - ``message``: the message itself, cleaned (one line, without event columns).
+    - ``scheduler``: who printed a ``scheduling`` verdict: ``kube-scheduler``, or
+      ``kai-scheduler``, ``volcano``, ``hami-scheduler``, ``kueue`` (its
+      topology-aware scheduling); None for the other kinds. Only kube-scheduler's
+      verdicts can be compared with unstick's simulation.
+    - ``gang``: gang figures (found/required pods), when the scheduler printed them.
     """
 
     kind: str
@@ -170,10 +212,20 @@ class ParsedMessage:
     truncated: bool = False
     head_missing: bool = False
     groups: tuple[tuple[str, int], ...] = ()
+    scheduler: str | None = None
+    gang: Gang | None = None
+
+    @property
+    def comparable(self) -> bool:
+        """Whether unstick's simulation (kube-scheduler's) can be compared with this verdict."""
+        return self.kind == SCHEDULING and self.scheduler == KUBE_SCHEDULER
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
+            "scheduler": self.scheduler,
+            "comparable": self.comparable,
+            "gang": self.gang.as_dict() if self.gang is not None else None,
             "total_nodes": self.total_nodes,
             "reasons": [r.as_dict() for r in self.reasons],
             "preemption": self.preemption.as_dict() if self.preemption is not None else None,
@@ -212,6 +264,8 @@ _PARSED_SLOTS = tuple(
         "truncated",
         "head_missing",
         "groups",
+        "scheduler",
+        "gang",
     )
 )
 
@@ -252,6 +306,8 @@ def make_scheduling(
         s_trunc,
         s_head,
         s_groups,
+        s_scheduler,
+        s_gang,
     ) = _PARSED_SLOTS
     s_kind(parsed, SCHEDULING)
     s_format(parsed, format)
@@ -265,4 +321,6 @@ def make_scheduling(
     s_trunc(parsed, truncated)
     s_head(parsed, head_missing)
     s_groups(parsed, ())
+    s_scheduler(parsed, KUBE_SCHEDULER)
+    s_gang(parsed, None)
     return parsed

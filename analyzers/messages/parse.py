@@ -7,6 +7,7 @@ from typing import Final
 
 from analyzers.messages.autoscaler import parse_autoscaler
 from analyzers.messages.eviction import parse_eviction
+from analyzers.messages.gpu_schedulers import parse_gpu_scheduler
 from analyzers.messages.kueue import parse_kueue
 from analyzers.messages.model import EVICTION, UNKNOWN, ParsedMessage
 from analyzers.messages.scheduler_errors import parse_scheduler_error
@@ -20,7 +21,8 @@ def parse_message_uncached(text: str) -> ParsedMessage:
     """Parse any text; never raises. ``parse_message`` is the cached variant."""
     cleaned = clean(text)
     parsed = (
-        parse_headed(cleaned)
+        parse_gpu_scheduler(cleaned)
+        or parse_headed(cleaned)
         or parse_autoscaler(cleaned)
         or parse_kueue(cleaned)
         or parse_scheduler_error(cleaned)
@@ -41,7 +43,9 @@ def parse_message(text: str) -> ParsedMessage:
 
     Scheduling failures are recognised in every kube-scheduler layout since 1.2,
     anywhere in the text (event columns, log prefixes, table borders and line
-    wraps do not matter), and in pieces (cut at either end); then
+    wraps do not matter), and in pieces (cut at either end); the verdicts of
+    KAI-Scheduler, Volcano, HAMi and Kueue's topology-aware scheduling (``scheduler``
+    names who spoke); then
     cluster-autoscaler's and Karpenter's messages about a pod, Kueue's about a
     Workload, kube-scheduler's plugin errors, a bare reason list,
     eviction and drain failures; anything else is ``unknown``.

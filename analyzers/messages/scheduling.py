@@ -44,6 +44,7 @@ from functools import lru_cache
 from typing import Final
 
 from analyzers.messages.model import (
+    KUBE_SCHEDULER,
     SCHEDULING,
     ParsedMessage,
     Preemption,
@@ -432,6 +433,7 @@ def parse_legacy(text: str, header: re.Match[str]) -> ParsedMessage:
     reasons_text, _, _, cut_mark = _until_end(body)
     return ParsedMessage(
         kind=SCHEDULING,
+        scheduler=KUBE_SCHEDULER,
         format="legacy-predicates",
         message=text[header.start() : header.end() + len(body)].strip(),
         reasons=_parse_legacy_list(reasons_text),
@@ -487,6 +489,7 @@ def parse_pre_16(text: str) -> ParsedMessage | None:
         )
         return ParsedMessage(
             kind=SCHEDULING,
+            scheduler=KUBE_SCHEDULER,
             format="legacy-summary",
             message=text[begin:].strip(),
             reasons=reasons,
@@ -506,6 +509,7 @@ def parse_pre_16(text: str) -> ParsedMessage | None:
     )
     return ParsedMessage(
         kind=SCHEDULING,
+        scheduler=KUBE_SCHEDULER,
         format="legacy-per-node",
         message=text[begin:].strip(),
         reasons=tuple(_reason(count, reason) for reason, count in counts.items()),
@@ -617,6 +621,7 @@ def parse_reasons_only(text: str) -> ParsedMessage | None:
         reasons = reasons[1:]
     parsed = ParsedMessage(
         kind=SCHEDULING,
+        scheduler=KUBE_SCHEDULER,
         format="reasons",
         message=body.strip(),
         # ErrNoNodesAvailable: returned when the scheduler's snapshot has no node at all.

@@ -34,6 +34,7 @@ def _rules() -> tuple[Rule, ...]:
         anti_affinity_infeasible,
         insufficient_resources,
         node_selector_mismatch,
+        other_scheduler,
         pdb_blocks_eviction,
         requests_missing_load_skew,
         rollout_surge_deadlock,
@@ -57,6 +58,7 @@ def _rules() -> tuple[Rule, ...]:
         Rule(anti_affinity_infeasible.RULE_ID, anti_affinity_infeasible.analyze),
         Rule(topology_spread_infeasible.RULE_ID, topology_spread_infeasible.analyze),
         Rule(scheduler_error.RULE_ID, scheduler_error.analyze),
+        Rule(other_scheduler.RULE_ID, other_scheduler.analyze),
         Rule(scheduler_silent.RULE_ID, scheduler_silent.analyze),
     )
 

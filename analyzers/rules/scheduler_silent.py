@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from analyzers.findings import Finding, ObjectRef, Remedy, Severity
+from analyzers.messages.gpu_schedulers import EVENT_REASONS, SCHEDULER_NAMES
 from analyzers.records import Pod
 from analyzers.rules._describe import are, duration, names, plural, what_if_verdict, where_fits
 from analyzers.rules.context import RuleContext
@@ -39,12 +40,15 @@ _TEMPLATE_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"
 
 
 def _spoken_to(ctx: RuleContext, pod: Pod) -> bool:
+    """Whether a scheduler said anything about the pod: kube-scheduler's words, or those
+    of the GPU scheduler its schedulerName names (KAI and Volcano ``Unschedulable``,
+    HAMi ``FilteringFailed``: analyzers.messages.gpu_schedulers)."""
     if pod.scheduled is not None:
         return True
-    return any(
-        e.reason in ("FailedScheduling", "Scheduled")
-        for e in ctx.snapshot.events_for("Pod", pod.namespace, pod.name)
-    )
+    reasons: tuple[str, ...] = ("FailedScheduling", "Scheduled")
+    if pod.spec.scheduler_name in SCHEDULER_NAMES:
+        reasons = (*reasons, *EVENT_REASONS)
+    return any(e.reason in reasons for e in ctx.snapshot.events_for("Pod", pod.namespace, pod.name))
 
 
 def _cause(ctx: RuleContext, pod: Pod) -> tuple[str, str] | None:

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from analyzers.messages import ParsedMessage, Reason, classify_reason, parse_message_uncached
-from analyzers.messages.model import SCHEDULING, make_reason, make_scheduling
+from analyzers.messages.model import KUBE_SCHEDULER, SCHEDULING, make_reason, make_scheduling
 
 GPU = (
     "0/10 nodes are available: 1 Insufficient nvidia.com/gpu, 9 node(s) didn't match Pod's node "
@@ -24,7 +24,9 @@ def test_fast_constructors_build_equal_values() -> None:
     slow = Reason(3, "Insufficient cpu", info)
     assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
     parsed = make_scheduling("fit-error", "m", 3, (fast,), None, (), None, False)
-    assert parsed == ParsedMessage(SCHEDULING, "fit-error", "m", 3, (slow,), None, None, (), None, False)
+    assert parsed == ParsedMessage(
+        SCHEDULING, "fit-error", "m", 3, (slow,), None, None, (), None, False, scheduler=KUBE_SCHEDULER
+    )
     assert repr(parsed).startswith("ParsedMessage(kind='scheduling', format='fit-error'")
 
 
