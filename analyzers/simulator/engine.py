@@ -53,13 +53,23 @@ GATED_MESSAGE = (
 )
 
 
-def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = None) -> PodVerdict:
+def simulate(
+    snapshot: ClusterSnapshot,
+    pod: Pod,
+    *,
+    kube_version: str | None = None,
+    disabled: frozenset[str] = frozenset(),
+) -> PodVerdict:
     """kube-scheduler's verdict for ``pod`` in ``snapshot``.
 
     ``pod`` may be a pod of the snapshot or a hypothetical one (e.g. built from
     a Deployment template); it is scheduled as if it had no node. The wording
     follows ``kube_version``, else the snapshot's, else
-    :data:`~analyzers.simulator.versions.DEFAULT_KUBE_VERSION`."""
+    :data:`~analyzers.simulator.versions.DEFAULT_KUBE_VERSION`. ``disabled`` names
+    filter plugins a KubeSchedulerConfiguration profile disables: they filter
+    nothing (neither PreFilter nor Filter)."""
+    filters = FILTERS if not disabled else tuple(p for p in FILTERS if p.name not in disabled)
+    prefilters = PREFILTERS if not disabled else tuple(p for p in PREFILTERS if p.name not in disabled)
     wording = wording_for(kube_version or snapshot.kube_version)
     table = node_table(snapshot)
     ns = snapshot.namespaces.get(pod.namespace)
@@ -75,13 +85,13 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
 
     gated = pre_enqueue(snapshot, pod)
 
-    prefilter = run_prefilters(PREFILTERS, cycle)
+    prefilter = run_prefilters(prefilters, cycle)
 
     outcomes: list[Outcome] = []
     absent = _prefilter_result_outcome(cycle)
     if absent is not None:
         outcomes.append(absent)
-    for plugin in FILTERS:
+    for plugin in filters:
         out = plugin.filter_all(cycle)
         if out is not None:
             outcomes.append(out)
@@ -135,7 +145,7 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
         if total:
             preemption = preempt(
                 cycle,
-                FILTERS,
+                filters,
                 outcomes,
                 potential=potential,
                 nominated_code=first_codes.get(nominated) if nominated is not None else None,
