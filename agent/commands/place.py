@@ -30,13 +30,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "a Deployment, StatefulSet or ReplicaSet (deploy/NAME, sts/NAME, rs/NAME)."
         ),
     )
-    p.add_argument("paths", nargs="+", metavar="DUMP", help="file or folder of kubectl JSON/YAML; - reads stdin")
+    p.add_argument(
+        "paths", nargs="+", metavar="DUMP", help="file or folder of kubectl JSON/YAML; - reads stdin"
+    )
     p.add_argument(
         "--pod", required=True, metavar="NS/NAME", help="a pod, or NS/deploy/NAME, NS/sts/NAME, NS/rs/NAME"
     )
     p.add_argument("--replicas", type=int, metavar="N", help="simulate N sequential bindings")
     p.add_argument("--scheduler-config", metavar="FILE", help="the cluster's KubeSchedulerConfiguration")
-    p.add_argument("--kube-version", metavar="X.Y", help="kube-scheduler version (wording); default: the dump's")
+    p.add_argument(
+        "--kube-version", metavar="X.Y", help="kube-scheduler version (wording); default: the dump's"
+    )
     p.add_argument("--json", action="store_true", help="print the JSON contract (docs/placement.md)")
     p.set_defaults(func=run)
 
@@ -80,7 +84,10 @@ def _from_workload(snapshot: ClusterSnapshot, ns: str, kind: str, name: str, tar
         owned = [
             rs
             for rs in snapshot.replicasets.values()
-            if rs.namespace == ns and rs.owner is not None and rs.owner.name == name and rs.template == dep.template
+            if rs.namespace == ns
+            and rs.owner is not None
+            and rs.owner.name == name
+            and rs.template == dep.template
         ]
         if owned:
             rs = max(owned, key=lambda r: (r.revision, r.name))

@@ -24,7 +24,9 @@ CASES = yaml.safe_load((DATA / "noderesources.yaml").read_text())
 
 def _pod(name: str, containers: list[dict[str, str]], node: str = "") -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "containers": [{"name": f"c{i}", "image": "x", "resources": {"requests": r}} for i, r in enumerate(containers)]
+        "containers": [
+            {"name": f"c{i}", "image": "x", "resources": {"requests": r}} for i, r in enumerate(containers)
+        ]
     }
     if node:
         spec["nodeName"] = node
@@ -52,7 +54,9 @@ def test_upstream_noderesources_scores(case: dict[str, Any]) -> None:
     objs += [_pod(f"e{i}", containers, node) for i, (node, containers) in enumerate(case["existing"])]
     objs.append(_pod("incoming", case["pod"]))
     snap = ClusterSnapshot.from_objects(objs)
-    profile = replace(DEFAULT_PROFILE, score_plugins=(("NodeResourcesFit", 1),), fit_strategy=case["strategy"])
+    profile = replace(
+        DEFAULT_PROFILE, score_plugins=(("NodeResourcesFit", 1),), fit_strategy=case["strategy"]
+    )
     table = node_table(snap)
     phase = score_pod(snap, snap.pods[("default", "incoming")], list(range(table.size)), profile)
     got = {table.names[n]: phase.scores[0][k] for k, n in enumerate(phase.nodes)}
@@ -74,7 +78,14 @@ def test_broken_linear_shape_interpolates_with_go_division() -> None:
 
 @pytest.mark.parametrize(
     ("pct", "nodes", "want"),
-    [(None, 50, 50), (None, 1000, 420), (None, 5000, 500), (None, 6000, 300), (100, 5000, 5000), (10, 500, 100)],
+    [
+        (None, 50, 50),
+        (None, 1000, 420),
+        (None, 5000, 500),
+        (None, 6000, 300),
+        (100, 5000, 5000),
+        (10, 500, 100),
+    ],
 )
 def test_num_feasible_nodes_to_find(pct: int | None, nodes: int, want: int) -> None:
     # schedule_one.go: 1000 nodes -> 50 - 8 = 42%; 5000 -> 10%; 6000 -> 2% -> at least 5% = 300.

@@ -108,9 +108,7 @@ class PhaseResult:
         return tuple(n for n, t in zip(self.nodes, self.totals, strict=True) if t == best)
 
 
-def run_score_plugins(
-    plugins: Sequence[tuple[ScorePlugin, int]], st: ScoreState
-) -> PhaseResult:
+def run_score_plugins(plugins: Sequence[tuple[ScorePlugin, int]], st: ScoreState) -> PhaseResult:
     """RunPreScorePlugins, RunScorePlugins and normalizeScores: a skipped plugin
     has no score; a score outside [0, 100] after normalizing is an error."""
     names: list[str] = []

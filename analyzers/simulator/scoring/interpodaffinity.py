@@ -27,7 +27,9 @@ Scores = dict[str, dict[str, int]]
 
 def _has_affinity(pod: Pod) -> bool:
     s = pod.spec
-    return bool(s.pod_affinity or s.pod_anti_affinity or s.preferred_pod_affinity or s.preferred_pod_anti_affinity)
+    return bool(
+        s.pod_affinity or s.pod_anti_affinity or s.preferred_pod_affinity or s.preferred_pod_anti_affinity
+    )
 
 
 def pods_with_affinity(table: NodeTable) -> list[tuple[int, Pod]]:
@@ -71,7 +73,9 @@ class InterPodAffinity(ScorePlugin):
         ]
         anti = [
             (_resolve(st, t), w)
-            for t, w in zip(spec.preferred_pod_anti_affinity, spec.preferred_pod_anti_affinity_weights, strict=False)
+            for t, w in zip(
+                spec.preferred_pod_anti_affinity, spec.preferred_pod_anti_affinity_weights, strict=False
+            )
         ]
         scores: Scores = {}
         touched = False
@@ -105,7 +109,9 @@ class InterPodAffinity(ScorePlugin):
             entries.extend(zip(o.preferred_pod_affinity, o.preferred_pod_affinity_weights, strict=False))
             entries.extend(
                 (t, -w)
-                for t, w in zip(o.preferred_pod_anti_affinity, o.preferred_pod_anti_affinity_weights, strict=False)
+                for t, w in zip(
+                    o.preferred_pod_anti_affinity, o.preferred_pod_anti_affinity_weights, strict=False
+                )
             )
             for t, w in entries:
                 if not existing_term_matches(t, other.namespace, pod, ns_labels):

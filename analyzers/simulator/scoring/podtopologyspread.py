@@ -73,7 +73,9 @@ class PodTopologySpread(ScorePlugin):
                 if c.when_unsatisfiable == "ScheduleAnyway"
             ]
         else:
-            defaults = [c for c in st.profile.default_constraints() if c.when_unsatisfiable == "ScheduleAnyway"]
+            defaults = [
+                c for c in st.profile.default_constraints() if c.when_unsatisfiable == "ScheduleAnyway"
+            ]
             selector = default_selector(st.snapshot, pod) if defaults else None
             if selector is None or selector.is_empty:
                 return False

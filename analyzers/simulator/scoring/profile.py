@@ -47,8 +47,12 @@ REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
 
 # podtopologyspread/plugin.go systemDefaultConstraints (v1.37.2).
 SYSTEM_DEFAULT_CONSTRAINTS: tuple[TopologySpreadConstraint, ...] = (
-    TopologySpreadConstraint(max_skew=3, topology_key="kubernetes.io/hostname", when_unsatisfiable="ScheduleAnyway"),
-    TopologySpreadConstraint(max_skew=5, topology_key="topology.kubernetes.io/zone", when_unsatisfiable="ScheduleAnyway"),
+    TopologySpreadConstraint(
+        max_skew=3, topology_key="kubernetes.io/hostname", when_unsatisfiable="ScheduleAnyway"
+    ),
+    TopologySpreadConstraint(
+        max_skew=5, topology_key="topology.kubernetes.io/zone", when_unsatisfiable="ScheduleAnyway"
+    ),
 )
 
 
