@@ -41,7 +41,7 @@ class NodeResourcesBalancedAllocation(ScorePlugin):
         return any(pod_request(st.pod, r.name, True) != 0 for r in st.profile.balanced_resources)
 
     def score(self, st: ScoreState) -> list[int]:
-        cols = columns(st.table, st.pod, st.profile.balanced_resources, use_requested=True)
+        cols = columns(st.snapshot, st.table, st.pod, st.profile.balanced_resources, use_requested=True)
         out = []
         half = MAX_NODE_SCORE // 2
         for i in st.nodes:

@@ -44,7 +44,7 @@ class NodeResourcesFit(ScorePlugin):
 
     def score(self, st: ScoreState) -> list[int]:
         profile = st.profile
-        cols = columns(st.table, st.pod, profile.fit_resources, use_requested=False)
+        cols = columns(st.snapshot, st.table, st.pod, profile.fit_resources, use_requested=False)
         strategy = profile.fit_strategy
         shape = tuple((u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in profile.shape)
         out = []

@@ -16,28 +16,15 @@ int64(100 * (s - min) / (max - min)) in float64, 0 everywhere when max == min.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from analyzers.records import Pod, PodAffinityTerm
 from analyzers.simulator.interpod import IncomingTerm, existing_term_matches
-from analyzers.simulator.nodeinfo import NodeTable
 from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState
 from analyzers.simulator.scoring.profile import INTER_POD_AFFINITY
+from analyzers.simulator.scoring.resource_allocation import aggregates
 
 Scores = dict[str, dict[str, int]]
-
-
-def _has_affinity(pod: Pod) -> bool:
-    s = pod.spec
-    return bool(
-        s.pod_affinity or s.pod_anti_affinity or s.preferred_pod_affinity or s.preferred_pod_anti_affinity
-    )
-
-
-def pods_with_affinity(table: NodeTable) -> list[tuple[int, Pod]]:
-    found: list[tuple[int, Pod]] | None = table.memo.get("scoring.affinity_pods")
-    if found is None:
-        found = [(i, p) for i, pods in enumerate(table.pods) for p in pods if _has_affinity(p)]
-        table.memo["scoring.affinity_pods"] = found
-    return found
 
 
 def _resolve(st: ScoreState, term: PodAffinityTerm) -> IncomingTerm:
@@ -48,6 +35,38 @@ def _resolve(st: ScoreState, term: PodAffinityTerm) -> IncomingTerm:
         snapshot = st.snapshot
 
     return resolve_term(_CycleView(), term)  # type: ignore[arg-type]
+
+
+def _existing_terms(
+    scores: Scores,
+    other: Pod,
+    pod: Pod,
+    node_labels: Mapping[str, str],
+    hard: int,
+    ns_labels: Mapping[str, str],
+) -> bool:
+    """An existing pod's terms against the incoming pod (processExistingPod's second half)."""
+    o = other.spec
+    entries: list[tuple[PodAffinityTerm, int]] = []
+    if hard > 0:
+        entries.extend((t, hard) for t in o.pod_affinity)
+    # Upstream processes existing pods' preferred terms even with
+    # ignorePreferredTermsOfExistingPods, which only adds the Skip in PreScore.
+    entries.extend(zip(o.preferred_pod_affinity, o.preferred_pod_affinity_weights, strict=False))
+    entries.extend(
+        (t, -w)
+        for t, w in zip(o.preferred_pod_anti_affinity, o.preferred_pod_anti_affinity_weights, strict=False)
+    )
+    touched = False
+    for t, w in entries:
+        if not existing_term_matches(t, other.namespace, pod, ns_labels):
+            continue
+        value = node_labels.get(t.topology_key)
+        if value is None:
+            continue
+        touched = True
+        _add(scores, t.topology_key, value, w)
+    return touched
 
 
 def _add(scores: Scores, key: str, value: str, n: int) -> None:
@@ -96,31 +115,12 @@ class InterPodAffinity(ScorePlugin):
         # Existing pods' terms against the incoming pod.
         hard = profile.hard_pod_affinity_weight
         ns_labels = st.namespace_labels
-        for i, other in pods_with_affinity(table):
+        for i, others in aggregates(st.snapshot, table).affinity_pods.items():
             node_labels = labels[i]
             if not node_labels:
                 continue
-            o = other.spec
-            entries: list[tuple[PodAffinityTerm, int]] = []
-            if hard > 0:
-                entries.extend((t, hard) for t in o.pod_affinity)
-            # Upstream processes existing pods' preferred terms even with
-            # ignorePreferredTermsOfExistingPods, which only adds the Skip above.
-            entries.extend(zip(o.preferred_pod_affinity, o.preferred_pod_affinity_weights, strict=False))
-            entries.extend(
-                (t, -w)
-                for t, w in zip(
-                    o.preferred_pod_anti_affinity, o.preferred_pod_anti_affinity_weights, strict=False
-                )
-            )
-            for t, w in entries:
-                if not existing_term_matches(t, other.namespace, pod, ns_labels):
-                    continue
-                value = node_labels.get(t.topology_key)
-                if value is None:
-                    continue
-                touched = True
-                _add(scores, t.topology_key, value, w)
+            for other in others:
+                touched |= _existing_terms(scores, other, pod, node_labels, hard, ns_labels)
         if not touched:
             return False
         st.data[self.name] = scores

@@ -72,8 +72,10 @@ def attempt(
     profile: Profile = DEFAULT_PROFILE,
     *,
     kube_version: str | None = None,
+    rows: bool = True,
 ) -> Step:
-    """Filters then scores for ``pod`` (scheduled as if it had no node)."""
+    """Filters then scores for ``pod`` (scheduled as if it had no node); with
+    ``rows`` False (later replicas) the per-node rows are left out."""
     unbound = replace(pod, node_name="", phase="Pending", spec=replace(pod.spec, node_name=""))
     verdict = simulate(snapshot, unbound, kube_version=kube_version, disabled=profile.disabled_filters)
     table = node_table(snapshot)
@@ -82,15 +84,15 @@ def attempt(
     by_node: dict[int, int] = {}
     if phase is not None:
         by_node = {n: k for k, n in enumerate(phase.nodes)}
-    rows = []
-    for i, name in enumerate(table.names):
+    out_rows: list[NodeRow] = []
+    for i, name in enumerate(table.names if rows else ()):
         k = by_node.get(i)
         if k is not None and phase is not None:
-            rows.append(NodeRow(name, True, scores=phase.node_scores(k), total=phase.totals[k]))
+            out_rows.append(NodeRow(name, True, scores=phase.node_scores(k), total=phase.totals[k]))
         else:
             nv = verdict.node_at(i)
             reason = nv.filters[0].reasons[0] if nv.filters and nv.filters[0].reasons else ""
-            rows.append(NodeRow(name, False, reason=reason))
+            out_rows.append(NodeRow(name, False, reason=reason))
     top = tuple(table.names[i] for i in phase.top()) if phase is not None else ()
     # The profile carries its own percentage or the configuration's top-level one.
     to_find = num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, table.size)
@@ -107,7 +109,7 @@ def attempt(
             for n, t in zip(phase.nodes, phase.totals, strict=True)
             if _count_at_most(totals, t) >= to_find
         )
-    return Step(tuple(rows), top, scored, possible, phase, verdict)
+    return Step(tuple(out_rows), top, scored, possible, phase, verdict)
 
 
 def _count_at_most(sorted_totals: list[int], t: int) -> int:
@@ -154,9 +156,21 @@ def place(
     bindings (first node of each tie, in name order), and the expected number of
     replicas per node with ties broken uniformly at random."""
     first = attempt(snapshot, pod, profile, kube_version=kube_version)
+    dist, exact, err, steps = _distribution(snapshot, pod, replicas, profile, kube_version, first, seed)
+    return Placement(first, tuple(steps), dist, exact, err)
+
+
+def _first_branch(
+    snapshot: ClusterSnapshot,
+    pod: Pod,
+    replicas: int,
+    profile: Profile,
+    kube_version: str | None,
+    first: Step,
+) -> list[tuple[str, ...]]:
+    """The top set of each replica, always binding the first node of a tie."""
     steps: list[tuple[str, ...]] = []
-    snap = snapshot
-    step = first
+    snap, step = snapshot, first
     for k in range(1, replicas + 1):
         if not step.top:
             break
@@ -164,9 +178,8 @@ def place(
         if k == replicas:
             break
         snap = bind(snap, pod, step.top[0], k)
-        step = attempt(snap, pod, profile, kube_version=kube_version)
-    dist, exact, err = _distribution(snapshot, pod, replicas, profile, kube_version, first, seed)
-    return Placement(first, tuple(steps), dist, exact, err)
+        step = attempt(snap, pod, profile, kube_version=kube_version, rows=False)
+    return steps
 
 
 def _distribution(
@@ -177,10 +190,18 @@ def _distribution(
     kube_version: str | None,
     first: Step,
     seed: int,
-) -> tuple[dict[str, float], bool, dict[str, float]]:
+) -> tuple[dict[str, float], bool, dict[str, float], list[tuple[str, ...]]]:
+    """The expected distribution, whether exact, its standard errors (estimates
+    only) and the first branch's top sets (computed along the way)."""
+    steps: list[tuple[str, ...]] = []
+    branch: tuple[str, ...] = ()
     # state: multiset of chosen nodes (sorted tuple) -> (probability, snapshot, next step)
     states: dict[tuple[str, ...], tuple[float, ClusterSnapshot, Step]] = {(): (1.0, snapshot, first)}
     for k in range(1, replicas + 1):
+        on_branch = states.get(branch)
+        if on_branch is not None and on_branch[2].top:
+            steps.append(on_branch[2].top)
+            branch = tuple(sorted((*branch, on_branch[2].top[0])))
         nxt: dict[tuple[str, ...], tuple[float, ClusterSnapshot, Step | None]] = {}
         for chosen, (p, snap, step) in states.items():
             if not step.top:
@@ -197,19 +218,22 @@ def _distribution(
                 else:
                     nxt[key] = (share, bind(snap, pod, node, k), None)
             if len(nxt) > MAX_STATES:
-                return _sampled(snapshot, pod, replicas, profile, kube_version, first, seed)
+                sampled = _sampled(snapshot, pod, replicas, profile, kube_version, first, seed)
+                return (*sampled, _first_branch(snapshot, pod, replicas, profile, kube_version, first))
         states = {}
         for key, (p, snap, step_or_none) in nxt.items():
             if step_or_none is None:
                 step_or_none = (
-                    attempt(snap, pod, profile, kube_version=kube_version) if k < replicas else first
+                    attempt(snap, pod, profile, kube_version=kube_version, rows=False)
+                    if k < replicas
+                    else first
                 )
             states[key] = (p, snap, step_or_none)
     dist: dict[str, float] = {}
     for chosen, (p, _, _) in states.items():
         for node in chosen:
             dist[node] = dist.get(node, 0.0) + p
-    return {n: round(v, 6) for n, v in sorted(dist.items())}, True, {}
+    return {n: round(v, 6) for n, v in sorted(dist.items())}, True, {}, steps
 
 
 def _sampled(
@@ -233,7 +257,7 @@ def _sampled(
             counts[node] = counts.get(node, 0) + 1
             if k < replicas:
                 snap = bind(snap, pod, node, k)
-                step = attempt(snap, pod, profile, kube_version=kube_version)
+                step = attempt(snap, pod, profile, kube_version=kube_version, rows=False)
         runs.append(counts)
     names = sorted({n for r in runs for n in r})
     dist: dict[str, float] = {}
