@@ -18,6 +18,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("watch", "agent.commands.watch", "watch a cluster live: explain stuck pods, rollouts and drains as they happen"),
     ("worker", "agent.commands.worker", "analyse a fleet of clusters from Kafka (faust-streaming; watch --publish feeds it)"),
     ("analyze", "agent.commands.analyze", "analyse a dump of kubectl JSON/YAML: pending pods, rollouts, PDBs, root causes"),
+    ("place", "agent.commands.place", "where would this pod (or the next N replicas) land, and why: the Score phase"),
     ("explain", "agent.commands.explain", "explain a FailedScheduling or eviction message"),
     ("serve", "agent.commands.serve", "serve the incident history API and pages"),
     ("incidents", "agent.commands.incidents", "list and show recorded incidents"),

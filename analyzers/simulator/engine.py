@@ -82,14 +82,25 @@ GATED_MESSAGE = (
 )
 
 
-def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = None) -> PodVerdict:
+def simulate(
+    snapshot: ClusterSnapshot,
+    pod: Pod,
+    *,
+    kube_version: str | None = None,
+    disabled: frozenset[str] = frozenset(),
+) -> PodVerdict:
     """kube-scheduler's verdict for ``pod`` in ``snapshot``.
 
     ``pod`` may be a pod of the snapshot or a hypothetical one (e.g. built from
     a Deployment template); it is scheduled as if it had no node. The wording
     follows ``kube_version``, else the snapshot's, else
-    :data:`~analyzers.simulator.versions.DEFAULT_KUBE_VERSION`."""
+    :data:`~analyzers.simulator.versions.DEFAULT_KUBE_VERSION`. ``disabled`` names
+    filter plugins a KubeSchedulerConfiguration profile disables: they filter
+    nothing (neither PreFilter nor Filter)."""
     wording = wording_for(kube_version or snapshot.kube_version)
+    # The release's filter order, less the plugins the profile disables.
+    filters = tuple(p for p in filter_order(wording) if p.name not in disabled)
+    prefilters = PREFILTERS if not disabled else tuple(p for p in PREFILTERS if p.name not in disabled)
     table = node_table(snapshot)
     ns = snapshot.namespaces.get(pod.namespace)
     cycle = Cycle(
@@ -104,11 +115,10 @@ def simulate(snapshot: ClusterSnapshot, pod: Pod, *, kube_version: str | None = 
 
     gated = pre_enqueue(snapshot, pod)
 
-    prefilter, absent, by_plugin = filter_pass(cycle)
+    prefilter, absent, by_plugin = filter_pass(cycle, prefilters, filters)
     if prefilter is None:
-        by_plugin = with_nominated_pods(cycle, by_plugin)
+        by_plugin = with_nominated_pods(cycle, by_plugin, filters)
     outcomes: list[Outcome] = [absent] if absent is not None else []
-    filters = filter_order(wording)
     for plugin in filters:
         found = by_plugin.get(plugin.name)
         if found is not None:
@@ -260,13 +270,18 @@ def run_prefilters(plugins: tuple[Plugin, ...], cycle: Cycle) -> FilterFailure |
     return decided or kept
 
 
-def filter_pass(cycle: Cycle) -> tuple[FilterFailure | None, Outcome | None, dict[str, Outcome]]:
+def filter_pass(
+    cycle: Cycle,
+    prefilters: tuple[Plugin, ...] = PREFILTERS,
+    filters: tuple[Plugin, ...] = FILTERS,
+) -> tuple[FilterFailure | None, Outcome | None, dict[str, Outcome]]:
     """PreFilter, then every Filter over all nodes of ``cycle``'s table: the PreFilter
-    status, the nodes NodeAffinity's PreFilterResult leaves out, and each plugin's outcome."""
-    prefilter = run_prefilters(PREFILTERS, cycle)
+    status, the nodes NodeAffinity's PreFilterResult leaves out, and each plugin's outcome.
+    ``prefilters``/``filters`` are the profile's enabled plugins (all by default)."""
+    prefilter = run_prefilters(prefilters, cycle)
     absent = _prefilter_result_outcome(cycle)
     by_plugin: dict[str, Outcome] = {}
-    for plugin in FILTERS:
+    for plugin in filters:
         out = plugin.filter_all(cycle)
         if out is not None:
             by_plugin[plugin.name] = out
@@ -314,7 +329,9 @@ def nominated_holders(cycle: Cycle) -> dict[int, tuple[Pod, ...]]:
     return out
 
 
-def with_nominated_pods(cycle: Cycle, by_plugin: dict[str, Outcome]) -> dict[str, Outcome]:
+def with_nominated_pods(
+    cycle: Cycle, by_plugin: dict[str, Outcome], filters: tuple[Plugin, ...] = FILTERS
+) -> dict[str, Outcome]:
     """The Filter outcomes as RunFilterPluginsWithNominatedPods decides them
     (pkg/scheduler/framework/runtime/framework.go, the same in v1.35.4 and v1.37.2):
     on a node where pods of equal or higher priority are nominated, the filters run
@@ -350,7 +367,7 @@ def with_nominated_pods(cycle: Cycle, by_plugin: dict[str, Outcome]) -> dict[str
             priority=cycle.priority,
             namespace_labels=cycle.namespace_labels,
         )
-        _, absent, outs = filter_pass(held)
+        _, absent, outs = filter_pass(held, filters=filters)
         where = mask_of(nodes, table.size)
         failed = absent.mask if absent is not None else 0
         for out in outs.values():
@@ -366,7 +383,7 @@ def with_nominated_pods(cycle: Cycle, by_plugin: dict[str, Outcome]) -> dict[str
     for m, _, _ in overrides:
         replaced |= m
     merged: dict[str, Outcome] = {}
-    for plugin in FILTERS:
+    for plugin in filters:
         name = plugin.name
         sources: list[tuple[int, Outcome]] = []
         own = by_plugin.get(name)

@@ -1,0 +1,78 @@
+"""kube-scheduler's Score phase, plugin by plugin (v1.37.2): PreScore, Score and
+NormalizeScore of each in-tree score plugin of the default profile, weights
+and the weighted total, the nodes the scheduler looks at, and placement of
+one or more replicas (:mod:`analyzers.simulator.scoring.placement`).
+
+    from analyzers.simulator.scoring import score_pod
+    phase = score_pod(snapshot, pod, feasible_node_indices, profile)
+    phase.top()                # nodes sharing the best total
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from analyzers.records import EMPTY_MAP, Pod
+from analyzers.simulator.nodeinfo import node_table
+from analyzers.simulator.scoring.balanced import NodeResourcesBalancedAllocation
+from analyzers.simulator.scoring.fit import NodeResourcesFit
+from analyzers.simulator.scoring.framework import (
+    MAX_NODE_SCORE,
+    PhaseResult,
+    ScoreError,
+    ScorePlugin,
+    ScoreState,
+    num_feasible_nodes_to_find,
+    run_score_plugins,
+)
+from analyzers.simulator.scoring.imagelocality import ImageLocality
+from analyzers.simulator.scoring.interpodaffinity import InterPodAffinity
+from analyzers.simulator.scoring.nodeaffinity import NodeAffinity
+from analyzers.simulator.scoring.podtopologyspread import PodTopologySpread
+from analyzers.simulator.scoring.profile import DEFAULT_PROFILE, Profile
+from analyzers.simulator.scoring.tainttoleration import TaintToleration
+from analyzers.snapshot import ClusterSnapshot
+
+SCORE_PLUGINS: dict[str, ScorePlugin] = {
+    p.name: p
+    for p in (
+        TaintToleration(),
+        NodeAffinity(),
+        NodeResourcesFit(),
+        PodTopologySpread(),
+        InterPodAffinity(),
+        NodeResourcesBalancedAllocation(),
+        ImageLocality(),
+    )
+}
+
+
+def score_pod(
+    snapshot: ClusterSnapshot, pod: Pod, nodes: Sequence[int], profile: Profile = DEFAULT_PROFILE
+) -> PhaseResult:
+    """The Score phase of ``pod`` over the feasible ``nodes`` (indices of the
+    snapshot's node table). Raises :class:`ScoreError` on a plugin's Error."""
+    table = node_table(snapshot)
+    ns = snapshot.namespaces.get(pod.namespace)
+    st = ScoreState(
+        snapshot=snapshot,
+        table=table,
+        pod=pod,
+        profile=profile,
+        nodes=list(nodes),
+        namespace_labels=ns.labels if ns is not None else EMPTY_MAP,
+    )
+    plugins = [(SCORE_PLUGINS[name], w) for name, w in profile.score_plugins if name in SCORE_PLUGINS]
+    return run_score_plugins(plugins, st)
+
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "MAX_NODE_SCORE",
+    "SCORE_PLUGINS",
+    "PhaseResult",
+    "Profile",
+    "ScoreError",
+    "num_feasible_nodes_to_find",
+    "score_pod",
+]

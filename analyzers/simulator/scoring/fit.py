@@ -1,0 +1,81 @@
+"""NodeResourcesFit's score: pkg/scheduler/framework/plugins/noderesources/
+fit.go Score, least_allocated.go, most_allocated.go,
+requested_to_capacity_ratio.go and helper/shape_score.go (v1.37.2).
+
+Per resource r with weight w (the node's allocatable A, its pods' non-zero
+requests plus the incoming pod's R):
+- LeastAllocated: (A - R) * 100 / A, 0 when R > A;
+- MostAllocated: min(R, A) * 100 / A;
+- RequestedToCapacityRatio: the broken-linear shape at R * 100 / A (shape
+  scores 0-10 scaled by 10), 100% when R > A; only resources scoring > 0 count
+  and the weighted mean is rounded (math.Round) instead of truncated;
+and the node's score is sum(score_r * w) / sum(w), Go integer division.
+No NormalizeScore.
+"""
+
+from __future__ import annotations
+
+from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState, go_div, go_round
+from analyzers.simulator.scoring.profile import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    NODE_RESOURCES_FIT,
+    REQUESTED_TO_CAPACITY_RATIO,
+)
+from analyzers.simulator.scoring.resource_allocation import columns
+
+MAX_UTILIZATION = 100
+MAX_CUSTOM_PRIORITY_SCORE = 10  # pkg/scheduler/apis/config/types.go
+
+
+def broken_linear(shape: tuple[tuple[int, int], ...], p: int) -> int:
+    """helper.BuildBrokenLinearFunction over (utilization, score already scaled)."""
+    for i, (u, s) in enumerate(shape):
+        if p <= u:
+            if i == 0:
+                return s
+            pu, ps = shape[i - 1]
+            return ps + go_div((s - ps) * (p - pu), u - pu)
+    return shape[-1][1]
+
+
+class NodeResourcesFit(ScorePlugin):
+    name = NODE_RESOURCES_FIT
+
+    def score(self, st: ScoreState) -> list[int]:
+        profile = st.profile
+        cols = columns(st.snapshot, st.table, st.pod, profile.fit_resources, use_requested=False)
+        strategy = profile.fit_strategy
+        shape = tuple((u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in profile.shape)
+        out = []
+        for i in st.nodes:
+            total = 0
+            weights = 0
+            for req, w, used, alloc in cols:
+                a = alloc[i]
+                if a == 0:
+                    continue
+                requested = used[i] + req
+                if strategy == LEAST_ALLOCATED:
+                    s = 0 if requested > a else (a - requested) * MAX_NODE_SCORE // a
+                elif strategy == MOST_ALLOCATED:
+                    s = min(requested, a) * MAX_NODE_SCORE // a
+                else:  # REQUESTED_TO_CAPACITY_RATIO
+                    if requested > a:
+                        s = broken_linear(shape, MAX_UTILIZATION)
+                    else:
+                        s = broken_linear(shape, requested * MAX_UTILIZATION // a)
+                    if s <= 0:
+                        continue
+                total += s * w
+                weights += w
+            if weights == 0:
+                out.append(0)
+            elif strategy == REQUESTED_TO_CAPACITY_RATIO:
+                out.append(go_round(total / weights))
+            else:
+                out.append(go_div(total, weights))
+        return out
+
+
+__all__ = ["MOST_ALLOCATED", "NodeResourcesFit", "broken_linear"]

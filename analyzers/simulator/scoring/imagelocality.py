@@ -1,0 +1,67 @@
+"""ImageLocality: pkg/scheduler/framework/plugins/imagelocality/image_locality.go
+(v1.37.2). For each image of the pod's init containers and containers that
+the node reports in status.images, int64(size * nodesWithImage / allNodes)
+(the spread factor); the sum is clamped to [23MB, 1000MB * images] and mapped
+linearly onto 0-100. No PreScore, no NormalizeScore. (Image volumes, which
+also count, are not modelled.)
+"""
+
+from __future__ import annotations
+
+from analyzers.simulator.nodeinfo import NodeTable
+from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState
+from analyzers.simulator.scoring.profile import IMAGE_LOCALITY
+
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+
+def image_states(table: NodeTable) -> dict[str, tuple[int, int, frozenset[int]]]:
+    """name -> (size, number of nodes, nodes): the scheduler cache's imageStates,
+    the size being the first node's report (nodes in name order here)."""
+    found: dict[str, tuple[int, int, frozenset[int]]] | None = table.memo.get("scoring.images")
+    if found is None:
+        sizes: dict[str, int] = {}
+        where: dict[str, set[int]] = {}
+        for i, node in enumerate(table.nodes):
+            for names, size in node.images:
+                for name in names:
+                    sizes.setdefault(name, size)
+                    where.setdefault(name, set()).add(i)
+        found = {n: (sizes[n], len(w), frozenset(w)) for n, w in where.items()}
+        table.memo["scoring.images"] = found
+    return found
+
+
+def calculate_priority(sum_scores: int, image_count: int) -> int:
+    max_threshold = MAX_CONTAINER_THRESHOLD * image_count
+    if sum_scores < MIN_THRESHOLD:
+        sum_scores = MIN_THRESHOLD
+    elif sum_scores > max_threshold:
+        sum_scores = max_threshold
+    return MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+
+
+class ImageLocality(ScorePlugin):
+    name = IMAGE_LOCALITY
+
+    def score(self, st: ScoreState) -> list[int]:
+        table = st.table
+        images = st.pod.spec.images
+        states = image_states(table)
+        total_nodes = table.size
+        sums = dict.fromkeys(st.nodes, 0)
+        for image in images:
+            state = states.get(image)
+            if state is None:
+                continue
+            size, count, nodes = state
+            scaled = int(float(size) * (float(count) / float(total_nodes)))
+            for i in nodes:
+                if i in sums:
+                    sums[i] += scaled
+        count = len(images)
+        if count == 0:
+            return [0] * len(st.nodes)
+        return [calculate_priority(sums[i], count) for i in st.nodes]

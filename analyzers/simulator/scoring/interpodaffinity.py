@@ -1,0 +1,150 @@
+"""InterPodAffinity's score: pkg/scheduler/framework/plugins/interpodaffinity/
+scoring.go (v1.37.2).
+
+PreScore walks the existing pods (all of them when the incoming pod has
+preferred terms, else only pods with affinity terms) on nodes with labels and
+adds, per (topologyKey, value of the existing pod's node):
++w for each of the incoming pod's preferred affinity terms matching the existing
+pod, -w for its preferred anti-affinity terms; +hardPodAffinityWeight for each
+of the existing pod's *required* affinity terms matching the incoming pod;
++w / -w for the existing pod's preferred affinity / anti-affinity terms
+matching the incoming pod. Nothing added anywhere, or
+ignorePreferredTermsOfExistingPods with no preferred terms of its own: Skip.
+Score: the sum over the node's topology values; NormalizeScore:
+int64(100 * (s - min) / (max - min)) in float64, 0 everywhere when max == min.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from analyzers.records import Pod, PodAffinityTerm
+from analyzers.simulator.interpod import IncomingTerm, existing_term_matches
+from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState
+from analyzers.simulator.scoring.profile import INTER_POD_AFFINITY
+from analyzers.simulator.scoring.resource_allocation import aggregates
+
+Scores = dict[str, dict[str, int]]
+
+
+def _resolve(st: ScoreState, term: PodAffinityTerm) -> IncomingTerm:
+    from analyzers.simulator.interpod import resolve_term
+
+    class _CycleView:  # resolve_term reads .pod and .snapshot only
+        pod = st.pod
+        snapshot = st.snapshot
+
+    return resolve_term(_CycleView(), term)  # type: ignore[arg-type]
+
+
+def _existing_terms(
+    scores: Scores,
+    other: Pod,
+    pod: Pod,
+    node_labels: Mapping[str, str],
+    hard: int,
+    ns_labels: Mapping[str, str],
+) -> bool:
+    """An existing pod's terms against the incoming pod (processExistingPod's second half)."""
+    o = other.spec
+    entries: list[tuple[PodAffinityTerm, int]] = []
+    if hard > 0:
+        entries.extend((t, hard) for t in o.pod_affinity)
+    # Upstream processes existing pods' preferred terms even with
+    # ignorePreferredTermsOfExistingPods, which only adds the Skip in PreScore.
+    entries.extend(zip(o.preferred_pod_affinity, o.preferred_pod_affinity_weights, strict=False))
+    entries.extend(
+        (t, -w)
+        for t, w in zip(o.preferred_pod_anti_affinity, o.preferred_pod_anti_affinity_weights, strict=False)
+    )
+    touched = False
+    for t, w in entries:
+        if not existing_term_matches(t, other.namespace, pod, ns_labels):
+            continue
+        value = node_labels.get(t.topology_key)
+        if value is None:
+            continue
+        touched = True
+        _add(scores, t.topology_key, value, w)
+    return touched
+
+
+def _add(scores: Scores, key: str, value: str, n: int) -> None:
+    per = scores.setdefault(key, {})
+    per[value] = per.get(value, 0) + n
+
+
+class InterPodAffinity(ScorePlugin):
+    name = INTER_POD_AFFINITY
+
+    def prescore(self, st: ScoreState) -> bool:
+        pod = st.pod
+        spec = pod.spec
+        has_constraints = bool(spec.preferred_pod_affinity or spec.preferred_pod_anti_affinity)
+        profile = st.profile
+        if profile.ignore_preferred_terms_of_existing_pods and not has_constraints:
+            return False
+        table = st.table
+        labels = table.labels
+        aff = [
+            (_resolve(st, t), w)
+            for t, w in zip(spec.preferred_pod_affinity, spec.preferred_pod_affinity_weights, strict=False)
+        ]
+        anti = [
+            (_resolve(st, t), w)
+            for t, w in zip(
+                spec.preferred_pod_anti_affinity, spec.preferred_pod_anti_affinity_weights, strict=False
+            )
+        ]
+        scores: Scores = {}
+        touched = False
+        # The incoming pod's terms against every existing pod: by label groups.
+        if has_constraints:
+            for terms, sign in ((aff, 1), (anti, -1)):
+                for term, w in terms:
+                    for ns, groups in table.pod_groups.items():
+                        for g in groups:
+                            if not term.matches(ns, g.labels):
+                                continue
+                            for i, n in g.node_counts.items():
+                                value = labels[i].get(term.topology_key)
+                                if value is None:
+                                    continue
+                                touched = True
+                                _add(scores, term.topology_key, value, sign * w * n)
+        # Existing pods' terms against the incoming pod.
+        hard = profile.hard_pod_affinity_weight
+        ns_labels = st.namespace_labels
+        for i, others in aggregates(st.snapshot, table).affinity_pods.items():
+            node_labels = labels[i]
+            if not node_labels:
+                continue
+            for other in others:
+                touched |= _existing_terms(scores, other, pod, node_labels, hard, ns_labels)
+        if not touched:
+            return False
+        st.data[self.name] = scores
+        return True
+
+    def score(self, st: ScoreState) -> list[int]:
+        scores: Scores = st.data[self.name]
+        labels = st.table.labels
+        out = []
+        for i in st.nodes:
+            total = 0
+            node_labels = labels[i]
+            for key, per in scores.items():
+                v = node_labels.get(key)
+                if v is not None:
+                    total += per.get(v, 0)
+            out.append(total)
+        return out
+
+    def normalize(self, st: ScoreState, scores: list[int]) -> list[int]:
+        if not scores:
+            return scores
+        lo = min(scores)
+        diff = max(scores) - lo
+        if diff <= 0:
+            return [0] * len(scores)
+        return [int(float(MAX_NODE_SCORE) * (float(s - lo) / float(diff))) for s in scores]

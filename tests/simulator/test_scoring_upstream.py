@@ -1,0 +1,92 @@
+"""Kubernetes' own score-plugin unit tests (v1.37.2), ported as data
+(tests/simulator/upstream/scoring/*.yaml) and run through the Score phase with
+only that plugin enabled, plus the Score phase's own rules."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from analyzers.simulator.nodeinfo import node_table
+from analyzers.simulator.scoring import score_pod
+from analyzers.simulator.scoring.fit import broken_linear
+from analyzers.simulator.scoring.framework import go_div, go_round, num_feasible_nodes_to_find
+from analyzers.simulator.scoring.profile import DEFAULT_PROFILE
+from analyzers.snapshot import ClusterSnapshot
+
+DATA = Path(__file__).parent / "upstream" / "scoring"
+CASES = yaml.safe_load((DATA / "noderesources.yaml").read_text())
+
+
+def _pod(name: str, containers: list[dict[str, str]], node: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [
+            {"name": f"c{i}", "image": "x", "resources": {"requests": r}} for i, r in enumerate(containers)
+        ]
+    }
+    if node:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+
+
+def _node(name: str, capacity: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "uid": f"uid-{name}", "labels": {"kubernetes.io/hostname": name}},
+        "status": {"capacity": capacity},
+    }
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["source"] for c in CASES])
+def test_upstream_noderesources_scores(case: dict[str, Any]) -> None:
+    objs = [_node(n, cap) for n, cap in case["nodes"].items()]
+    objs += [_pod(f"e{i}", containers, node) for i, (node, containers) in enumerate(case["existing"])]
+    objs.append(_pod("incoming", case["pod"]))
+    snap = ClusterSnapshot.from_objects(objs)
+    profile = replace(
+        DEFAULT_PROFILE, score_plugins=(("NodeResourcesFit", 1),), fit_strategy=case["strategy"]
+    )
+    table = node_table(snap)
+    phase = score_pod(snap, snap.pods[("default", "incoming")], list(range(table.size)), profile)
+    got = {table.names[n]: phase.scores[0][k] for k, n in enumerate(phase.nodes)}
+    assert got == case["expected"]
+
+
+def test_go_arithmetic_truncates_toward_zero_and_rounds_half_away() -> None:
+    assert go_div(-7, 2) == -3 and go_div(7, 2) == 3 and go_div(-7, -2) == 3
+    assert go_round(2.5) == 3 and go_round(-2.5) == -3 and go_round(0.49) == 0
+
+
+def test_broken_linear_shape_interpolates_with_go_division() -> None:
+    # requested_to_capacity_ratio.go: shape {0: 10, 100: 0} scaled by 10.
+    shape = ((0, 100), (100, 0))
+    assert broken_linear(shape, 0) == 100
+    assert broken_linear(shape, 33) == 67  # 100 + (-100 * 33) / 100 truncates toward zero
+    assert broken_linear(shape, 150) == 0
+
+
+@pytest.mark.parametrize(
+    ("pct", "nodes", "want"),
+    [
+        (None, 50, 50),
+        (None, 1000, 420),
+        (None, 5000, 500),
+        (None, 6000, 300),
+        (100, 5000, 5000),
+        (10, 500, 100),
+    ],
+)
+def test_num_feasible_nodes_to_find(pct: int | None, nodes: int, want: int) -> None:
+    # schedule_one.go: 1000 nodes -> 50 - 8 = 42%; 5000 -> 10%; 6000 -> 2% -> at least 5% = 300.
+    assert num_feasible_nodes_to_find(pct, nodes) == want
