@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analyzers.simulator.dra import cel  # noqa: E402
+from analyzers.simulator.dra import cel
 
 DEFAULT = Path("/root/go/pkg/mod/k8s.io/dynamic-resource-allocation@v0.37.2/cel/compile_test.go")
 
