@@ -428,3 +428,45 @@ def enhance(message: str) -> str:
             "or guarding the check with has() for optional fields"
         )
     return message
+
+
+_DEVICE_REF = re.compile(r"device\s*\.\s*(attributes|capacity|driver|allowMultipleAllocations)\b")
+_LOOKUP = re.compile(
+    r'device\s*\.\s*(attributes|capacity)\s*\[\s*"([^"\\]*)"\s*\]\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()|\[\s*"([^"\\]*)"\s*\])'
+)
+
+
+@lru_cache(maxsize=4096)
+def reads(expression: str) -> tuple[tuple[str, str, str], ...] | None:
+    """The (map, domain, id) entries ``expression`` reads when every reference to
+    ``device.attributes`` / ``device.capacity`` is a literal two-level lookup
+    (``device.attributes["d"].id`` or ``["d"]["id"]``); None otherwise (it may read
+    anything). Two devices with the same driver and the same values at these
+    entries get the same answer, which lets the allocator evaluate a selector once
+    per distinct device model rather than once per device."""
+    if "\\" in expression:
+        return None
+    found = [(m.group(1), m.group(2), m.group(3) or m.group(4) or "") for m in _LOOKUP.finditer(expression)]
+    refs = [m.group(1) for m in _DEVICE_REF.finditer(expression) if m.group(1) in ("attributes", "capacity")]
+    if len(refs) != len(found) or any(not ident for _, _, ident in found):
+        return None
+    if re.search(r"\bdevice\b(?!\s*\.)", expression):
+        return None  # the device variable itself passed around (cel.bind, comparisons)
+    return tuple(sorted(set(found)))
+
+
+def projection(
+    entries: tuple[tuple[str, str, str], ...],
+    driver: str,
+    attributes: Mapping[str, tuple[str, Any]],
+    capacity: Mapping[str, str],
+) -> tuple[Any, ...]:
+    """The values ``entries`` (from :func:`reads`) see on one device (None: absent)."""
+    out: list[Any] = []
+    for kind, domain, ident in entries:
+        source: Mapping[str, Any] = attributes if kind == "attributes" else capacity
+        value = source.get(f"{domain}/{ident}")
+        if value is None and domain == driver:
+            value = source.get(ident)
+        out.append(value)
+    return tuple(out)
