@@ -366,6 +366,7 @@ class Allocator:
         # node name -> GatherPools' result; set by the caller when the slices are those
         # of one immutable snapshot (the plugin keeps it per snapshot).
         self.pools_cache: dict[str, list[Pool]] | None = None
+        self.use_fast_path = True  # tests compare it with the general search
         self._available_counters: dict[str, dict[str, dict[str, Decimal]]] = {}
         self.steps = 0
 
@@ -418,7 +419,7 @@ class _Run:
             if a.pools_cache is not None:
                 a.pools_cache[self.node.name] = pools
         self.pools = pools
-        fast = self._fast_path()
+        fast = self._fast_path() if a.use_fast_path else _NO_FAST_PATH
         if fast is not _NO_FAST_PATH:
             return fast  # type: ignore[return-value]
         for ci, claim in enumerate(self.claims):
