@@ -125,6 +125,13 @@ def input_warnings(snapshot: ClusterSnapshot) -> list[str]:
             f"claims not in the dump: pod {named[0]}{more}, and the dump holds no ResourceClaims, so whether "
             "a claim is missing is not judged; add `kubectl get resourceclaims -A -o json`"
         )
+    with_claims = [p for p in snapshot.unscheduled_pods() if p.spec.resource_claims]
+    if with_claims and not snapshot.holds_every("ResourceSlice", ""):
+        warnings.append(
+            f"the dump holds no ResourceSlices but {len(with_claims)} pending pod(s) use ResourceClaims: which devices "
+            "they could get is not judged (never guessed); add "
+            "`kubectl get deviceclasses,resourceslices,resourceclaims,resourceclaimtemplates -A -o json`"
+        )
     from analyzers.simulator.volumes import unchecked_volume_kinds
 
     lacking = unchecked_volume_kinds(snapshot)
@@ -254,8 +261,12 @@ def run(args: argparse.Namespace) -> int:
         and not any(p.name == args.pod.split("/")[1] for p in snapshot.pods.values())
     ):
         raise UserError(f"--pod {args.pod}: no such pod in the dump")
+    from analyzers.gpu_capacity import gpu_capacity
+
+    gpus = gpu_capacity(snapshot)
     if args.json or args.yaml:
         doc = report.as_dict()
+        doc["gpu_capacity"] = [row.as_dict() for row in gpus]
         doc["kube_version"] = {"version": version, "source": why}
         doc["now"] = {"time": _iso(now), "source": now_source}
         if args.json:
@@ -267,7 +278,25 @@ def run(args: argparse.Namespace) -> int:
             f"kube-scheduler wording {version}, from {why}.\nAges counted to {_iso(now)}: {now_source}.\n"
         )
         print_human(report, len(snapshot.nodes), sys.stdout, context=context)
+        print_gpu_capacity(gpus, sys.stdout)
     return EXIT_OK
+
+
+def print_gpu_capacity(rows: list[Any], out: TextIO) -> None:
+    """GPU CAPACITY: per node, DRA devices per DeviceClass and GPU extended resources."""
+    if not rows:
+        return
+    out.write("\nGPU CAPACITY (per node: DRA devices by DeviceClass, extended resources by name)\n")
+    width = max(4, *(len(r.node) for r in rows))
+    nwidth = max(16, *(len(r.name) for r in rows))
+    out.write(f"  {'NODE':<{width}}  {'SOURCE':<17}  {'CLASS / RESOURCE':<{nwidth}}  TOTAL  ALLOCATED  FREE\n")
+    for r in rows:
+        source = "DRA" if r.source == "dra" else "extended resource"
+        out.write(
+            printable(
+                f"  {r.node:<{width}}  {source:<17}  {r.name:<{nwidth}}  {r.total:>5}  {r.allocated:>9}  {r.free:>4}\n"
+            )
+        )
 
 
 # ---------------------------------------------------------------------------

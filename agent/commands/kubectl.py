@@ -191,20 +191,29 @@ async def _related_events(gw: Gateway, reads: Reads, pod: RawObject, namespace: 
 
 
 async def _list_claims(gw: Gateway, reads: Reads, namespace: str | None) -> list[RawObject]:
-    """The ResourceClaims of ``namespace`` (None: all). A cluster that does not serve
-    resource.k8s.io/v1 answers 404 and the live agent watches it without them; here a 403
-    too leaves them out (unjudged), not the whole diagnosis."""
+    """The ResourceClaims and ResourceClaimTemplates of ``namespace`` (None: all), and once
+    the DeviceClasses and ResourceSlices the structured allocator reads. A cluster that does
+    not serve resource.k8s.io/v1 answers 404 and the live agent watches it without them;
+    here a 403 too leaves them out (unjudged), not the whole diagnosis."""
     from agent.kube.errors import Forbidden, NotFound
 
-    reads.requests += 1
-    try:
-        items = (await gw.list_objects("ResourceClaim", namespace=namespace))["items"]
-    except (NotFound, Forbidden) as exc:
-        reads.not_listed.setdefault("ResourceClaim", str(exc))
-        return []
-    reads.objects.extend(items)
-    reads.collected.add(("ResourceClaim", namespace or ""))
-    return items
+    claims: list[RawObject] = []
+    wanted = [("ResourceClaim", namespace), ("ResourceClaimTemplate", namespace)]
+    wanted += [(kind, None) for kind in ("DeviceClass", "ResourceSlice") if (kind, "") not in reads.collected]
+    for kind, ns in wanted:
+        if kind in reads.not_listed:
+            continue
+        reads.requests += 1
+        try:
+            items = (await gw.list_objects(kind, namespace=ns))["items"]
+        except (NotFound, Forbidden) as exc:
+            reads.not_listed.setdefault(kind, str(exc))
+            continue
+        reads.objects.extend(items)
+        reads.collected.add((kind, ns or ""))
+        if kind == "ResourceClaim":
+            claims = items
+    return claims
 
 
 async def _placement_inputs(gw: Gateway, reads: Reads) -> None:

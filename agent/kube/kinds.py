@@ -18,6 +18,7 @@ from typing import Final
 
 __all__ = [
     "ALL_KINDS",
+    "DRA_KINDS",
     "KINDS_BY_NAME",
     "LEASE",
     "METRICS_GROUP",
@@ -117,10 +118,25 @@ JOB: Final = Kind("Job", "batch", "v1", "jobs", True, field_labels=frozenset({"s
 PDB: Final = Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True)
 PRIORITYCLASS: Final = Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False)
 STORAGECLASS: Final = Kind("StorageClass", "storage.k8s.io", "v1", "storageclasses", False)
-# DRA (GA in 1.34): a pod's missing or foreign claim holds it out of the scheduler's queue
-# (analyzers/simulator/dra.py). A cluster that does not serve resource.k8s.io/v1 answers the
-# first list with 404 and the watcher stops watching it.
+# DRA (GA in 1.34): a pod's missing or foreign claim holds it out of the scheduler's queue,
+# and the structured allocator reads classes, slices and claims (analyzers/simulator/dra/).
+# A cluster that does not serve resource.k8s.io/v1 answers the first list with 404 and the
+# watcher stops watching that kind (its needs are then unjudged, never guessed).
 RESOURCECLAIM: Final = Kind("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", True)
+RESOURCECLAIMTEMPLATE: Final = Kind(
+    "ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates", True
+)
+DEVICECLASS: Final = Kind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", False)
+RESOURCESLICE: Final = Kind(
+    "ResourceSlice",
+    "resource.k8s.io",
+    "v1",
+    "resourceslices",
+    False,
+    # ResourceSliceSelectorNodeName / ResourceSliceSelectorDriver (k8s.io/api resource/v1 types.go, v0.37.2).
+    field_labels=frozenset({"spec.nodeName", "spec.driver"}),
+)
+DRA_KINDS: Final = (RESOURCECLAIM, RESOURCECLAIMTEMPLATE, DEVICECLASS, RESOURCESLICE)
 
 METRICS_GROUP: Final = "metrics.k8s.io"
 METRICS_VERSION: Final = "v1beta1"
@@ -136,6 +152,9 @@ WATCHED_KINDS: Final[tuple[Kind, ...]] = (
     STORAGECLASS,
     PV,
     PVC,
+    DEVICECLASS,
+    RESOURCESLICE,
+    RESOURCECLAIMTEMPLATE,
     RESOURCECLAIM,
     PDB,
     DEPLOYMENT,

@@ -32,6 +32,7 @@ class Rule:
 def _rules() -> tuple[Rule, ...]:
     from analyzers.rules import (
         anti_affinity_infeasible,
+        dra_devices_unavailable,
         insufficient_resources,
         node_selector_mismatch,
         other_scheduler,
@@ -57,6 +58,7 @@ def _rules() -> tuple[Rule, ...]:
         Rule(insufficient_resources.RULE_ID, insufficient_resources.analyze),
         Rule(anti_affinity_infeasible.RULE_ID, anti_affinity_infeasible.analyze),
         Rule(topology_spread_infeasible.RULE_ID, topology_spread_infeasible.analyze),
+        Rule(dra_devices_unavailable.RULE_ID, dra_devices_unavailable.analyze),
         Rule(scheduler_error.RULE_ID, scheduler_error.analyze),
         Rule(other_scheduler.RULE_ID, other_scheduler.analyze),
         Rule(scheduler_silent.RULE_ID, scheduler_silent.analyze),

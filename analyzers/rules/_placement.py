@@ -90,6 +90,7 @@ TAINT = "taint"
 RESOURCES = "resources"
 SPREAD = "spread"
 INTERPOD = "interpod"
+DRA = "dra"  # DynamicResources: no devices for the pod's claims (rules/dra_devices_unavailable.py)
 
 _AFFINITY_PLUGINS = frozenset({C.NODE_AFFINITY, C.NODE_NAME})
 _TAINT_PLUGINS = frozenset({C.TAINT_TOLERATION, C.NODE_UNSCHEDULABLE_PLUGIN})
@@ -212,6 +213,8 @@ def root_cause(
     if verdict.fits or verdict.gated is not None:
         return None
     if verdict.prefilter is not None:
+        if verdict.prefilter.plugin == C.DYNAMIC_RESOURCES:
+            return DRA
         return SELECTOR if verdict.prefilter.plugin == C.NODE_AFFINITY else None
     if views is None:
         views = NodeViews(verdict)
@@ -231,6 +234,8 @@ def root_cause(
             return confined or RESOURCES
     if {C.INTER_POD_AFFINITY} in only:
         return INTERPOD
+    if {C.DYNAMIC_RESOURCES} in only:
+        return DRA
     if views.where(lambda p: p <= _TAINT_PLUGINS, views.matches):
         return TAINT
     if {C.NODE_RESOURCES_FIT} in only:

@@ -103,7 +103,9 @@ async def test_a_cluster_without_resource_k8s_io_is_watched_without_claims(
         agent.start(stop)
         try:
             await eventually(lambda: agent.pipeline.stats.passes >= 1, timeout=30)
-            assert agent.watcher.unavailable_kinds == ["ResourceClaim"]
+            assert sorted(agent.watcher.unavailable_kinds) == [
+                "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"
+            ]
             snapshot = agent.cache.state.snapshot()
             assert not snapshot.holds_every("ResourceClaim", "default")
             assert snapshot.holds_every("Pod", "default")

@@ -43,7 +43,7 @@ def test_kinds_table_is_consistent() -> None:
     expected = {
         "Node", "Pod", "Event", "Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job",
         "PodDisruptionBudget", "PriorityClass", "PersistentVolumeClaim", "PersistentVolume", "StorageClass",
-        "ResourceClaim",
+        "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceClass",
     }  # fmt: skip
     assert {k.kind for k in WATCHED_KINDS} == expected
     assert all(k.watchable for k in WATCHED_KINDS)

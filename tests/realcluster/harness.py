@@ -60,6 +60,9 @@ CONTROLLERS = (
     "pvc-protection",
     "pv-protection",
     "root-ca-cert-publisher",
+    # creates a pod's claims from its ResourceClaimTemplates and releases claims of pods gone
+    # (without it such a pod stays Pending with no condition and no event)
+    "resourceclaim-controller",
 )
 
 

@@ -111,6 +111,9 @@ class Pool:
     slices: list[ResourceSlice] = field(default_factory=list)  # DeviceSlicesTargetingNode
     others: list[ResourceSlice] = field(default_factory=list)  # DeviceSlicesNotTargetingNode
     counter_sets: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    # No device with taints, counters, sharing, binding conditions or per-device node
+    # selection (the allocator's fast path applies).
+    simple: bool = False
 
     @property
     def id(self) -> str:
@@ -228,7 +231,12 @@ def _build_pool(
                                 invalid=True,
                                 invalid_reason=f"counter {c} not found in counter set {cs_name}",
                             )
-    return Pool(driver, name, slices=device_slices, others=others, counter_sets=counter_sets)
+    simple = not any(
+        s.per_device_node_selection
+        or any(d.taints or d.consumes_counters or d.allow_multiple or d.binding_conditions for d in s.devices)
+        for s in device_slices
+    )
+    return Pool(driver, name, slices=device_slices, others=others, counter_sets=counter_sets, simple=simple)
 
 
 def tolerates(t: DeviceToleration, taint: DeviceTaint) -> bool:
@@ -329,7 +337,8 @@ class _MatchCache:
     deviceMatchesRequest cache, kept across nodes)."""
 
     def __init__(self) -> None:
-        self.results: dict[tuple[str, str, Any, Any, bool], bool] = {}
+        self.results: dict[tuple[Any, ...], bool] = {}
+        self.by_device: dict[tuple[str, str, int], bool] = {}
         self.variables: dict[tuple[str, Any, Any, bool], dict[str, Any]] = {}
 
 
@@ -354,6 +363,10 @@ class Allocator:
                 self.slices_shared.append(s)
         self.all_slices = list(slices)
         self.cache = cache or _MatchCache()
+        # node name -> GatherPools' result; set by the caller when the slices are those
+        # of one immutable snapshot (the plugin keeps it per snapshot).
+        self.pools_cache: dict[str, list[Pool]] | None = None
+        self.use_fast_path = True  # tests compare it with the general search
         self._available_counters: dict[str, dict[str, dict[str, Decimal]]] = {}
         self.steps = 0
 
@@ -367,6 +380,9 @@ class Allocator:
         :class:`Timeout` is raised (the DRASchedulerFilterTimeout outcome)."""
         run = _Run(self, node, claims, budget)
         return run.run()
+
+
+_NO_FAST_PATH = object()
 
 
 class InvalidPools(Exception):
@@ -396,8 +412,16 @@ class _Run:
     # -- set-up (Allocate) --------------------------------------------------
     def run(self) -> list[list[Result]] | None:
         a = self.a
-        for_node = a.slices_on_node.get(self.node.name, []) + a.slices_shared
-        self.pools = gather_pools(self.node, for_node, a.all_slices)
+        pools = a.pools_cache.get(self.node.name) if a.pools_cache is not None else None
+        if pools is None:
+            for_node = a.slices_on_node.get(self.node.name, []) + a.slices_shared
+            pools = gather_pools(self.node, for_node, a.all_slices)
+            if a.pools_cache is not None:
+                a.pools_cache[self.node.name] = pools
+        self.pools = pools
+        fast = self._fast_path() if a.use_fast_path else _NO_FAST_PATH
+        if fast is not _NO_FAST_PATH:
+            return fast  # type: ignore[return-value]
         for ci, claim in enumerate(self.claims):
             min_devices = 0
             for ri, request in enumerate(claim.spec.requests):
@@ -438,6 +462,47 @@ class _Run:
                 raise InvalidPools("invalid resource pools were encountered")
             return None
         return [list(r) for r in self.result]
+
+    def _fast_path(self) -> list[list[Result]] | object | None:
+        """One claim with one ExactCount request, no constraints, no admin access, no
+        capacity request, on pools whose devices have no taints, counters, sharing or
+        per-device node selection: allocateOne's search then takes the first ``count``
+        free selectable devices in pool/slice/device order and never backtracks, so
+        that is what this loop does, without the recursion. Anything else:
+        :data:`_NO_FAST_PATH`."""
+        if len(self.claims) != 1:
+            return _NO_FAST_PATH
+        claim = self.claims[0]
+        if len(claim.spec.requests) != 1 or claim.spec.constraints:
+            return _NO_FAST_PATH
+        req = claim.spec.requests[0].exactly
+        if req is None or req.mode != "ExactCount" or req.admin_access or req.capacity:
+            return _NO_FAST_PATH
+        if req.count > ALLOCATION_RESULTS_MAX_SIZE:
+            return _NO_FAST_PATH
+        for pool in self.pools:
+            if pool.invalid or pool.counter_sets or not (pool.simple or pool.incomplete):
+                return _NO_FAST_PATH
+        cls = self.a.classes.get(req.class_name)
+        if cls is None:
+            return _NO_FAST_PATH  # the error path of _validate
+        rd = _RequestData(req, "", cls, req.count)
+        key = (0, 0, 0)
+        in_use = self.a.allocated.devices
+        picked: list[Result] = []
+        self.steps += 1
+        for pool in self.pools:
+            if pool.incomplete:
+                continue
+            for s in pool.slices:
+                for d in s.devices:
+                    did = (pool.driver, pool.name, d.name)
+                    if did in in_use or not self._selectable(key, rd, s, d, did):
+                        continue
+                    picked.append(Result(req.name, did[0], did[1], did[2]))
+                    if len(picked) == req.count:
+                        return [picked]
+        return None
 
     def _validate(
         self, claim: ClaimToAllocate, req: DeviceSubRequest, parent: str, key: tuple[int, int, int]
@@ -586,9 +651,28 @@ class _Run:
     ) -> bool:
         cache = self.a.cache
         for i, expr in enumerate(selectors):
-            ckey = (expr, did[0], d.attributes, d.capacity, d.allow_multiple)
+            # Per device record first (records are interned values, hashed once), then
+            # per what the selector reads of the device (cel.reads).
+            dkey = (expr, did[0], id(d))  # the record lives as long as the snapshot holding this cache
+            hit = cache.by_device.get(dkey)
+            if hit is not None:
+                if not hit:
+                    return False
+                continue
+            entries = cel.reads(expr)
+            ckey: tuple[Any, ...] = (
+                (expr, did[0], d.attributes, d.capacity, d.allow_multiple)
+                if entries is None
+                else (
+                    expr,
+                    did[0],
+                    cel.projection(entries, did[0], d.attributes, d.capacity),
+                    d.allow_multiple,
+                )
+            )
             hit = cache.results.get(ckey)
             if hit is not None:
+                cache.by_device[dkey] = hit
                 if not hit:
                     return False
                 continue
@@ -596,7 +680,7 @@ class _Run:
             if compiled.error:
                 where = f"class {cls}" if cls is not None else f"claim {self.claims[ci].ref}"
                 raise AllocationError(f"{where}: selector #{i}: CEL compile error: {compiled.error}")
-            vkey = ckey[1:]
+            vkey = (did[0], d.attributes, d.capacity, d.allow_multiple)
             var = cache.variables.get(vkey)
             if var is None:
                 var = cache.variables[vkey] = cel.device_variable(
@@ -609,7 +693,7 @@ class _Run:
                 raise AllocationError(
                     f"{where}: selector #{i} on device {'/'.join(did)}: CEL runtime error: {cel.enhance(str(exc))}"
                 ) from exc
-            cache.results[ckey] = ok
+            cache.results[ckey] = cache.by_device[dkey] = ok
             if not ok:
                 return False
         return True

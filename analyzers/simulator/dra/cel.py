@@ -136,6 +136,7 @@ def _compare(a: Any, b: Any) -> int:
 
 
 def _quantity(text: str) -> dict[str, Any]:
+    _meter()
     try:
         return quantity_value(text)
     except QuantityError as exc:
@@ -173,12 +174,70 @@ def _fn(name: str, *overloads: tuple[str, Any, list[Any], bool, Any]) -> Any:
     return _cel.FunctionDecl(name, [_cel.Overload(i, r, p, m, f) for i, r, p, m, f in overloads])
 
 
-def _semver(text: str) -> dict[str, Any]:
-    return semver_value(text)
+def _normalize(text: str) -> str:
+    """normalizeAndParse (k8s.io/apiserver/pkg/cel/library/semverlib.go, v0.37.2)."""
+    parts = text.removeprefix("v").split(".", 2)
+    for i, p in enumerate(parts):
+        if len(p) > 1:
+            p = p.lstrip("0")
+            if not p or p[0] not in "0123456789":
+                p = "0" + p
+            parts[i] = p
+    if len(parts) < 3:
+        if any(c in parts[-1] for c in "+-"):
+            raise CelError("short version cannot contain PreRelease/Build meta data")
+        parts += ["0"] * (3 - len(parts))
+    return ".".join(parts)
 
 
-def _is_semver(text: str) -> bool:
-    return _SEMVER_RE.match(text) is not None
+def _semver(text: str, normalize: bool = False) -> dict[str, Any]:
+    _meter()
+    return semver_value(_normalize(text) if normalize else text)
+
+
+def _is_semver(text: str, normalize: bool = False) -> bool:
+    _meter()
+    try:
+        return _SEMVER_RE.match(_normalize(text) if normalize else text) is not None
+    except CelError:
+        return False
+
+
+def _find(text: str, pattern: str) -> str:
+    """The regex library's ``find`` (k8s.io/apiserver/pkg/cel/library/regex.go):
+    the leftmost match, "" when none (Python's re standing in for RE2)."""
+    _meter(len(text))
+    m = _regex(pattern).search(text)
+    return m.group(0) if m else ""
+
+
+def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
+    _meter(len(text))
+    found = [m.group(0) for m in _regex(pattern).finditer(text)]
+    return found if limit < 0 else found[:limit]
+
+
+@lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise CelError(f"regex compile failed: {exc}") from exc
+
+
+class _Meter:
+    """What the Kubernetes library functions of one evaluation cost, against
+    MAX_COST: cel-go meters every step; here only the library calls are counted
+    (each at least 1, string-scanning ones by length), which catches the selectors
+    that loop over them (the ``expensive`` case of compile_test.go)."""
+
+    spent = 0
+
+
+def _meter(cost: int = 1) -> None:
+    _Meter.spent += max(1, cost)
+    if _Meter.spent > MAX_COST:
+        raise CelError("operation cancelled: actual cost limit exceeded")
 
 
 _FUNCTIONS = [
@@ -204,8 +263,22 @@ _FUNCTIONS = [
     _fn("isGreaterThan", ("greater_than", _BOOL, [_MAP, _MAP], True, lambda a, b: _compare(a, b) > 0)),
     _fn("isLessThan", ("less_than", _BOOL, [_MAP, _MAP], True, lambda a, b: _compare(a, b) < 0)),
     _fn("compareTo", ("compare_to", _INT, [_MAP, _MAP], True, _compare)),
-    _fn("semver", ("string_to_semver", _MAP, [_STR], False, _semver)),
-    _fn("isSemver", ("is_semver_string", _BOOL, [_STR], False, _is_semver)),
+    _fn(
+        "semver",
+        ("string_to_semver", _MAP, [_STR], False, _semver),
+        ("string_bool_to_semver", _MAP, [_STR, _BOOL], False, _semver),
+    ),
+    _fn(
+        "isSemver",
+        ("is_semver_string", _BOOL, [_STR], False, _is_semver),
+        ("is_semver_string_bool", _BOOL, [_STR, _BOOL], False, _is_semver),
+    ),
+    _fn("find", ("string_find_string", _STR, [_STR, _STR], True, _find)),
+    _fn(
+        "findAll",
+        ("string_find_all_string", _cel.Type.List(_STR), [_STR, _STR], True, _find_all),
+        ("string_find_all_string_int", _cel.Type.List(_STR), [_STR, _STR, _INT], True, _find_all),
+    ),
     _fn("major", ("semver_major", _INT, [_MAP], True, lambda v: _sv(v)[0])),
     _fn("minor", ("semver_minor", _INT, [_MAP], True, lambda v: _sv(v)[1])),
     _fn("patch", ("semver_patch", _INT, [_MAP], True, lambda v: _sv(v)[2])),
@@ -244,14 +317,25 @@ def compile_selector(expression: str) -> Compiled:
     """Compile ``expression`` once (cel.Cache.GetOrCompile)."""
     try:
         program = _env().compile(expression)
-    except Exception as exc:
-        return Compiled(expression, error="compilation failed: " + _strip_status(str(exc)))
+    except Exception as exc:  # the library's one error type is a RuntimeError
+        text = _strip_status(str(exc))
+        if not _only_dyn_range_errors(text):
+            return Compiled(expression, error="compilation failed: " + text)
+        # cel-cpp's checker refuses a comprehension over a dyn value, which cel-go accepts
+        # (device.attributes[domain].exists(...)); such an expression passed every other
+        # check, so it is evaluated unchecked.
+        return Compiled(expression, _env().compile(expression, disable_check=True))
     if program.return_type() not in (_BOOL, _DYN):
         return Compiled(
             expression,
             error=f"must evaluate to bool or the unknown type, not {program.return_type().name().lower()}",
         )
     return Compiled(expression, program)
+
+
+def _only_dyn_range_errors(text: str) -> bool:
+    errors = [line for line in text.splitlines() if line.startswith("ERROR:")]
+    return bool(errors) and all("of type 'dyn' cannot be the range of a comprehension" in e for e in errors)
 
 
 def _attr_value(kind: str, value: Any) -> Any:
@@ -289,23 +373,47 @@ _NO_KEY = re.compile(r'Key not found in map : "?(.*?)"?$')
 
 def evaluate(compiled: Compiled, device: Mapping[str, Any]) -> bool:
     """Whether ``device`` matches. Raises CelError with cel-go's wording on a runtime
-    error (a missing key reads ``no such key: <key>``, as EnhanceRuntimeError expects)."""
+    error (a missing key reads ``no such key: <key>``, as EnhanceRuntimeError expects).
+
+    Upstream, ``device.attributes`` and ``device.capacity`` answer an unknown domain
+    with an empty map (newStringInterfaceMapWithDefault), so only the attribute is
+    missing. The C++ maps cannot default: a lookup of a domain the device lacks is
+    retried with that domain present and empty -- the same result, as no other
+    part of the expression could see the difference before the failing lookup."""
     assert compiled.program is not None
-    data = {"device": device}
-    try:
-        value = compiled.program.eval(data=data)
-    except Exception as exc:
-        raise CelError(_strip_status(str(exc))) from exc
-    if value.type() == _cel.Type.ERROR:
-        raise CelError(_runtime_text(str(value.value())))
+    data: dict[str, Any] = {"device": device}
+    _Meter.spent = 0
+    for _ in range(8):
+        try:
+            value = compiled.program.eval(data=data)
+        except Exception as exc:  # a Python function raised (CelError, or a bug caught as error)
+            raise CelError(_runtime_text(str(exc))) from exc
+        if value.type() != _cel.Type.ERROR:
+            break
+        text = _runtime_text(str(value.value()))
+        missing = text[len("no such key: ") :] if text.startswith("no such key: ") else None
+        dev = data["device"]
+        if missing is None or "/" in missing or (missing in dev["attributes"] and missing in dev["capacity"]):
+            raise CelError(text)
+        dev = dict(dev)
+        for part in ("attributes", "capacity"):
+            if missing not in dev[part]:
+                dev[part] = {**dev[part], missing: {}}
+        data = {"device": dev}
+    else:  # pragma: no cover - more unknown domains than any selector names
+        raise CelError(text)
     result = value.value()
     if not isinstance(result, bool):
-        raise CelError(f"CEL result of type {value.type().name().lower()} could not be converted to bool")
+        kind = value.type().name().lower()
+        raise CelError(f"CEL result of type {kind} could not be converted to bool")
     return result
 
 
 def _runtime_text(text: str) -> str:
     text = _strip_status(text)
+    if "Iteration budget exceeded" in text:
+        # cel-cpp's comprehension budget stands for cel-go's cost limit here.
+        return "operation cancelled: actual cost limit exceeded"
     m = _NO_KEY.search(text)
     if m:
         return f"no such key: {m.group(1)}"
@@ -320,3 +428,45 @@ def enhance(message: str) -> str:
             "or guarding the check with has() for optional fields"
         )
     return message
+
+
+_DEVICE_REF = re.compile(r"device\s*\.\s*(attributes|capacity|driver|allowMultipleAllocations)\b")
+_LOOKUP = re.compile(
+    r'device\s*\.\s*(attributes|capacity)\s*\[\s*"([^"\\]*)"\s*\]\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()|\[\s*"([^"\\]*)"\s*\])'
+)
+
+
+@lru_cache(maxsize=4096)
+def reads(expression: str) -> tuple[tuple[str, str, str], ...] | None:
+    """The (map, domain, id) entries ``expression`` reads when every reference to
+    ``device.attributes`` / ``device.capacity`` is a literal two-level lookup
+    (``device.attributes["d"].id`` or ``["d"]["id"]``); None otherwise (it may read
+    anything). Two devices with the same driver and the same values at these
+    entries get the same answer, which lets the allocator evaluate a selector once
+    per distinct device model rather than once per device."""
+    if "\\" in expression:
+        return None
+    found = [(m.group(1), m.group(2), m.group(3) or m.group(4) or "") for m in _LOOKUP.finditer(expression)]
+    refs = [m.group(1) for m in _DEVICE_REF.finditer(expression) if m.group(1) in ("attributes", "capacity")]
+    if len(refs) != len(found) or any(not ident for _, _, ident in found):
+        return None
+    if re.search(r"\bdevice\b(?!\s*\.)", expression):
+        return None  # the device variable itself passed around (cel.bind, comparisons)
+    return tuple(sorted(set(found)))
+
+
+def projection(
+    entries: tuple[tuple[str, str, str], ...],
+    driver: str,
+    attributes: Mapping[str, tuple[str, Any]],
+    capacity: Mapping[str, str],
+) -> tuple[Any, ...]:
+    """The values ``entries`` (from :func:`reads`) see on one device (None: absent)."""
+    out: list[Any] = []
+    for kind, domain, ident in entries:
+        source: Mapping[str, Any] = attributes if kind == "attributes" else capacity
+        value = source.get(f"{domain}/{ident}")
+        if value is None and domain == driver:
+            value = source.get(ident)
+        out.append(value)
+    return tuple(out)

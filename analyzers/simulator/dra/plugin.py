@@ -183,6 +183,7 @@ class DynamicResources(Plugin):
             allocator = Allocator(
                 allocated_state(snap), snap.device_classes, list(snap.resource_slices.values()), cache
             )
+            allocator.pools_cache = snap.derived("dra_pools", dict)
         allocations: dict[int, tuple[Result, ...]] = {}
         cycle.state[ALLOCATIONS] = allocations
         # Only nodes the earlier filters pass need the allocator (the framework stops at a

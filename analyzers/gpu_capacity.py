@@ -1,0 +1,96 @@
+"""GPU capacity per node, whichever way the cluster offers it: DRA devices per
+DeviceClass (devices in the node's complete pools matching the class's
+selectors, allocated ones -- some claim's allocation holds them -- and free), and
+classic extended resources beside them (``nvidia.com/gpu``, MIG and time-sliced
+names such as ``nvidia.com/mig-1g.10gb`` or ``nvidia.com/gpu.shared``,
+``amd.com/gpu``): allocatable, requested by the pods bound there, free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from analyzers.capacity import node_capacities
+from analyzers.simulator.dra import cel
+from analyzers.simulator.dra.allocator import gather_pools
+from analyzers.simulator.dra.plugin import allocated_state
+from analyzers.snapshot import ClusterSnapshot
+
+_GPU_PREFIXES = ("nvidia.com/", "amd.com/gpu", "gpu.intel.com/", "habana.ai/", "aws.amazon.com/neuron")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuRow:
+    node: str
+    source: str  # "dra" | "extended-resource"
+    name: str  # the DeviceClass, or the resource name
+    total: int
+    allocated: int
+
+    @property
+    def free(self) -> int:
+        return self.total - self.allocated
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "source": self.source,
+            "name": self.name,
+            "total": self.total,
+            "allocated": self.allocated,
+            "free": self.free,
+        }
+
+
+def is_gpu_resource(name: str) -> bool:
+    return name.startswith(_GPU_PREFIXES)
+
+
+def gpu_capacity(snapshot: ClusterSnapshot) -> list[GpuRow]:
+    """One row per node and DeviceClass with devices there, and per node and GPU
+    extended resource it has, in node order."""
+    rows: list[GpuRow] = []
+    caps = node_capacities(snapshot)
+    slices = list(snapshot.resource_slices.values())
+    state = allocated_state(snapshot) if slices else None
+    classes = sorted(snapshot.device_classes.values(), key=lambda c: c.name)
+    for name in sorted(snapshot.nodes):
+        node = snapshot.nodes[name]
+        if state is not None and classes:
+            counts: dict[str, list[int]] = {}
+            for pool in gather_pools(node, slices, slices):
+                if pool.incomplete or pool.invalid:
+                    continue
+                for s in pool.slices:
+                    for d in s.devices:
+                        did = (s.driver, s.pool, d.name)
+                        var = cel.device_variable(s.driver, d.attributes, d.capacity, d.allow_multiple)
+                        for cls in classes:
+                            if cls.problem or not _matches(cls.selectors, var):
+                                continue
+                            row = counts.setdefault(cls.name, [0, 0])
+                            row[0] += 1
+                            row[1] += did in state.devices or did in state.shared
+            rows.extend(
+                GpuRow(name, "dra", cls, total, used) for cls, (total, used) in sorted(counts.items())
+            )
+        cap = caps.get(name)
+        for res, amount in sorted(node.allocatable.items()):
+            if is_gpu_resource(res) and amount > 0:
+                used = cap.requested.get(res, 0) if cap is not None else 0
+                rows.append(GpuRow(name, "extended-resource", res, amount, used))
+    return rows
+
+
+def _matches(selectors: tuple[str, ...], var: dict[str, Any]) -> bool:
+    for expr in selectors:
+        compiled = cel.compile_selector(expr)
+        if compiled.error:
+            return False
+        try:
+            if not cel.evaluate(compiled, var):
+                return False
+        except cel.CelError:
+            return False
+    return True
