@@ -19,6 +19,8 @@ Role = Callable[[], dict[str, str | None]]
 Clock = Callable[[], datetime]
 # ``unstick demo`` only: applies remedy n of incident id to the in-process cluster (see agent/commands/demo.py).
 DemoApply = Callable[[int, int], Awaitable[str]]
+# (cluster, remedy command) -> whether applying it would change that demo cluster
+DemoChanges = Callable[[str, str], bool]
 
 SESSIONS = web.AppKey("sessions", async_sessionmaker[AsyncSession])
 SETTINGS = web.AppKey("settings", ApiSettings)
@@ -33,3 +35,4 @@ SIGNINS = web.AppKey("signins", Sessions)
 LIMITER = web.AppKey("limiter", FailureLimiter)
 AUTH_FAILURES: web.AppKey[Callable[[str], None]] = web.AppKey("auth_failures")
 DEMO_APPLY: web.AppKey[DemoApply] = web.AppKey("demo_apply")  # set by the demo alone
+DEMO_CHANGES: web.AppKey[DemoChanges] = web.AppKey("demo_changes")  # set by the demo alone

@@ -21,10 +21,12 @@ from multidict import MultiDict
 
 from agent.api import auth
 from agent.api.errors import ApiError
+from agent.api.evidence import present
 from agent.api.keys import (
     AUTH_FAILURES,
     CLOCK,
     DEMO_APPLY,
+    DEMO_CHANGES,
     JINJA,
     LIMITER,
     SESSIONS,
@@ -33,6 +35,7 @@ from agent.api.keys import (
     TOKENS,
 )
 from agent.api.params import SEVERITIES, parse_id, parse_list
+from agent.api.remedy_view import apply_manifest, remedy_views
 from storage.outbox import notification_dict, notifications_of
 from storage.queries import (
     STATUSES,
@@ -130,7 +133,13 @@ def login_page(
         request, "login.html.j2", status=status, headers=headers, next=target, failed=failed, csrf=csrf
     )
     resp.set_cookie(
-        auth.CSRF_COOKIE, csrf, httponly=True, samesite="Strict", secure=_tls(request), path="/login", max_age=3600
+        auth.CSRF_COOKIE,
+        csrf,
+        httponly=True,
+        samesite="Strict",
+        secure=_tls(request),
+        path="/login",
+        max_age=3600,
     )
     return resp
 
@@ -318,14 +327,53 @@ async def incident_page(request: web.Request) -> web.Response:
             message=f"There is no incident {incident_id}.",
         )
     incident, timeline = found
+    remedies = remedy_views([remedy_dict(r) for r in incident.remedies or ()], incident.id)
+    demo_applicable: set[int] = set()
+    if DEMO_APPLY in request.app and DEMO_CHANGES in request.app:
+        changes = request.app[DEMO_CHANGES]
+        demo_applicable = {r.index for r in remedies if changes(incident.cluster, r.command)}
     return render(
         request,
         "incident.html.j2",
         inc=incident,
         timeline=timeline,
-        remedies=[remedy_dict(r) for r in incident.remedies or ()],
+        remedies=remedies,
+        evidence=present(incident.evidence),
         notifications=[notification_dict(n) for n in notes],
-        demo_apply=DEMO_APPLY in request.app,
+        demo_applicable=demo_applicable,
+    )
+
+
+@routes.get("/incidents/{id}/remedies/{n}.apply.yaml")
+async def remedy_apply_manifest(request: web.Request) -> web.Response:
+    """A patch remedy as a complete manifest for ``kubectl apply --server-side``, downloadable."""
+    try:
+        incident_id = parse_id("id", request.match_info["id"])
+        n = parse_id("n", request.match_info["n"], minimum=0, maximum=1000)
+    except ApiError as exc:
+        return render(request, "error.html.j2", status=400, title="Bad remedy", message=exc.message)
+    async with request.app[SESSIONS]() as session:
+        found = await get_incident(session, incident_id)
+    remedies = list(found[0].remedies or ()) if found is not None else []
+    manifest = None
+    if n < len(remedies):
+        remedy = remedy_dict(remedies[n])
+        if remedy["kind"] == "patch":
+            manifest = apply_manifest(remedy["command"], remedy["yaml"], incident_id, n)
+    if manifest is None:
+        return render(
+            request,
+            "error.html.j2",
+            status=404,
+            title="Not found",
+            message=f"Incident {incident_id} has no patch remedy {n} with a manifest.",
+        )
+    filename = f"incident-{incident_id}-remedy-{n}.apply.yaml"
+    return web.Response(
+        text=manifest.yaml,
+        content_type="application/yaml",
+        charset="utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
 
 

@@ -285,9 +285,10 @@ class DemoFixer:
         self.fixed[name] = asyncio.Event()
 
     def install(self, app: web.Application) -> None:
-        from agent.api.keys import DEMO_APPLY
+        from agent.api.keys import DEMO_APPLY, DEMO_CHANGES
 
         app[DEMO_APPLY] = self.apply
+        app[DEMO_CHANGES] = self.changes
         app.router.add_post("/demo/incidents/{id}/apply", self._handle)
 
     async def _handle(self, request: web.Request) -> web.Response:
@@ -303,6 +304,12 @@ class DemoFixer:
         except LookupError as exc:
             raise web.HTTPNotFound(text=str(exc)) from None
         raise web.HTTPSeeOther(f"/incidents/{raw_id}")
+
+    def changes(self, cluster: str, command: str) -> bool:
+        """Whether applying ``command`` would change demo cluster ``cluster`` (the page's apply button)."""
+        from agent.fakecluster.remedies import changes_cluster
+
+        return cluster in self.clusters and changes_cluster(self.clusters[cluster], command)
 
     async def apply(self, incident_id: int, n: int) -> str:
         """Apply remedy ``n`` of an open incident to its demo cluster; what changed."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -192,8 +192,32 @@ def _get(cluster: FakeCluster, kind: str, name: str, namespace: str | None) -> d
     return obj
 
 
-def apply_command(cluster: FakeCluster, command: str) -> str:
-    """Run one remedy command against ``cluster``; returns what changed, or raises :class:`NotApplicable`."""
+def changes_cluster(cluster: FakeCluster, command: str) -> bool:
+    """Whether :func:`apply_command` would change ``cluster`` (nothing is written).
+
+    The demo's pages offer "apply" only where this holds: a command the demo
+    cannot run, a missing object or a patch that leaves the object as it is
+    changes nothing."""
+    written: list[dict[str, Any]] = []
+    try:
+        apply_command(cluster, command, write=written.append)
+    except NotApplicable:
+        return False
+    for obj in written:
+        meta = obj.get("metadata", {})
+        current = cluster.get(obj["kind"], meta.get("name", ""), meta.get("namespace"))
+        if current is None or orjson.loads(orjson.dumps(current)) != obj:
+            return True
+    return False
+
+
+def apply_command(
+    cluster: FakeCluster, command: str, *, write: Callable[[dict[str, Any]], Any] | None = None
+) -> str:
+    """Run one remedy command against ``cluster``; returns what changed, or raises :class:`NotApplicable`.
+
+    ``write`` receives each changed object instead of ``cluster.apply`` (a dry run)."""
+    apply = cluster.apply if write is None else write
     try:
         words = shlex.split(command.split(" | ", 1)[0].split("  #", 1)[0])
     except ValueError as exc:
@@ -210,7 +234,7 @@ def apply_command(cluster: FakeCluster, command: str) -> str:
             node["spec"]["taints"] = taints
         else:
             node["spec"].pop("taints", None)
-        cluster.apply(node)
+        apply(node)
         return f"node {positional[0]} uncordoned"
     if verb == "label" and len(positional) >= 3 and _kind(positional[0]) == "Node":
         node = _get(cluster, "Node", positional[1], None)
@@ -220,7 +244,7 @@ def apply_command(cluster: FakeCluster, command: str) -> str:
             if not eq:
                 raise NotApplicable(f"label {pair!r} is not KEY=VALUE")
             labels[key] = value
-        cluster.apply(node)
+        apply(node)
         return f"node {positional[1]} labelled {' '.join(positional[2:])}"
     if verb == "patch" and len(positional) >= 2 and "patch" in options:
         kind = _kind(positional[0])
@@ -229,7 +253,7 @@ def apply_command(cluster: FakeCluster, command: str) -> str:
             patch = orjson.loads(options["patch"])
         except orjson.JSONDecodeError as exc:
             raise NotApplicable(f"the patch is not JSON: {exc}") from None
-        cluster.apply(patched(kind, obj, patch, options.get("type", "strategic")))
+        apply(patched(kind, obj, patch, options.get("type", "strategic")))
         return f"{kind} {positional[1]} patched with {options['patch']}"
     if verb == "set" and positional[:1] == ["resources"] and len(positional) >= 2 and "requests" in options:
         kind_word, _, name = positional[1].partition("/")
@@ -238,6 +262,6 @@ def apply_command(cluster: FakeCluster, command: str) -> str:
         requests = dict(pair.split("=", 1) for pair in options["requests"].split(",") if "=" in pair)
         for container in obj.get("spec", {}).get("template", {}).get("spec", {}).get("containers") or ():
             container.setdefault("resources", {}).setdefault("requests", {}).update(requests)
-        cluster.apply(obj)
+        apply(obj)
         return f"{kind} {name} now requests {options['requests']}"
     raise NotApplicable(f"the demo cannot apply `kubectl {verb}` commands")

@@ -97,10 +97,13 @@ class RemedyRenderer:
         *,
         verified: bool,
         verification: str,
+        command: str = "kubectl apply -f -",
         **variables: Any,
     ) -> Remedy:
+        """A complete manifest; ``command`` applies it (the manifest on stdin) and
+        does whatever else the change needs."""
         text = self.render(template, **variables)
-        return Remedy(title, RemedyKind.MANIFEST, target, text, "kubectl apply -f -", verified, verification)
+        return Remedy(title, RemedyKind.MANIFEST, target, text, command, verified, verification)
 
     def command(
         self,

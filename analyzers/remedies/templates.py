@@ -51,4 +51,26 @@ data:
   policy.yaml: |
 {{ policy | to_yaml(4) }}
 """,
+    # NVIDIA GPU Operator time-slicing for one node: the device plugin's config
+    # (k8s-device-plugin config v1, sharing.timeSlicing) in the ConfigMap that
+    # ClusterPolicy spec.devicePlugin.config.name names; a node takes the entry
+    # its nvidia.com/device-plugin.config label names. Source: NVIDIA GPU
+    # Operator docs, "Time-Slicing GPUs in Kubernetes" (gpu-sharing.html).
+    "nvidia-time-slicing.yaml.j2": """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+data:
+  {{ key }}: |-
+    version: v1
+    flags:
+      migStrategy: none
+    sharing:
+      timeSlicing:
+        resources:
+        - name: {{ resource }}
+          replicas: {{ replicas }}
+""",
 }

@@ -15,6 +15,7 @@ otherwise use and re-simulate; if it then fits, the old pods are the obstacle.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -34,6 +35,10 @@ from analyzers.simulator import FilterFailure
 from analyzers.snapshot import ClusterSnapshot
 
 RULE_ID = "rollout-surge-deadlock"
+# Where the GPU Operator's Helm chart installs it, and the ConfigMap unstick's
+# time-slicing remedy writes (ClusterPolicy spec.devicePlugin.config.name).
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+TIME_SLICING_CONFIG = "device-plugin-time-slicing"
 
 # Filters whose failure an old pod's departure can cure.
 _RESOLVABLE = "Unschedulable"
@@ -332,27 +337,45 @@ def _capacity_remedy(ctx: RuleContext, pending: Pod, blockers: list[Pod], resour
         ),
     )
     fits = ctx.verdict(pending, ctx.snapshot.replace(bigger)).fits
-    if resource == "nvidia.com/gpu":
-        title = f"Or share the GPU of {node_name}: NVIDIA time-slicing (or MIG) advertises more than {current} nvidia.com/gpu"
-        note = (
-            "Time-slicing: set sharing.timeSlicing.resources[{name: nvidia.com/gpu, replicas: 2}] in the NVIDIA "
-            "device plugin / GPU Operator config; MIG partitions an A100/H100 into isolated GPUs. Both let two pods "
-            "hold a GPU on this node during the rollout."
+    wanted = current + pending.spec.requests.get(resource, 1)
+    verification = (
+        f"re-simulated with {node_name} advertising {wanted} {resource}: "
+        + ("the new pod fits" if fits else "still unschedulable")
+        + " (a capacity change outside Kubernetes objects; apply it in the device plugin or node pool)"
+    )
+    if resource == "nvidia.com/gpu" and current > 0:
+        # Time-slicing advertises `replicas` nvidia.com/gpu per physical GPU.
+        replicas = -(-wanted // current)
+        key = f"time-sliced-{replicas}"
+        patch = {"spec": {"devicePlugin": {"config": {"name": TIME_SLICING_CONFIG}}}}
+        return ctx.renderer.manifest(
+            f"Or share the GPU of {node_name}: NVIDIA time-slicing with {replicas} replicas advertises "
+            f"{current * replicas} nvidia.com/gpu (GPU Operator ConfigMap, ClusterPolicy, node label)",
+            ObjectRef("Node", "", node_name),
+            "nvidia-time-slicing.yaml.j2",
+            verified=fits,
+            verification=verification
+            + ". Time-sliced pods share the GPU's memory and compute with no isolation; MIG (A100/H100) "
+            "partitions it instead (GPU Operator: the node label nvidia.com/mig.config)",
+            command=(
+                f"kubectl apply -n {GPU_OPERATOR_NAMESPACE} -f - && "
+                f"kubectl patch clusterpolicies.nvidia.com/cluster-policy --type merge -p '{json.dumps(patch, separators=(',', ':'))}' && "
+                f"kubectl label node {node_name} nvidia.com/device-plugin.config={key} --overwrite"
+            ),
+            name=TIME_SLICING_CONFIG,
+            namespace=GPU_OPERATOR_NAMESPACE,
+            key=key,
+            resource=resource,
+            replicas=replicas,
         )
-        command = f"kubectl describe node {node_name} | grep -A2 nvidia.com/gpu  # after enabling time-slicing: expect {current * 2}"
-    else:
-        title = f"Or add {resource} capacity to {node_name}"
-        note = "A bigger node (or a second eligible node) leaves room for one more pod during the rollout."
-        command = f"kubectl describe node {node_name}"
+    title = f"Or add {resource} capacity to {node_name}"
+    note = "A bigger node (or a second eligible node) leaves room for one more pod during the rollout."
+    command = f"kubectl describe node {node_name}"
     return ctx.renderer.command(
         title,
         ObjectRef("Node", "", node_name),
         command,
         note=note,
         verified=fits,
-        verification=(
-            f"re-simulated with {node_name} advertising {current + pending.spec.requests.get(resource, 1)} {resource}: "
-            + ("the new pod fits" if fits else "still unschedulable")
-            + " (a capacity change outside Kubernetes objects; apply it in the device plugin or node pool)"
-        ),
+        verification=verification,
     )

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import yaml
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -102,17 +103,24 @@ async def test_on_call_flow_in_chromium(base_url: str) -> None:
             await rows.first.locator("td.title a").click()
             await page.wait_for_url("**/incidents/1")
             await expect(page.locator("#explanation")).to_contain_text("25% of 1 replica rounds up")
-            yaml_text = await page.locator("#yaml-0").inner_text()
-            assert yaml_text.strip() == GPU_YAML.strip()
-            await page.click("button[data-copy=yaml-0]")
-            await expect(page.locator("button[data-copy=yaml-0]")).to_have_text("Copied")
+            # The patch remedy: the kubectl patch command and the complete server-side apply manifest.
+            manifest = await page.locator("#apply-0").inner_text()
+            assert yaml.safe_load(manifest) == yaml.safe_load(GPU_YAML)
+            await page.click("button[data-copy=apply-0]")
+            await expect(page.locator("button[data-copy=apply-0]")).to_have_text("Copied")
             copied = await page.evaluate("navigator.clipboard.readText()")
-            assert copied == GPU_YAML
+            assert yaml.safe_load(copied) == yaml.safe_load(GPU_YAML)
 
-            # The raw link serves the same YAML, with the session cookie.
-            href = await page.locator("#remedy-0 a", has_text="raw").get_attribute("href")
+            # The download link serves the same manifest, with the session cookie.
+            href = await page.locator("#remedy-0 a", has_text="download").get_attribute("href")
             raw = await page.request.get(f"{base_url}{href}")
-            assert raw.status == 200 and await raw.text() == GPU_YAML
+            assert raw.status == 200 and yaml.safe_load(await raw.text()) == yaml.safe_load(GPU_YAML)
+
+            # Evidence: tables, the raw JSON folded until asked for.
+            await expect(page.locator("#evidence-node table caption")).to_have_text("Node")
+            await expect(page.locator("#evidence-raw pre")).to_be_hidden()
+            await page.click("#evidence-raw summary")
+            await expect(page.locator("#evidence-raw pre")).to_be_visible()
 
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             shot = SCREENSHOTS / "incident.png"

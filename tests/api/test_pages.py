@@ -6,6 +6,7 @@ import re
 
 import jinja2
 import pytest
+import yaml
 from aiohttp.test_utils import TestClient
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -52,10 +53,10 @@ async def test_incident_page_has_everything_an_on_call_engineer_needs(
     html = await (await client.get("/incidents/1", headers=page_auth)).text()
     assert "25% of 1 replica rounds up to a surge of 1" in html
     assert "0/10 nodes are available: 1 Insufficient nvidia.com/gpu" in html
-    assert 'data-copy="yaml-0"' in html and 'data-copy="cmd-1"' in html
-    pre = re.search(r'<pre id="yaml-0" class="yaml">(.*?)</pre>', html, re.S)
-    assert pre and pre.group(1) == GPU_YAML
-    assert 'href="/api/v1/incidents/1/remedies/0.yaml"' in html
+    assert 'data-copy="cmd-0"' in html and 'data-copy="apply-0"' in html and 'data-copy="cmd-1"' in html
+    pre = re.search(r'<pre id="apply-0" class="yaml">(.*?)</pre>', html, re.S)
+    assert pre and yaml.safe_load(pre.group(1)) == yaml.safe_load(GPU_YAML)  # the patch, as a whole object
+    assert 'href="/incidents/1/remedies/0.apply.yaml" download' in html
     assert "verified" in html and "not verified" in html
     assert "gpu-node-1" in html  # nested evidence rendered
     assert re.search(r'<li class="tl-opened">', html)
