@@ -16,12 +16,14 @@ flag                       environment                   meaning
 \\-                         ``UNSTICK_API_TOKENS``        bearer tokens, comma-separated
 ``--no-auth``              \\-                            serve without authentication (local use)
 ``--no-pages``             ``UNSTICK_PAGES=false``       only ``/healthz`` and ``/metrics`` (a sidecar)
+``--trusted-proxies``      ``UNSTICK_TRUSTED_PROXIES``   believe forwarded headers from these networks only
 =========================  ============================  =========================================
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -118,7 +120,11 @@ class ApiSettings:
     """Failed authentications a client may make (a burst of as many, refilled per minute) before
     every request from it is answered 429 for a while (a correct guess included)."""
     trust_forwarded_headers: bool = False
-    """Believe ``X-Forwarded-Proto``/``-For`` from a TLS-terminating proxy (Secure cookie, client address)."""
+    """Believe ``X-Forwarded-Proto``/``-For`` from the one proxy in front (Secure cookie, client address;
+    the rightmost ``X-Forwarded-For`` hop is the client)."""
+    trusted_proxies: tuple[str, ...] = ()
+    """``--trusted-proxies CIDR…``: believe forwarded headers only from these networks, and take the
+    rightmost hop outside them as the client (``agent.api.auth.ProxyTrust``)."""
     public_url: str = ""
     """Where people open the pages (``UNSTICK_PUBLIC_URL``); ``https://`` makes the cookie Secure."""
 
@@ -182,6 +188,17 @@ class Settings:
             env, "UNSTICK_TRUST_FORWARDED_HEADERS", False, errors
         )
         public_url = env.get("UNSTICK_PUBLIC_URL", "").strip()
+        proxies: list[str] = []
+        for item in flags.get("trusted_proxies") or env.get("UNSTICK_TRUSTED_PROXIES", "").split(","):
+            for cidr in (c.strip() for c in str(item).split(",")):
+                if not cidr:
+                    continue
+                try:
+                    proxies.append(str(ipaddress.ip_network(cidr, strict=False)))
+                except ValueError:
+                    errors.append(
+                        f"--trusted-proxies / UNSTICK_TRUSTED_PROXIES: {cidr[:60]!r} is not an address or CIDR network"
+                    )
         if flags.get("require_tokens") and auth and pages and not tokens:
             errors.append(
                 "no API tokens: give --api-token-file PATH or UNSTICK_API_TOKEN_FILE (one token per line), "
@@ -198,7 +215,8 @@ class Settings:
                 tokens=tuple(dict.fromkeys(tokens)),
                 auth=auth,
                 pages=pages,
-                trust_forwarded_headers=trust_forwarded,
+                trust_forwarded_headers=trust_forwarded or bool(proxies),
+                trusted_proxies=tuple(dict.fromkeys(proxies)),
                 public_url=public_url,
             ),
         )
@@ -266,7 +284,15 @@ def add_api_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trust-forwarded-headers",
         action="store_true",
-        help="behind a TLS-terminating proxy: believe X-Forwarded-Proto/-For (env UNSTICK_TRUST_FORWARDED_HEADERS)",
+        help="behind one TLS-terminating proxy: believe its X-Forwarded-Proto/-For, the rightmost hop being "
+        "the client (env UNSTICK_TRUST_FORWARDED_HEADERS)",
+    )
+    parser.add_argument(
+        "--trusted-proxies",
+        nargs="+",
+        metavar="CIDR",
+        help="believe X-Forwarded-Proto/-For only from these networks; the client is the rightmost "
+        "X-Forwarded-For hop outside them (env UNSTICK_TRUSTED_PROXIES, comma list)",
     )
     parser.add_argument(
         "--no-pages",
