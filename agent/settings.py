@@ -16,12 +16,14 @@ flag                       environment                   meaning
 \\-                         ``UNSTICK_API_TOKENS``        bearer tokens, comma-separated
 ``--no-auth``              \\-                            serve without authentication (local use)
 ``--no-pages``             ``UNSTICK_PAGES=false``       only ``/healthz`` and ``/metrics`` (a sidecar)
+``--trusted-proxies``      ``UNSTICK_TRUSTED_PROXIES``   believe forwarded headers from these networks only
 =========================  ============================  =========================================
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -30,6 +32,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from agent.cli import UserError
+from analyzers import bounds
 
 if TYPE_CHECKING:
     from agent.leader import LeaseConfig
@@ -38,6 +41,12 @@ if TYPE_CHECKING:
 from storage.engine import DEFAULT_DB_URL, DatabaseURLError, parse_db_url, redact_db_url
 
 MIN_TOKEN_LENGTH = 16
+MAX_GRACE = 30 * 86400.0
+"""Longest ``--grace`` / ``--scale-up-timeout``: 30 days."""
+MAX_INTERVAL = timedelta(days=365)
+"""Longest ``--renotify-interval`` / ``--storm-window``."""
+MAX_TIMEOUT = 3600.0
+"""Longest timeout, lease or heartbeat a user may set: an hour."""
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 
@@ -111,7 +120,11 @@ class ApiSettings:
     """Failed authentications a client may make (a burst of as many, refilled per minute) before
     every request from it is answered 429 for a while (a correct guess included)."""
     trust_forwarded_headers: bool = False
-    """Believe ``X-Forwarded-Proto``/``-For`` from a TLS-terminating proxy (Secure cookie, client address)."""
+    """Believe ``X-Forwarded-Proto``/``-For`` from the one proxy in front (Secure cookie, client address;
+    the rightmost ``X-Forwarded-For`` hop is the client)."""
+    trusted_proxies: tuple[str, ...] = ()
+    """``--trusted-proxies CIDR…``: believe forwarded headers only from these networks, and take the
+    rightmost hop outside them as the client (``agent.api.auth.ProxyTrust``)."""
     public_url: str = ""
     """Where people open the pages (``UNSTICK_PUBLIC_URL``); ``https://`` makes the cookie Secure."""
 
@@ -175,6 +188,17 @@ class Settings:
             env, "UNSTICK_TRUST_FORWARDED_HEADERS", False, errors
         )
         public_url = env.get("UNSTICK_PUBLIC_URL", "").strip()
+        proxies: list[str] = []
+        for item in flags.get("trusted_proxies") or env.get("UNSTICK_TRUSTED_PROXIES", "").split(","):
+            for cidr in (c.strip() for c in str(item).split(",")):
+                if not cidr:
+                    continue
+                try:
+                    proxies.append(str(ipaddress.ip_network(cidr, strict=False)))
+                except ValueError:
+                    errors.append(
+                        f"--trusted-proxies / UNSTICK_TRUSTED_PROXIES: {cidr[:60]!r} is not an address or CIDR network"
+                    )
         if flags.get("require_tokens") and auth and pages and not tokens:
             errors.append(
                 "no API tokens: give --api-token-file PATH or UNSTICK_API_TOKEN_FILE (one token per line), "
@@ -191,7 +215,8 @@ class Settings:
                 tokens=tuple(dict.fromkeys(tokens)),
                 auth=auth,
                 pages=pages,
-                trust_forwarded_headers=trust_forwarded,
+                trust_forwarded_headers=trust_forwarded or bool(proxies),
+                trusted_proxies=tuple(dict.fromkeys(proxies)),
                 public_url=public_url,
             ),
         )
@@ -200,10 +225,15 @@ class Settings:
 def parse_listen(value: str) -> tuple[str, int]:
     """``HOST:PORT``, ``:PORT`` (all interfaces) or ``[v6]:PORT``; port 0 picks a free port."""
     host, sep, port_s = value.rpartition(":")
-    if not sep or not port_s.isdigit() or not 0 <= int(port_s) < 65536:
+    if not sep or not re.fullmatch(r"[0-9]{1,5}", port_s) or not 0 <= int(port_s) < 65536:
         raise ValueError(f"listen address {value!r}: expected HOST:PORT with a port 0-65535")
     host = host.strip("[]") or "0.0.0.0"
     return host, int(port_s)
+
+
+def _option(flag: str, env_name: str) -> str:
+    """How an error names an option: ``--grace / UNSTICK_GRACE_SECONDS`` (either may be empty)."""
+    return " / ".join(x for x in (f"--{flag.replace('_', '-')}" if flag else "", env_name) if x)
 
 
 def _bool(env: Mapping[str, str], name: str, default: bool, errors: list[str]) -> bool:
@@ -254,7 +284,15 @@ def add_api_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trust-forwarded-headers",
         action="store_true",
-        help="behind a TLS-terminating proxy: believe X-Forwarded-Proto/-For (env UNSTICK_TRUST_FORWARDED_HEADERS)",
+        help="behind one TLS-terminating proxy: believe its X-Forwarded-Proto/-For, the rightmost hop being "
+        "the client (env UNSTICK_TRUST_FORWARDED_HEADERS)",
+    )
+    parser.add_argument(
+        "--trusted-proxies",
+        nargs="+",
+        metavar="CIDR",
+        help="believe X-Forwarded-Proto/-For only from these networks; the client is the rightmost "
+        "X-Forwarded-For hop outside them (env UNSTICK_TRUSTED_PROXIES, comma list)",
     )
     parser.add_argument(
         "--no-pages",
@@ -298,24 +336,19 @@ class AgentSettings:
         flags: dict[str, Any] = vars(args) if args is not None else {}
         errors: list[str] = []
 
-        def seconds(flag: str, name: str, default: float) -> float:
+        def seconds(flag: str, name: str, default: float, maximum: float) -> float:
             raw = flags.get(flag)
             raw = raw if raw is not None else env.get(name)
             if raw is None or raw == "":
                 return default
             try:
-                value = float(raw)
-            except (TypeError, ValueError):
-                errors.append(
-                    f"{name.lower()} / --{flag.replace('_', '-')}: not a number of seconds: {raw!r}"
-                )
+                return bounds.seconds(_option(flag, name), raw, minimum=0.0, maximum=maximum)
+            except bounds.OutOfBounds as exc:
+                errors.append(str(exc))
                 return default
-            if value < 0:
-                errors.append(f"--{flag.replace('_', '-')}: must not be negative: {raw!r}")
-            return value
 
-        grace = seconds("grace", "UNSTICK_GRACE_SECONDS", 60.0)
-        scale_up = seconds("scale_up_timeout", "UNSTICK_SCALE_UP_TIMEOUT", 600.0)
+        grace = seconds("grace", "UNSTICK_GRACE_SECONDS", 60.0, MAX_GRACE)
+        scale_up = seconds("scale_up_timeout", "UNSTICK_SCALE_UP_TIMEOUT", 600.0, MAX_GRACE)
         namespaces: list[str] = []
         for item in flags.get("namespace") or env.get("UNSTICK_NAMESPACES", "").split(","):
             namespaces += [n.strip() for n in str(item).split(",") if n.strip()]
@@ -328,27 +361,29 @@ class AgentSettings:
             except ValueError as exc:
                 errors.append(str(exc))
 
-        def duration(flag: str, name: str, default: timedelta) -> timedelta:
-            from storage.silences import parse_duration
-
+        def duration(flag: str, name: str, default: timedelta, minimum: timedelta) -> timedelta:
             raw = flags.get(flag) or env.get(name)
             if not raw:
                 return default
             try:
-                return parse_duration(str(raw))
-            except ValueError as exc:
-                errors.append(f"--{flag.replace('_', '-')} / {name}: {exc}")
+                return bounds.duration(_option(flag, name), raw, minimum=minimum, maximum=MAX_INTERVAL)
+            except bounds.OutOfBounds as exc:
+                errors.append(str(exc))
                 return default
 
-        renotify = duration("renotify_interval", "UNSTICK_RENOTIFY_INTERVAL", timedelta(hours=24))
-        window = duration("storm_window", "UNSTICK_STORM_WINDOW", timedelta(minutes=5))
+        renotify = duration(
+            "renotify_interval", "UNSTICK_RENOTIFY_INTERVAL", timedelta(hours=24), timedelta(minutes=1)
+        )
+        window = duration("storm_window", "UNSTICK_STORM_WINDOW", timedelta(minutes=5), timedelta(seconds=1))
         raw_storm = flags.get("storm_threshold") or env.get("UNSTICK_STORM_THRESHOLD")
         storm = 10
         if raw_storm:
-            if str(raw_storm).isdigit() and 1 <= int(raw_storm) <= 100_000:
-                storm = int(raw_storm)
-            else:
-                errors.append(f"--storm-threshold / UNSTICK_STORM_THRESHOLD: expected 1 to 100000, got {raw_storm!r}")
+            try:
+                storm = bounds.count(
+                    _option("storm_threshold", "UNSTICK_STORM_THRESHOLD"), raw_storm, minimum=1, maximum=100_000
+                )
+            except bounds.OutOfBounds as exc:
+                errors.append(str(exc))
         if errors:
             raise SettingsError(errors)
         return cls(
@@ -489,21 +524,35 @@ class StreamSettings:
             raw = flags.get(flag)
             return raw if raw is not None else env.get(name)
 
-        def number(
-            flag: str, name: str, default: float, *, integer: bool = False, positive: bool = False
-        ) -> Any:
+        def count(flag: str, name: str, default: int, maximum: int) -> int:
             raw = value(flag, name)
-            what = f"--{flag.replace('_', '-')}" if flag else name
             if raw is None or raw == "":
                 return default
             try:
-                got = int(raw) if integer else float(raw)
-            except (TypeError, ValueError):
-                errors.append(f"{what}: not a {'whole number' if integer else 'number'}: {raw!r}")
+                return bounds.count(_option(flag, name), raw, minimum=1, maximum=maximum)
+            except bounds.OutOfBounds as exc:
+                errors.append(str(exc))
                 return default
-            if got < 0 or (positive and got == 0):
-                errors.append(f"{what}: must be {'positive' if positive else 'zero or more'}: {raw!r}")
-            return got
+
+        def secs(flag: str, name: str, default: float, *, minimum: float, maximum: float) -> float:
+            raw = value(flag, name)
+            if raw is None or raw == "":
+                return default
+            try:
+                return bounds.seconds(_option(flag, name), raw, minimum=minimum, maximum=maximum)
+            except bounds.OutOfBounds as exc:
+                errors.append(str(exc))
+                return default
+
+        def size(flag: str, name: str, default: int, maximum: int) -> int:
+            raw = value(flag, name)
+            if raw is None or raw == "":
+                return default
+            try:
+                return bounds.size(_option(flag, name), raw, minimum=1, maximum=maximum)
+            except bounds.OutOfBounds as exc:
+                errors.append(str(exc))
+                return default
 
         brokers: list[str] = []
         url = flags.get("publish") or flags.get("broker") or env.get("UNSTICK_KAFKA_BROKERS")
@@ -513,7 +562,7 @@ class StreamSettings:
             except ValueError as exc:
                 errors.append(str(exc))
         prefix = value("topic_prefix", "UNSTICK_TOPIC_PREFIX") or "unstick"
-        if not _TOPIC.match(prefix):
+        if not _TOPIC.fullmatch(prefix):
             errors.append(
                 f"--topic-prefix: {prefix!r} is not a valid Kafka topic name (letters, digits, . _ -)"
             )
@@ -532,27 +581,29 @@ class StreamSettings:
         settings = cls(
             brokers=tuple(brokers),
             topic_prefix=prefix,
-            partitions=number("partitions", "UNSTICK_STREAM_PARTITIONS", 12, integer=True, positive=True),
-            buffer=number("buffer", "UNSTICK_PUBLISH_BUFFER", 100_000, integer=True, positive=True),
-            grace=number("grace", "UNSTICK_GRACE_SECONDS", 60.0),
-            debounce=number("debounce", "UNSTICK_DEBOUNCE_SECONDS", 0.5),
+            partitions=count("partitions", "UNSTICK_STREAM_PARTITIONS", 12, 10_000),
+            buffer=count("buffer", "UNSTICK_PUBLISH_BUFFER", 100_000, 10_000_000),
+            grace=secs("grace", "UNSTICK_GRACE_SECONDS", 60.0, minimum=0.0, maximum=MAX_GRACE),
+            debounce=secs("debounce", "UNSTICK_DEBOUNCE_SECONDS", 0.5, minimum=0.0, maximum=MAX_TIMEOUT),
             sinks=tuple(dict.fromkeys(sinks)),
             web_host=web_host,
             web_port=web_port,
             datadir=value("datadir", "UNSTICK_WORKER_DATADIR") or None,
-            session_timeout=number("", "UNSTICK_KAFKA_SESSION_TIMEOUT", 45.0, positive=True),
-            rebalance_timeout=number("", "UNSTICK_KAFKA_REBALANCE_TIMEOUT", 60.0, positive=True),
-            heartbeat_interval=number("", "UNSTICK_KAFKA_HEARTBEAT", 3.0, positive=True),
-            producer_max_batch_size=number(
-                "", "UNSTICK_KAFKA_MAX_BATCH_BYTES", 16384, integer=True, positive=True
+            session_timeout=secs(
+                "", "UNSTICK_KAFKA_SESSION_TIMEOUT", 45.0, minimum=0.001, maximum=MAX_TIMEOUT
             ),
+            rebalance_timeout=secs(
+                "", "UNSTICK_KAFKA_REBALANCE_TIMEOUT", 60.0, minimum=0.001, maximum=MAX_TIMEOUT
+            ),
+            heartbeat_interval=secs("", "UNSTICK_KAFKA_HEARTBEAT", 3.0, minimum=0.001, maximum=MAX_TIMEOUT),
+            producer_max_batch_size=size("", "UNSTICK_KAFKA_MAX_BATCH_BYTES", 16384, 64 * 1024**2),
         )
         if errors:
             raise SettingsError(errors)
         return settings
 
 
-_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,200}")
 
 
 def parse_kafka_url(url: str) -> list[str]:
@@ -564,7 +615,7 @@ def parse_kafka_url(url: str) -> list[str]:
     for part in (p.strip() for p in rest.replace(";", ",").split(",")):
         part = part[len("kafka://") :] if part.startswith("kafka://") else part
         host, sep, port = part.rpartition(":")
-        if not part or not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        if not part or not sep or not host or not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536:
             raise ValueError(f"broker URL {url!r}: {part!r} is not HOST:PORT")
         brokers.append(part)
     return brokers
@@ -587,18 +638,6 @@ def add_stream_arguments(parser: argparse.ArgumentParser, *, url_flag: str) -> N
         metavar="N",
         help="partitions of the delta topic when created (env UNSTICK_STREAM_PARTITIONS; 12)",
     )
-
-
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
-
-
-def parse_duration(raw: str) -> float:
-    """Seconds from ``15s``, ``1.5s``, ``500ms``, ``1m`` or a bare number of seconds (kube-style flags)."""
-    match = _DURATION.match(raw.strip())
-    if not match:
-        raise ValueError(raw)
-    value, unit = float(match.group(1)), match.group(2) or "s"
-    return value * {"ms": 0.001, "s": 1.0, "m": 60.0}[unit]
 
 
 _SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -649,13 +688,10 @@ class LeaderSettings:
             if raw is None or raw == "":
                 return default
             try:
-                value = parse_duration(str(raw))
-            except ValueError:
-                errors.append(f"--{flag.replace('_', '-')}: expected a duration such as 15s, got {raw!r}")
+                return bounds.seconds(_option(flag, name), raw, minimum=0.001, maximum=MAX_TIMEOUT)
+            except bounds.OutOfBounds as exc:
+                errors.append(str(exc))
                 return default
-            if value <= 0:
-                errors.append(f"--{flag.replace('_', '-')}: must be positive, got {raw!r}")
-            return value
 
         lease = duration("leader_elect_lease_duration", "UNSTICK_LEASE_DURATION", 15.0)
         renew = duration("leader_elect_renew_deadline", "UNSTICK_RENEW_DEADLINE", 10.0)

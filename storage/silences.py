@@ -16,7 +16,6 @@ so the page and the API show what was held back and why;
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -26,6 +25,7 @@ from typing import Any, Final
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from analyzers import bounds
 from storage.models import Incident, Notification, NotificationStatus, Silence
 from storage.views import rfc3339
 
@@ -35,24 +35,13 @@ MATCHER_MAX: Final = {"cluster": 253, "namespace": 253, "rule_id": 100, "subject
 
 
 MAX_DURATION: Final = timedelta(days=365)
-_DURATION = re.compile(r"^(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?$")
+MIN_DURATION: Final = timedelta(minutes=1)
 
 
-def parse_duration(text: str) -> timedelta:
-    """``30m``, ``2h``, ``1h30m``, ``7d`` (days, hours, minutes; at most 365 days), or ValueError."""
-    match = _DURATION.match(text.strip())
-    if not text.strip() or match is None:
-        raise ValueError(f"{text!r} is not a duration like 30m, 2h, 1h30m or 7d")
-    value = (
-        timedelta(days=int(match["d"] or 0), hours=int(match["h"] or 0), minutes=int(match["m"] or 0))
-        if len(text) <= 16
-        else MAX_DURATION * 2
-    )
-    if value <= timedelta(0):
-        raise ValueError(f"{text!r}: a silence must last at least a minute")
-    if value > MAX_DURATION:
-        raise ValueError(f"{text!r}: at most {MAX_DURATION.days} days")
-    return value
+def parse_duration(text: str, *, option: str = "duration") -> timedelta:
+    """``30m``, ``2h``, ``1h30m``, ``7d`` (from a minute to 365 days), or
+    :class:`~analyzers.bounds.OutOfBounds` naming ``option``."""
+    return bounds.duration(option, text, minimum=MIN_DURATION, maximum=MAX_DURATION)
 
 
 class InvalidSilence(ValueError):

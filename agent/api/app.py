@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import jinja2
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_request import BaseRequest
+from aiohttp.web_server import Server
 from prometheus_client import CollectorRegistry, Counter
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -25,10 +30,12 @@ from agent.api import auth, errors, health, incidents, openapi, pages, silences
 from agent.api.keys import (
     AUTH_FAILURES,
     CLOCK,
+    FORM_KEY,
     JINJA,
     LIMITER,
     METRICS,
     OPENAPI,
+    PROXIES,
     READINESS,
     ROLE,
     SESSIONS,
@@ -100,19 +107,57 @@ def quiet_parse_errors() -> None:
         server_log.addFilter(_NoRequestEcho())
 
 
+class _NoEchoRequestHandler(RequestHandler):
+    """aiohttp answers a request it cannot parse (a header too long, a control character in
+    one) with the parser's message, which quotes the offending bytes (``Bearer <token
+    prefix>``), and with none of the security headers. This one answers with a fixed JSON
+    body and the same headers as every other response."""
+
+    __slots__ = ()
+
+    def handle_error(
+        self,
+        request: BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        super().handle_error(request, status, exc, "")  # logs (without the bytes) and checks the writer
+        text = "internal error" if status >= 500 else "the request could not be parsed"
+        resp = errors.error_response(status, text)
+        security_headers(resp.headers, html=False)
+        if request.secure:
+            resp.headers["Strict-Transport-Security"] = HSTS
+        resp.force_close()
+        return resp
+
+
+class _NoEchoServer(Server):
+    def __call__(self) -> RequestHandler:
+        return _NoEchoRequestHandler(self, loop=self._loop, **self._kwargs)
+
+
+class _Runner(web.AppRunner):
+    async def _make_server(self) -> Server:
+        server = await super()._make_server()
+        server.__class__ = _NoEchoServer
+        return server
+
+
 def app_runner(app: web.Application, settings: ApiSettings) -> web.AppRunner:
     """The runner for ``app``: no access log, and ``settings.header_timeout`` as the keep-alive
     timeout, which aiohttp also applies to a new connection until its first request is complete
-    (a client holding half-open connections loses them after that long)."""
+    (a client holding half-open connections loses them after that long). A request that cannot
+    be parsed is answered without echoing its bytes (:class:`_NoEchoRequestHandler`)."""
     quiet_parse_errors()
-    return web.AppRunner(app, access_log=None, keepalive_timeout=settings.header_timeout)
+    return _Runner(app, access_log=None, keepalive_timeout=settings.header_timeout)
 
 
 def _auth(settings: ApiSettings, tokens: auth.TokenSet) -> Any:
     @web.middleware
     async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
         if settings.auth and not auth.is_open(request.path):
-            client = auth.client_address(request, trust_forwarded=settings.trust_forwarded_headers)
+            client = request.app[PROXIES].client(request)
             wait = request.app[LIMITER].blocked(client)
             if wait > 0:
                 request.app[AUTH_FAILURES]("rate_limited")
@@ -136,6 +181,63 @@ def _auth(settings: ApiSettings, tokens: auth.TokenSet) -> Any:
     return middleware
 
 
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
+
+
+def _forms_guard() -> Any:
+    """Cross-site request forgery: a state-changing request that is not carrying a bearer
+    token (a browser's: a session cookie, or nothing in the ``--no-auth`` demo) must come
+    from these pages. Its ``Origin`` (else its ``Referer``) must name this site, an absent
+    or ``null`` one being refused; a form must also carry the CSRF token the pages put in
+    every form (:func:`agent.api.auth.form_token`; the sign-in form has its own
+    double-submit token). A bearer token is never sent by a browser on its own, so API
+    clients (curl, scripts) need neither; an ``Origin`` they do send must still be this site."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.method in UNSAFE_METHODS:
+            bearer = "Authorization" in request.headers
+            problem = auth.cross_site(request, required=not bearer)
+            if problem is not None:
+                request.app[AUTH_FAILURES]("cross_site")
+                return _refuse(request, 403, problem)
+            if not bearer and request.path != "/login" and request.content_type in FORM_TYPES:
+                form = await request.post()
+                field = form.get("csrf")
+                if not auth.csrf_ok(auth.form_token(request), field if isinstance(field, str) else None):
+                    request.app[AUTH_FAILURES]("csrf")
+                    return _refuse(request, 403, "this form needs the CSRF token of a page of this site")
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    return middleware
+
+
+def _host_guard(settings: ApiSettings) -> Any:
+    """Without authentication (the demo) the ``Host`` a browser sends must be an address this
+    server listens on (or the public URL's): a page on another site whose name was
+    re-pointed at 127.0.0.1 (DNS rebinding) is then refused instead of reading and
+    changing this one."""
+    public = urlsplit(settings.public_url) if settings.public_url else None
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+        sock = request.transport.get_extra_info("sockname") if request.transport else None
+        if not auth.host_allowed(request.host, sock, listen_host=settings.host, public=public):
+            return _refuse(request, 421, "this server does not answer to that Host")
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    return middleware
+
+
+def _refuse(request: web.Request, status: int, message: str) -> web.Response:
+    if errors.wants_json(request):
+        return errors.error_response(status, message)
+    return web.Response(status=status, text=message + "\n", content_type="text/plain")
+
+
 @web.middleware
 async def _security_headers(request: web.Request, handler: Any) -> web.StreamResponse:
     try:
@@ -152,17 +254,29 @@ def _decorate(request: web.Request, response: web.StreamResponse) -> None:
     if response.prepared:
         return
     h = response.headers
+    proxies = request.app.get(PROXIES)
+    if request.secure or (proxies is not None and proxies.forwarded_tls(request)):
+        h.setdefault("Strict-Transport-Security", HSTS)
+    security_headers(h, html=(response.content_type or "").startswith("text/html"), static=request.path.startswith("/static/"))
+
+
+HSTS = "max-age=31536000"
+CSP = (
+    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+def security_headers(h: Any, *, html: bool, static: bool = False) -> None:
+    """The headers every response carries (pages, API, errors, and the answers to requests
+    that could not even be parsed)."""
     h.setdefault("X-Content-Type-Options", "nosniff")
     h.setdefault("Referrer-Policy", "no-referrer")
     h.setdefault("X-Frame-Options", "DENY")
-    if not request.path.startswith("/static/"):
+    if not static:
         h.setdefault("Cache-Control", "no-store")
-    if (response.content_type or "").startswith("text/html"):
-        h.setdefault(
-            "Content-Security-Policy",
-            "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
-            "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-        )
+    if html:
+        h.setdefault("Content-Security-Policy", CSP)
 
 
 def create_app(
@@ -207,13 +321,17 @@ def create_app(
             errors.error_middleware,
             _size_limit(settings.max_request_bytes),
             _body_within(settings.body_timeout),
+            *([] if settings.auth else [_host_guard(settings)]),
             _auth(settings, tokens),
+            _forms_guard(),
         ],
     )
     app[SESSIONS] = sessions
     app[SETTINGS] = settings
     app[TOKENS] = tokens
     app[SIGNINS] = auth.Sessions()
+    app[FORM_KEY] = secrets.token_bytes(32)
+    app[PROXIES] = auth.ProxyTrust(settings.trusted_proxies, any_peer=settings.trust_forwarded_headers)
     rate = settings.auth_failures_per_minute
     app[LIMITER] = auth.FailureLimiter(burst=max(1, int(rate)), per_minute=rate)
     app[AUTH_FAILURES] = lambda reason: failures.labels(reason).inc()

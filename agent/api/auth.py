@@ -8,8 +8,8 @@
   id; the server enforces its expiry, ``POST /logout`` revokes it, and a
   session from another token set (the tokens changed) is never accepted. The
   cookie is ``Secure`` when the request came over TLS (directly, or through a
-  proxy saying ``X-Forwarded-Proto: https`` when ``--trust-forwarded-headers``
-  is on) or the public URL is ``https://``. The sign-in and sign-out forms
+  trusted proxy saying ``X-Forwarded-Proto: https``, see :class:`ProxyTrust`)
+  or the public URL is ``https://``. The sign-in and sign-out forms
   carry a CSRF token (double-submit: a random cookie and the same value in the
   form).
 
@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import SplitResult, urlsplit
 
 from aiohttp import web
 
@@ -121,6 +123,61 @@ def csrf_ok(cookie: str | None, field: str | None) -> bool:
     return bool(cookie) and bool(field) and hmac.compare_digest(str(cookie), str(field))
 
 
+def form_token(request: web.Request) -> str:
+    """The CSRF token of the pages' forms: bound to the sign-in session when there is one,
+    else to this process (the ``--no-auth`` demo), signed with a per-process key."""
+    from agent.api.keys import FORM_KEY, SIGNINS, TOKENS
+
+    session = request.cookies.get(COOKIE)
+    if session and request.app[SIGNINS].valid(session, request.app[TOKENS]):
+        return request.app[SIGNINS].csrf_token(session)
+    return hmac.new(request.app[FORM_KEY], b"anonymous", hashlib.sha256).hexdigest()
+
+
+def cross_site(request: web.Request, *, required: bool = True) -> str | None:
+    """Why a state-changing request is not from these pages (None: it is): its ``Origin``,
+    else its ``Referer``, must be present (when ``required``), not ``null``, and name this host."""
+    origin = request.headers.get("Origin") or request.headers.get("Referer")
+    if origin is None:
+        if not required:
+            return None
+        return "a state-changing request needs an Origin or Referer header naming this site"
+    if origin.strip().lower() == "null":
+        return "a state-changing request from an opaque origin (Origin: null) is refused"
+    try:
+        netloc = urlsplit(origin).netloc.lower()
+    except ValueError:
+        netloc = ""
+    # The host alone: behind a proxy that terminates TLS the scheme seen here differs.
+    if not netloc or netloc != request.host.lower():
+        return "cross-site request refused: its Origin is not this site"
+    return None
+
+
+def host_allowed(
+    host_header: str, sockname: Any, *, listen_host: str, public: SplitResult | None
+) -> bool:
+    """Whether ``Host`` names this server: ``localhost``, the listen address or the address the
+    connection came in on, at the port it came in on; or the public URL's host and port."""
+    try:
+        parts = urlsplit("//" + host_header)
+        name, port = (parts.hostname or "").lower(), parts.port
+    except ValueError:
+        return False
+    if public is not None and public.hostname:
+        try:
+            public_port = public.port or (443 if public.scheme == "https" else 80)
+        except ValueError:
+            public_port = None
+        if name == public.hostname.lower() and (port or (443 if public.scheme == "https" else 80)) == public_port:
+            return True
+    if not sockname:
+        return False
+    local_ip, local_port = str(sockname[0]).lower(), int(sockname[1])
+    names = {"localhost", "127.0.0.1", "::1", local_ip, listen_host.lower()} - {"", "0.0.0.0", "::"}
+    return name in names and (port or 80) == local_port
+
+
 def is_open(path: str) -> bool:
     return path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)
 
@@ -139,24 +196,72 @@ def authenticate(request: web.Request, tokens: TokenSet, sessions: Sessions) -> 
     return False, None
 
 
-def came_over_tls(request: web.Request, *, trust_forwarded: bool, public_url: str = "") -> bool:
-    """Whether the browser's connection is TLS: this server's own, a proxy's ``X-Forwarded-Proto``
-    (only when told to trust it), or an ``https://`` public URL."""
-    if request.secure or public_url.startswith("https://"):
-        return True
-    if trust_forwarded:
-        proto = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
-        return proto == "https"
-    return False
+class ProxyTrust:
+    """Which forwarded headers to believe, and from whom.
+
+    A client writes whatever it likes into ``X-Forwarded-For``; each proxy appends the
+    address it received the request from. So the list is read **from the right**, as
+    reverse-proxy middlewares do (nginx's ``real_ip_recursive``, Go's
+    ``X-Forwarded-For`` guidance, werkzeug's ``ProxyFix``): the headers are believed only
+    when the peer itself is a trusted proxy, and the client is the rightmost hop that is
+    not one. With ``--trusted-proxies CIDR…`` the trusted proxies are those networks;
+    with ``--trust-forwarded-headers`` alone, the peer is taken to be the one proxy in
+    front, so the client is the rightmost hop (the one that proxy wrote).
+    ``X-Forwarded-Proto`` is read from the right too (what the nearest proxy says)."""
+
+    __slots__ = ("any_peer", "networks")
+
+    def __init__(self, networks: Iterable[str] = (), *, any_peer: bool = False) -> None:
+        self.networks = tuple(ipaddress.ip_network(n, strict=False) for n in networks)
+        self.any_peer = any_peer and not self.networks
+
+    @property
+    def enabled(self) -> bool:
+        return self.any_peer or bool(self.networks)
+
+    def _trusted(self, address: str | None) -> bool:
+        if not address:
+            return False
+        try:
+            ip = ipaddress.ip_address(address.strip().strip("[]"))
+        except ValueError:
+            return False
+        return any(ip in n for n in self.networks if n.version == ip.version)
+
+    def peer_trusted(self, request: web.Request) -> bool:
+        return self.any_peer or self._trusted(request.remote)
+
+    @staticmethod
+    def _values(request: web.Request, name: str) -> list[str]:
+        return [v.strip() for h in request.headers.getall(name, ()) for v in h.split(",") if v.strip()]
+
+    def client(self, request: web.Request) -> str:
+        """The client to rate-limit: the peer, or the rightmost untrusted ``X-Forwarded-For`` hop."""
+        peer = request.remote or "unknown"
+        if not self.peer_trusted(request):
+            return peer
+        hops = self._values(request, "X-Forwarded-For")
+        if not hops:
+            return peer
+        if self.any_peer:
+            return hops[-1][:64]
+        for hop in reversed(hops):
+            if not self._trusted(hop):
+                return hop[:64]
+        return hops[0][:64]  # every hop is a proxy of ours: the leftmost is the origin
+
+    def forwarded_tls(self, request: web.Request) -> bool:
+        """Whether a trusted proxy says the browser's connection was TLS."""
+        if not self.peer_trusted(request):
+            return False
+        protos = self._values(request, "X-Forwarded-Proto")
+        return bool(protos) and protos[-1].lower() == "https"
 
 
-def client_address(request: web.Request, *, trust_forwarded: bool) -> str:
-    """The client to rate-limit: the peer, or the first ``X-Forwarded-For`` hop when trusted."""
-    if trust_forwarded:
-        forwarded = request.headers.get("X-Forwarded-For", "").split(",")[0].strip()
-        if forwarded:
-            return forwarded[:64]
-    return request.remote or "unknown"
+def came_over_tls(request: web.Request, *, proxies: ProxyTrust, public_url: str = "") -> bool:
+    """Whether the browser's connection is TLS: this server's own, a trusted proxy's
+    ``X-Forwarded-Proto``, or an ``https://`` public URL."""
+    return request.secure or public_url.startswith("https://") or proxies.forwarded_tls(request)
 
 
 class FailureLimiter:

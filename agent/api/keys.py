@@ -9,7 +9,7 @@ import jinja2
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from agent.api.auth import FailureLimiter, Sessions, TokenSet
+from agent.api.auth import FailureLimiter, ProxyTrust, Sessions, TokenSet
 from agent.api.metrics import HttpMetrics
 from agent.settings import ApiSettings
 
@@ -33,6 +33,8 @@ OPENAPI = web.AppKey("openapi", bytes)
 ROLE: web.AppKey[Role] = web.AppKey("role")
 SIGNINS = web.AppKey("signins", Sessions)
 LIMITER = web.AppKey("limiter", FailureLimiter)
+PROXIES = web.AppKey("proxies", ProxyTrust)
+FORM_KEY = web.AppKey("form_key", bytes)  # signs the pages' CSRF tokens (per process)
 AUTH_FAILURES: web.AppKey[Callable[[str], None]] = web.AppKey("auth_failures")
 DEMO_APPLY: web.AppKey[DemoApply] = web.AppKey("demo_apply")  # set by the demo alone
 DEMO_CHANGES: web.AppKey[DemoChanges] = web.AppKey("demo_changes")  # set by the demo alone

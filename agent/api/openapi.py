@@ -225,8 +225,9 @@ SCHEMAS: dict[str, Any] = {
             "reason": {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": r"\S"},
             "duration": {
                 "type": "string",
-                "pattern": r"^(?:[0-9]+d)?(?:[0-9]+h)?(?:[0-9]+m)?$",
-                "description": "30m, 2h, 1h30m or 7d (at least a minute, at most 365 days).",
+                "maxLength": 64,
+                "pattern": r"^(?:[0-9]{1,15}(?:\.[0-9]{1,9})?(?:ms|s|m|h|d|w))+$",
+                "description": "30m, 2h, 1h30m, 7d or 2w (at least a minute, at most 365 days).",
             },
             "expires_at": {"type": "string", "format": "date-time"},
             "created_by": {"type": "string", "maxLength": 253},

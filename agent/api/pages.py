@@ -13,10 +13,11 @@ import logging
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import jinja2
 from aiohttp import web
+from markupsafe import Markup
 from multidict import MultiDict
 
 from agent.api import auth
@@ -29,6 +30,7 @@ from agent.api.keys import (
     DEMO_CHANGES,
     JINJA,
     LIMITER,
+    PROXIES,
     SESSIONS,
     SETTINGS,
     SIGNINS,
@@ -113,11 +115,14 @@ def render(
 
     session = request.cookies.get(auth.COOKIE) if settings.auth else None
     signed_in = bool(session) and request.app[SIGNINS].valid(str(session), request.app[TOKENS])
+    form_token = auth.form_token(request)
     body = env.get_template(template).render(
         now=request.app[CLOCK](),
         auth_enabled=settings.auth,
         signed_in=signed_in,
-        signout_csrf=request.app[SIGNINS].csrf_token(str(session)) if signed_in else "",
+        signout_csrf=form_token,
+        # every state-changing form of the pages carries it: {{ csrf_field }}
+        csrf_field=Markup(f'<input type="hidden" name="csrf" value="{form_token}">'),
         static=static_url,
         **ctx,
     )
@@ -146,9 +151,7 @@ def login_page(
 
 def _tls(request: web.Request) -> bool:
     settings = request.app[SETTINGS]
-    return auth.came_over_tls(
-        request, trust_forwarded=settings.trust_forwarded_headers, public_url=settings.public_url
-    )
+    return auth.came_over_tls(request, proxies=request.app[PROXIES], public_url=settings.public_url)
 
 
 @routes.get("/")
@@ -169,7 +172,7 @@ async def login(request: web.Request) -> web.Response:
         return login_page(request, status=403, failed=False)
     token = str(form.get("token", "")).strip()
     target = auth.safe_next(str(form.get("next", "")))
-    client = auth.client_address(request, trust_forwarded=request.app[SETTINGS].trust_forwarded_headers)
+    client = request.app[PROXIES].client(request)
     wait = request.app[LIMITER].blocked(client)
     if wait > 0:
         request.app[AUTH_FAILURES]("rate_limited")
@@ -378,15 +381,13 @@ async def remedy_apply_manifest(request: web.Request) -> web.Response:
 
 
 def same_origin(request: web.Request) -> None:
-    """Forms that change state are posted from these pages only: a browser's ``Origin`` (or
-    ``Referer``), when it sends one, must be this site (the session cookie is SameSite=Lax too,
-    and the CSP allows ``form-action 'self'`` alone)."""
-    origin = request.headers.get("Origin") or request.headers.get("Referer")
-    if origin is None or origin == "null":
-        return
-    # The host alone: behind a proxy that terminates TLS the scheme seen here differs.
-    if urlsplit(origin).netloc.lower() != request.host.lower():
-        raise web.HTTPForbidden(text="cross-site form post refused")
+    """Forms that change state are posted from these pages only. The app's forms guard
+    (``agent.api.app._forms_guard``) already refused anything else before a handler runs;
+    this is kept for handlers mounted on other apps (the demo's apply action)."""
+    if request.method in ("POST", "PUT", "PATCH", "DELETE"):
+        problem = auth.cross_site(request, required="Authorization" not in request.headers)
+        if problem is not None:
+            raise web.HTTPForbidden(text=problem)
 
 
 @routes.get("/silences")

@@ -62,14 +62,14 @@ FILTER_PARAMS = (
 )
 LIST_PARAMS = (*FILTER_PARAMS, "sort", "limit", "cursor")
 
-_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+_RFC3339 = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})")
 
 
 def parse_time(parameter: str, raw: str) -> datetime:
     """An RFC 3339 date-time (``2024-05-01T12:00:00Z``, any offset) as UTC.
 
     A leap second (``:60``) is read as ``:59.999999``."""
-    m = _RFC3339.match(raw)
+    m = _RFC3339.fullmatch(raw)
     if not m:
         raise bad_parameter(
             parameter, f"{parameter} must be an RFC 3339 date-time such as 2024-05-01T12:00:00Z"
@@ -96,7 +96,7 @@ def parse_time(parameter: str, raw: str) -> datetime:
 def _text(parameter: str, raw: str) -> str:
     if len(raw) > MAX_LENGTHS[parameter]:
         raise bad_parameter(parameter, f"{parameter} is longer than {MAX_LENGTHS[parameter]} characters")
-    if not _COMPILED[parameter].match(raw):
+    if not _COMPILED[parameter].fullmatch(raw):
         raise bad_parameter(parameter, f"{parameter} {raw[:60]!r} does not match {PATTERNS[parameter]}")
     return raw
 

@@ -20,7 +20,8 @@ from aiohttp import web
 
 from agent.api.errors import ApiError, bad_parameter, json_response
 from agent.api.keys import CLOCK, SESSIONS
-from agent.api.params import parse_id, single_values
+from agent.api.params import parse_id, parse_time, single_values
+from analyzers.bounds import OutOfBounds
 from storage.silences import (
     InvalidSilence,
     SilenceSpec,
@@ -60,14 +61,14 @@ def spec_from(body: Any, *, now: datetime, created_by: str) -> SilenceSpec:
     if duration:
         try:
             expires_at = now + parse_duration(duration)
-        except ValueError as exc:
-            raise InvalidSilence("duration", str(exc)) from None
+        except OutOfBounds as exc:
+            raise InvalidSilence("duration", exc.message) from None
     else:
         try:
-            expires_at = datetime.fromisoformat(str(expires).replace("Z", "+00:00"))
-        except ValueError:
+            expires_at = parse_time("expires_at", str(expires)[:64])
+        except ApiError:
             raise InvalidSilence(
-                "expires_at", f"{str(expires)[:64]!r} is not an RFC 3339 timestamp"
+                "expires_at", f"{str(expires)[:64]!r} is not an RFC 3339 timestamp such as 2026-01-02T15:04:05Z"
             ) from None
     return SilenceSpec(
         reason=body.get("reason") or "",

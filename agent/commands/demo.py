@@ -57,11 +57,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--once", action="store_true", help="play every timeline to the end, print the incidents, exit"
     )
     p.add_argument("--json", action="store_true", help="with --once: print the incidents as a JSON array")
-    p.add_argument("--speed", type=float, default=1.0, help="timeline speed factor (default 1: real time)")
+    p.add_argument("--speed", default="1", help="timeline speed factor, more than 0 and at most 1000 (default 1: real time)")
     p.add_argument("--scenario", action="append", metavar="NAME", help="only these scenarios (default: all)")
     p.add_argument(
         "--auto-fix-after",
-        type=float,
         metavar="SECONDS",
         default=None,
         help="interactive demo: apply an open incident's first verified remedy after this many seconds "
@@ -81,14 +80,17 @@ def run(args: argparse.Namespace) -> int:
             logging.getLogger(name).setLevel(logging.ERROR)
     if args.grace is None:
         args.grace = "0"  # the scenarios' pods have been pending since the past
-    if args.speed <= 0:
-        from agent.cli import UserError
+    from agent.cli import UserError
+    from analyzers import bounds
 
-        raise UserError("--speed must be positive")
-    if args.auto_fix_after is not None and args.auto_fix_after < 0:
-        from agent.cli import UserError
-
-        raise UserError("--auto-fix-after must be zero or more seconds")
+    try:
+        args.speed = bounds.number("--speed", args.speed, minimum=0.0, maximum=1000.0, exclusive_minimum=True)
+        if args.auto_fix_after is not None:
+            args.auto_fix_after = bounds.seconds(
+                "--auto-fix-after", args.auto_fix_after, minimum=0.0, maximum=86400.0
+            )
+    except bounds.OutOfBounds as exc:
+        raise UserError(str(exc)) from None
     if args.listen is None:
         args.listen = "127.0.0.1:0" if args.once else "127.0.0.1:8080"
     with tempfile.TemporaryDirectory(prefix="unstick-demo-") as tmp:

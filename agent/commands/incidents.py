@@ -30,8 +30,9 @@ from storage.queries import STATUSES, InvalidCursor, get_incident, list_incident
 from storage.views import incident_detail_dict, incident_dict
 
 _FLAG_OF = {"q": "--search", "rule_id": "--rule"}
-_RELATIVE = re.compile(r"^(\d{1,12})([smhdw])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_RELATIVE = re.compile(r"[0-9]{1,15}[smhdw]")
+MAX_AGO = timedelta(days=100 * 365)
+"""Furthest back ``--since``/``--until`` may reach as a duration ago."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ls.add_argument("--until", help="first seen before: RFC 3339 time or a duration ago")
     ls.add_argument("-q", "--search", dest="q", metavar="TEXT", help="text in the title or explanation")
     ls.add_argument("--sort", choices=SORTS, default=None)
-    ls.add_argument("--limit", type=int, default=50, help="page size (default 50, at most 200)")
+    ls.add_argument("--limit", default="50", help="page size (default 50, at most 200)")
     ls.add_argument("--cursor", help="next_cursor of a previous --json page")
     ls.add_argument("--json", action="store_true", help="print the API's JSON")
     ls.set_defaults(func=run_list)
@@ -78,14 +79,15 @@ def _time_arg(flag: str, value: str | None, now: datetime) -> str | None:
     naming the accepted forms."""
     if value is None:
         return None
-    m = _RELATIVE.match(value.strip())
-    if m:
+    if _RELATIVE.fullmatch(value):
+        from analyzers import bounds
+
         try:
-            when = now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
-        except OverflowError:
-            raise UserError(f"{flag}: {value!r} reaches before year 1") from None
-        return when.isoformat().replace("+00:00", "Z")
-    if not re.match(r"^\d{4}-", value):
+            ago = bounds.duration(flag, value, minimum=timedelta(0), maximum=MAX_AGO)
+        except bounds.OutOfBounds as exc:
+            raise UserError(str(exc)) from None
+        return (now - ago).isoformat().replace("+00:00", "Z")
+    if not re.match(r"[0-9]{4}-", value):
         raise UserError(f"{flag}: {value[:40]!r}: expected {_TIME_FORMS}")
     return value
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # kubectl's DefaultErrorExitCode
+EXIT_USAGE = 2  # a flag given a bad value
 
 # kubectl's names and short names for the kinds a target may name.
 _TARGET_KINDS = {
@@ -130,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
     p.add_argument(
-        "--request-timeout", metavar="SECONDS", type=float, default=30.0, help="per request (default 30)"
+        "--request-timeout", metavar="SECONDS", default="30", help="per request: 30, 1.5, 2m (default 30)"
     )
     return p
 
@@ -442,6 +443,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from agent.commands.analyze import print_human
     from agent.logs import configure_logging
+    from analyzers import bounds
+
+    try:
+        args.request_timeout = bounds.seconds(
+            "--request-timeout", args.request_timeout, minimum=0.001, maximum=3600.0
+        )
+    except bounds.OutOfBounds as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
     configure_logging("ERROR", "text")  # the report and kubectl-style errors only
     try:

@@ -59,13 +59,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _with_session(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]]) -> T:
     from agent.commands.incidents import _check_schema
-    from storage.engine import create_engine, create_sessionmaker, redact_db_url
+    from agent.database import open_engine
+    from storage.engine import create_sessionmaker, redact_db_url
     from storage.migrate import current_revision, head_revision
 
     settings = Settings.from_args(args)
 
     async def go() -> T:
-        engine = create_engine(settings.db.url)
+        engine = await open_engine(settings.db.url, create=False)  # a missing file stays missing
         try:
             await _check_schema(engine, settings.db.url)
             if await current_revision(engine) != head_revision():
@@ -156,13 +157,16 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_rm(args: argparse.Namespace) -> int:
+    from analyzers import bounds
     from storage.silences import delete_silence
 
-    if not args.id.isdigit() or not 1 <= int(args.id) <= 2**63 - 1:
-        raise UserError(f"id: {args.id!r} is not a silence id (a positive integer)")
+    try:
+        silence_id = bounds.count("id", args.id, minimum=1, maximum=2**63 - 1)
+    except bounds.OutOfBounds as exc:
+        raise UserError(str(exc)) from None
 
     async def work(session: Any) -> bool:
-        return await delete_silence(session, int(args.id))
+        return await delete_silence(session, silence_id)
 
     if not _with_session(args, work):
         raise UserError(f"id: there is no silence {args.id}")

@@ -47,6 +47,7 @@ from agent.notify.slack import (
 from agent.notify.webhook import RESERVED_HEADERS, WebhookSink
 from agent.notify.worker import OutboxWorker, RetryPolicy
 from agent.settings import Secret, SettingsError
+from analyzers import bounds
 
 MIN_WEBHOOK_SECRET = 16
 MAX_SECRET_FILE = 64 * 1024
@@ -221,22 +222,18 @@ class NotifySettings:
         raw_attempts = opt("notify_max_attempts", "UNSTICK_NOTIFY_MAX_ATTEMPTS")
         if raw_attempts is not None:
             try:
-                max_attempts = int(raw_attempts)
-                if max_attempts < 1:
-                    raise ValueError
-            except ValueError:
-                errors.append(
-                    f"--notify-max-attempts {raw_attempts!r}: expected a whole number of at least 1"
+                max_attempts = bounds.count(
+                    "--notify-max-attempts / UNSTICK_NOTIFY_MAX_ATTEMPTS", raw_attempts, minimum=1, maximum=1000
                 )
+            except bounds.OutOfBounds as exc:
+                errors.append(str(exc))
         lease = 60.0
         raw_lease = env.get("UNSTICK_NOTIFY_LEASE_SECONDS")
         if raw_lease:
             try:
-                lease = float(raw_lease)
-                if lease < 2:
-                    raise ValueError
-            except ValueError:
-                errors.append(f"UNSTICK_NOTIFY_LEASE_SECONDS={raw_lease!r}: expected seconds, at least 2")
+                lease = bounds.seconds("UNSTICK_NOTIFY_LEASE_SECONDS", raw_lease, minimum=2.0, maximum=3600.0)
+            except bounds.OutOfBounds as exc:
+                errors.append(str(exc))
 
         console = bool(flags.get("notify_console")) or env.get("UNSTICK_NOTIFY_CONSOLE", "").lower() in (
             "1",
@@ -330,7 +327,7 @@ def _rule_ids() -> set[str]:
 
 
 def _valid_channel(channel: str) -> bool:
-    return bool(_CHANNEL_NAME.match(channel) or _CHANNEL_ID.match(channel))
+    return bool(_CHANNEL_NAME.fullmatch(channel) or _CHANNEL_ID.fullmatch(channel))
 
 
 def _is_http_url(value: str) -> bool:
@@ -384,7 +381,7 @@ def _read_headers(path: str, errors: list[str]) -> list[tuple[str, Secret]]:
             continue
         name, colon, value = line.partition(":")
         name = name.strip()
-        if not colon or not _HEADER_NAME.match(name):
+        if not colon or not _HEADER_NAME.fullmatch(name):
             errors.append(f"--webhook-headers-file {path}: line {n}: expected 'Name: value'")
         elif name.lower() in RESERVED_HEADERS:
             errors.append(f"--webhook-headers-file {path}: line {n}: {name} is set by unstick itself")

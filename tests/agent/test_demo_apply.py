@@ -70,8 +70,31 @@ async def test_an_incident_stays_open_until_its_remedy_is_applied_from_the_page(
                 (await _incident(http, base))["remedies"]
             )
             assert "Uncordon node-1".lower() in html.lower()
+            csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', html)
+            assert csrf is not None
+            # The no-auth demo is still no open door: another site's form (its Origin, an opaque
+            # Origin: null, none at all, or no CSRF token) applies nothing, and a page reached
+            # through another name (DNS rebinding: Host is not this server) is refused.
+            for headers, data in (
+                ({"Origin": "https://evil.example"}, {"remedy": "0", "csrf": csrf.group(1)}),
+                ({"Origin": "null"}, {"remedy": "0", "csrf": csrf.group(1)}),
+                ({}, {"remedy": "0", "csrf": csrf.group(1)}),
+                ({"Origin": base}, {"remedy": "0"}),
+                ({"Origin": base}, {"remedy": "0", "csrf": "0" * 64}),
+            ):
+                async with http.post(
+                    f"{base}/demo/incidents/1/apply", data=data, headers=headers, allow_redirects=False
+                ) as resp:
+                    assert resp.status == 403, (headers, data)
+            port = base.rsplit(":", 1)[1]
+            async with http.get(f"{base}/incidents/1", headers={"Host": f"rebound.example:{port}"}) as resp:
+                assert resp.status == 421
+            assert (await _incident(http, base))["status"] == "open"
             async with http.post(
-                f"{base}/demo/incidents/1/apply", data={"remedy": "0"}, allow_redirects=False
+                f"{base}/demo/incidents/1/apply",
+                data={"remedy": "0", "csrf": csrf.group(1)},
+                headers={"Origin": base},
+                allow_redirects=False,
             ) as resp:
                 assert resp.status == 303 and resp.headers["Location"] == "/incidents/1"
             async with asyncio.timeout(30):
@@ -85,7 +108,11 @@ async def test_an_incident_stays_open_until_its_remedy_is_applied_from_the_page(
                 html = await resp.text()
             assert 'id="resolution"' in html and "node node-1 was uncordoned" in html
             assert "/demo/incidents/1/apply" not in html  # nothing left to apply
-            async with http.post(f"{base}/demo/incidents/9/apply", data={"remedy": "0"}) as resp:
+            async with http.post(
+                f"{base}/demo/incidents/9/apply",
+                data={"remedy": "0", "csrf": csrf.group(1)},
+                headers={"Origin": base},
+            ) as resp:
                 assert resp.status == 404
     finally:
         out = await _stop(proc)

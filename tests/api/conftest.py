@@ -86,7 +86,15 @@ async def client(
 ) -> AsyncIterator[TestClient]:
     app = create_app(sessions=sessions, settings=api_settings, jinja=build_jinja_env(), clock=lambda: NOW)
     async with TestClient(TestServer(app)) as c:
+        as_browser(c)
         yield c
+
+
+def as_browser(client: TestClient) -> TestClient:
+    """Send ``Origin: <this server>`` on every request, as browsers do on the pages' own form
+    posts (tests of cross-site requests override or drop it)."""
+    client.session.headers["Origin"] = str(client.make_url("")).rstrip("/")
+    return client
 
 
 @pytest.fixture

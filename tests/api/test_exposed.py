@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from agent.api import auth
 from agent.api.app import create_app
 from agent.settings import ApiSettings, Secret
-from tests.api.conftest import TOKEN
+from tests.api.conftest import TOKEN, as_browser
 from tests.api.test_api import login_csrf
 
 
@@ -34,6 +34,7 @@ async def make(sessions: async_sessionmaker[AsyncSession]) -> AsyncIterator:
         api = replace(ApiSettings(tokens=(Secret(TOKEN),)), **settings)  # type: ignore[arg-type]
         client = TestClient(TestServer(create_app(sessions=sessions, settings=api, registry=registry)))
         await client.start_server()
+        as_browser(client)
         clients.append(client)
         return client, registry
 

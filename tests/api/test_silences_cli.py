@@ -109,6 +109,23 @@ def test_bad_input_is_one_line_and_exit_2(
 
 def test_rm_needs_an_id_and_an_upgraded_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["silences", "rm", "--db", f"sqlite+aiosqlite:///{tmp_path}/x.db", "abc"]) == 2
-    assert "id: 'abc' is not a silence id" in capsys.readouterr().err
-    assert main(["silences", "list", "--db", f"sqlite+aiosqlite:///{tmp_path}/empty.db"]) == 2
+    assert "id: 'abc' is not a whole number from 1 to" in capsys.readouterr().err
+    assert main(["silences", "rm", "--db", f"sqlite+aiosqlite:///{tmp_path}/x.db", "²"]) == 2
+    assert "id: '²' is not a whole number" in capsys.readouterr().err  # isdigit() is true, int() refuses
+
+
+@pytest.mark.parametrize("argv", [["list"], ["list", "--all"], ["rm", "1"], ["add", "-n", "ml", "--reason", "r", "--for", "1h"]])
+def test_silences_never_create_a_database(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """Read-only commands (and a write that needs a schema) never create a file at a missing --db."""
+    db = tmp_path / "missing.db"
+    assert main(["silences", argv[0], "--db", f"sqlite+aiosqlite:///{db}", *argv[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nothing was recorded there yet" in err and "Traceback" not in err
+    assert not db.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_silences_on_an_empty_schema_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "empty.db"
+    db.touch()
+    assert main(["silences", "list", "--db", f"sqlite+aiosqlite:///{db}"]) == 2
     assert "empty schema" in capsys.readouterr().err

@@ -44,7 +44,7 @@ def test_every_problem_reported_at_once() -> None:
     [
         (["worker"], "--broker: give the Kafka brokers"),
         (["worker", "--broker", "http://x:1"], "broker URL 'http://x:1'"),
-        (["worker", "--broker", "kafka://x:1", "--partitions", "many"], "--partitions: not a whole number"),
+        (["worker", "--broker", "kafka://x:1", "--partitions", "many"], "--partitions / UNSTICK_STREAM_PARTITIONS: 'many' is not a whole number"),
         (["watch", "--publish", "kafka://x", "--no-auth"], "broker URL 'kafka://x'"),
     ],
 )
