@@ -55,6 +55,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from agent.cache import ClusterCache
 from analyzers.findings import Finding, ObjectRef
+from analyzers.ingest import trigger_from_event
+from analyzers.lifecycle import EVERY_SUBJECT, NotifyPolicy, TrackResult, Trigger
 from analyzers.records import Pod
 from analyzers.remedies import RemedyRenderer
 from analyzers.report import Report, build_report
@@ -62,15 +64,7 @@ from analyzers.resolution import what_changed
 from analyzers.scope import Change, affected_workloads, carry_over, changes
 from analyzers.snapshot import ClusterSnapshot
 from storage.models import Incident, IncidentStatus
-from storage.tracker import (
-    EVERY_SUBJECT,
-    NotifyPolicy,
-    TrackResult,
-    Trigger,
-    track,
-    track_reminders,
-    trigger_from_event,
-)
+from storage.tracker import track, track_reminders
 
 log = logging.getLogger(__name__)
 

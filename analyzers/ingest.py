@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import orjson
 import yaml
 
+from analyzers.lifecycle import Trigger
 from analyzers.quantity import QuantityError, to_units
 from analyzers.records import (
     EMPTY_MAP,
@@ -1608,3 +1609,26 @@ IGNORED_KINDS = frozenset(
         "RuntimeClass",
     }
 )
+
+
+def trigger_from_event(event: Mapping[str, Any]) -> Trigger:
+    """A :class:`~analyzers.lifecycle.Trigger` from a Kubernetes Event as the API returns it
+    (core/v1 or events.k8s.io/v1).
+
+    The key is ``uid:count``, where the count is ``series.count`` when the
+    event recorder aggregated the event into a series, else ``count``
+    (``deprecatedCount`` in events.k8s.io/v1), else 1 (the fields of
+    staging/src/k8s.io/api/core/v1/types.go ``Event`` and
+    staging/src/k8s.io/api/events/v1/types.go, v1.37.2)."""
+    meta = event.get("metadata") or {}
+    uid = str(meta.get("uid") or "")
+    if not uid:
+        raise ValueError("event has no metadata.uid")
+    series = event.get("series") or {}
+    count = series.get("count") or event.get("count") or event.get("deprecatedCount") or 1
+    involved = event.get("involvedObject") or event.get("regarding") or {}
+    pod = ""
+    if involved.get("kind") == "Pod" and involved.get("name"):
+        pod = f"{involved.get('namespace') or ''}/{involved['name']}"
+    message = str(event.get("message") or event.get("note") or "")
+    return Trigger(f"{uid}:{int(count)}", message, pod)

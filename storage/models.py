@@ -33,6 +33,21 @@ from sqlalchemy.ext.asyncio import AsyncAttrs
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
+from analyzers.lifecycle import IncidentStatus, NotificationEvent, TimelineKind
+
+__all__ = [
+    "AppliedEvent",
+    "Base",
+    "Incident",
+    "IncidentStatus",
+    "Notification",
+    "NotificationEvent",
+    "NotificationStatus",
+    "Silence",
+    "TimelineEntry",
+    "TimelineKind",
+]
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -71,33 +86,6 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
-
-
-class IncidentStatus(enum.StrEnum):
-    OPEN = "open"
-    RESOLVED = "resolved"
-
-
-class TimelineKind(enum.StrEnum):
-    OPENED = "opened"
-    UPDATED = "updated"
-    ROOT_CAUSE_CHANGED = "root_cause_changed"
-    SEVERITY_CHANGED = "severity_changed"
-    WAITING = "waiting"  # an autoscaler is adding the capacity it needs: nobody is paged
-    ESCALATED = "escalated"  # the wait ended with the problem still there: paged now
-    RESOLVED = "resolved"
-
-
-class NotificationEvent(enum.StrEnum):
-    """Why a notification is owed (see ``storage.tracker``): never once per Kubernetes event."""
-
-    OPENED = "opened"  # a new incident somebody should act on (after the grace period, not waiting)
-    UPDATED = "updated"  # something a human acts on changed: severity, a new first remedy, pod count
-    ROOT_CAUSE_CHANGED = "root_cause_changed"
-    ESCALATED = "escalated"  # it waited for a scale-up that failed or took too long
-    RESOLVED = "resolved"
-    REMINDER = "reminder"  # still open after the re-notify interval
-    DIGEST = "digest"  # a storm of new incidents in one cluster: one message listing them
 
 
 class NotificationStatus(enum.StrEnum):

@@ -22,21 +22,13 @@ they were while it was open). The detail view adds ``cluster``, ``cause``, ``pod
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 
+from analyzers.lifecycle import IncidentState
+from analyzers.lifecycle import rfc3339 as rfc3339  # where it is defined; storage modules import it from here
 from storage.models import Incident, TimelineEntry
 
 REMEDY_KEYS = ("title", "kind", "yaml", "command", "verified", "verification")
-
-
-def rfc3339(value: datetime | None) -> str | None:
-    """``2024-05-01T12:00:00Z`` (fractional seconds only when present)."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def remedy_dict(raw: dict[str, Any]) -> dict[str, Any]:
@@ -50,7 +42,7 @@ def remedy_dict(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def incident_dict(incident: Incident) -> dict[str, Any]:
+def incident_dict(incident: Incident | IncidentState) -> dict[str, Any]:
     """The incident in the contract's shape, exactly those keys."""
     return {
         "id": incident.id,
@@ -82,7 +74,7 @@ def resolution_dict(raw: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"summary": str(raw.get("summary", "")), "changes": [str(c) for c in raw.get("changes") or ()]}
 
 
-def waiting_dict(incident: Incident) -> dict[str, Any] | None:
+def waiting_dict(incident: Incident | IncidentState) -> dict[str, Any] | None:
     """``{"for": "scale-up", "since": …}`` while waiting (kept if it resolved waiting); else None."""
     if incident.waiting_for is None:
         return None

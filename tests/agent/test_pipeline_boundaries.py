@@ -17,10 +17,9 @@ from agent.fakecluster.samples import deployment, event, node, pod, replicaset
 from agent.kube.watcher import Delta
 from agent.pipeline import Pipeline, PipelineConfig
 from agent.runner import AgentHost
-from analyzers.ingest import Decoder
+from analyzers.ingest import Decoder, trigger_from_event
 from analyzers.snapshot import ClusterState
 from storage.models import Incident, Notification
-from storage.tracker import trigger_from_event
 
 TOO_BIG = (
     "0/2 nodes are available: 2 Insufficient cpu. "

@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from analyzers.findings import Severity
+from analyzers.ingest import trigger_from_event
 from storage.models import AppliedEvent, Incident, Notification, TimelineEntry
 from storage.tracker import (
     EVERY_SUBJECT,
@@ -19,7 +20,6 @@ from storage.tracker import (
     prune_applied_events,
     track,
     track_passes,
-    trigger_from_event,
 )
 from tests.storage.factories import MESSAGE, at, deployment, finding, trigger
 
