@@ -67,6 +67,9 @@ NODE_AFFINITY_MISMATCH: Final = "node-affinity-mismatch"
 UNTOLERATED_TAINT: Final = "untolerated-taint"
 NODE_UNSCHEDULABLE: Final = "node-unschedulable"
 NODE_NAME_MISMATCH: Final = "node-name-mismatch"
+# NodeDeclaredFeatures (beta, on by default 1.36; GA 1.37): the pod needs a node feature the
+# node's status.declaredFeatures does not list.
+NODE_FEATURES_MISSING: Final = "node-features-missing"
 NODE_PORTS: Final = "node-ports"
 POD_AFFINITY_MISMATCH: Final = "pod-affinity-mismatch"
 POD_ANTI_AFFINITY_MISMATCH: Final = "pod-anti-affinity-mismatch"
@@ -120,6 +123,7 @@ ALL_CODES: Final[tuple[str, ...]] = (
     UNTOLERATED_TAINT,
     NODE_UNSCHEDULABLE,
     NODE_NAME_MISMATCH,
+    NODE_FEATURES_MISSING,
     NODE_PORTS,
     POD_AFFINITY_MISMATCH,
     POD_ANTI_AFFINITY_MISMATCH,
@@ -170,6 +174,7 @@ NODE_AFFINITY: Final = "NodeAffinity"
 TAINT_TOLERATION: Final = "TaintToleration"
 NODE_UNSCHEDULABLE_PLUGIN: Final = "NodeUnschedulable"
 NODE_NAME: Final = "NodeName"
+NODE_DECLARED_FEATURES: Final = "NodeDeclaredFeatures"
 NODE_PORTS_PLUGIN: Final = "NodePorts"
 INTER_POD_AFFINITY: Final = "InterPodAffinity"
 POD_TOPOLOGY_SPREAD: Final = "PodTopologySpread"
@@ -236,6 +241,8 @@ CATALOGUE: Final[tuple[tuple[str, str, str | None], ...]] = (
     ("node(s) were unschedulable", NODE_UNSCHEDULABLE, NODE_UNSCHEDULABLE_PLUGIN),
     ("node(s) didn't match the requested node name", NODE_NAME_MISMATCH, NODE_NAME),
     ("node(s) didn't match the requested hostname", NODE_NAME_MISMATCH, NODE_NAME),
+    # nodedeclaredfeatures.go errReasonUnsatisfiedRequirements, v1.36.0+ (UnschedulableAndUnresolvable).
+    ("node(s) didn't match Pod's required features", NODE_FEATURES_MISSING, NODE_DECLARED_FEATURES),
     ("node(s) didn't have free ports for the requested pod ports", NODE_PORTS, NODE_PORTS_PLUGIN),
     ("node(s) didn't match pod affinity rules", POD_AFFINITY_MISMATCH, INTER_POD_AFFINITY),
     ("node(s) didn't match pod anti-affinity rules", POD_ANTI_AFFINITY_MISMATCH, INTER_POD_AFFINITY),
@@ -497,6 +504,9 @@ def classify_reason(text: str) -> ReasonInfo:
         match = _DEVICE_CLASS_RE.match(text)
         if match is not None:
             return ReasonInfo(DRA_CLAIM_MISSING, DYNAMIC_RESOURCES, object_name=match.group(2))
+    if text.startswith("node declared features check failed - unsatisfied requirements: "):
+        # nodedeclaredfeatures.go v1.35 (alpha): the same verdict, naming the features.
+        return ReasonInfo(NODE_FEATURES_MISSING, NODE_DECLARED_FEATURES)
     if text.startswith("found a potential placement "):
         match = PLACEMENT_FOUND_RE.match(text)
         if match is not None:
@@ -568,6 +578,10 @@ _MEANINGS: Final[dict[str, str]] = {
     UNTOLERATED_TAINT: "the node has a NoSchedule or NoExecute taint{taint} that the pod does not tolerate",
     NODE_UNSCHEDULABLE: "the node is cordoned (spec.unschedulable: true), e.g. by kubectl cordon or drain",
     NODE_NAME_MISMATCH: "the pod's spec.nodeName names a different node",
+    NODE_FEATURES_MISSING: (
+        "the pod uses a feature the node does not declare in status.declaredFeatures (a kubelet "
+        "too old or with the feature off)"
+    ),
     NODE_PORTS: "a pod already on the node holds a hostPort this pod asks for",
     POD_AFFINITY_MISMATCH: (
         "the pod's required pod affinity needs a matching pod in the node's topology domain, and there is none"

@@ -147,3 +147,21 @@ def test_a_pod_with_claims_none_deallocatable_reads_still_not_schedulable_until_
         f"0/1 nodes are available: 1 cannot allocate all claims. {note}"
         "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # nodedeclaredfeatures.go v1.36.5/v1.37.2: errReasonUnsatisfiedRequirements
+        "node(s) didn't match Pod's required features",
+        # v1.35.4 (alpha): fmt.Sprintf("node declared features check failed - unsatisfied requirements: %s", ...)
+        "node declared features check failed - unsatisfied requirements: RestartAllContainers",
+    ],
+)
+def test_node_declared_features_rejections_are_read(text: str) -> None:
+    parsed = parse_message(
+        f"0/2 nodes are available: 2 {text}. {PNH.replace('0/1', '0/2').replace(' 1 ', ' 2 ')}"
+    )
+    assert [(r.count, r.code, r.plugin) for r in parsed.reasons] == [
+        (2, "node-features-missing", "NodeDeclaredFeatures")
+    ]
