@@ -31,6 +31,7 @@ import orjson
 from agent.cli import EXIT_OK, UserError
 from analyzers.messages import (
     AUTOSCALER,
+    DISRUPTION_BLOCKED,
     DO_NOT_DISRUPT,
     DRAIN_REFUSED,
     EVICTION,
@@ -419,6 +420,7 @@ _EVICTION_HEADS = {
     NODE_PRESSURE: "The kubelet evicted the pod: its node ran low on a resource (node-pressure eviction).",
     NODE_CONDITION: "The kubelet refused the pod: its node reports a pressure condition (admission).",
     KUBELET_ADMISSION: "The kubelet refused to admit the pod on its node (admission check failed).",
+    DISRUPTION_BLOCKED: "Karpenter will not disrupt (consolidate, expire or replace) this node right now.",
     DRAIN_REFUSED: (
         "kubectl drain refused to start: the node holds pods it may not delete without a flag. Nothing was "
         "evicted, but the node stays cordoned (kubectl uncordon NODE to undo that)."
@@ -434,10 +436,36 @@ _DRAIN_FLAGS = {
 }
 
 
+# What each Karpenter disruption blocker means (analyzers.messages.karpenter_disruption).
+_BLOCKERS = {
+    "nominated": (
+        "a pending pod is nominated to this node (Karpenter's own scheduling simulation placed it there), so "
+        "Karpenter keeps the node until that pod binds"
+    ),
+    "no-node-or-nodeclaim": (
+        "Karpenter tracks only half of the pair: a Node without its NodeClaim or a NodeClaim whose node has not "
+        "registered; it disrupts only complete pairs"
+    ),
+    "not-initialized": "the node is not initialized yet (not Ready, or its resources are not registered)",
+    "deleting": "the node is already being deleted",
+    "already-disrupting": "another disruption command already holds this node",
+    "do-not-disrupt-annotation": "the node carries the karpenter.sh/do-not-disrupt annotation",
+    "not-managed": "the node lacks the karpenter.sh/nodepool label: Karpenter does not manage it",
+    "nodepool-missing": "the node's NodePool no longer exists",
+    "instance-type-unknown": "the node's instance type is not among those Karpenter can resolve",
+    "budget": "the NodePool's disruption budgets allow no disruption now (spec.disruption.budgets)",
+    "unconsolidatable": "consolidation found no cheaper or emptier arrangement that keeps every pod scheduled",
+}
+
+
 def _eviction_lines(parsed: ParsedMessage) -> list[str]:
     ev = parsed.eviction
     assert ev is not None
     lines = [_EVICTION_HEADS.get(ev.kind, "Eviction failure.")]
+    if ev.blocker is not None:
+        lines.append(f"  {ev.detail}")
+        lines.append(f"  {ev.blocker}: {_BLOCKERS.get(ev.blocker, 'see the NodeClaim and Node events')}.")
+        return lines
     if ev.pod and not ev.refusals:
         lines.append(f"  pod: {ev.namespace + '/' if ev.namespace else ''}{ev.pod}")
     if ev.pdb:

@@ -9,6 +9,16 @@ what the question needs, through the one gateway, and prints the same report as
   PersistentVolumeClaims and ResourceClaims;
 * ``deploy/NAME``: the Deployment, its ReplicaSets and pods (by its selector), the same
   cluster-wide placement inputs, the namespace's events, budgets and claims;
+* ``job/``, ``sts/``, ``ds/``, ``rs/``, ``rc/NAME``: the object (and, for a ReplicaSet, its
+  Deployment), every pod its ``spec.selector`` selects, the placement inputs, the namespace's
+  budgets, claims and events; findings about its workload only;
+* ``cronjob/NAME``: the CronJob (existence), the namespace's Jobs it owns and their pods, as
+  for ``job/`` (findings name the Jobs: a Job's pods are what the scheduler sees);
+* ``pdb/NAME``: the budget, what it weighs (the pods it selects, their workloads, the
+  namespace's other budgets and eviction events) and the placement inputs; findings that
+  name this budget;
+* every kind in kubectl's spellings: plural (``jobs/x``), short (``sts/x``, ``cj/x``) and
+  group-qualified (``statefulset.apps/x``, ``deployments.v1.apps/x``);
 * ``node/NAME``: why a drain of it hangs: the pods on it, the budgets and workloads of
   their namespaces, whether replacements fit elsewhere; a node that is not cordoned yet is
   analysed as cordoned (the first step of ``kubectl drain``), said on stderr;
@@ -40,6 +50,7 @@ import yaml
 
 if TYPE_CHECKING:
     from agent.kube.gateway import Gateway, RawObject
+    from analyzers.findings import ObjectRef
     from analyzers.report import Report
     from analyzers.snapshot import ClusterSnapshot, ClusterState
 
@@ -47,20 +58,45 @@ EXIT_OK = 0
 EXIT_ERROR = 1  # kubectl's DefaultErrorExitCode
 EXIT_USAGE = 2  # a flag given a bad value
 
-# kubectl's names and short names for the kinds a target may name.
-_TARGET_KINDS = {
-    "pod": "Pod",
-    "pods": "Pod",
-    "po": "Pod",
-    "deployment": "Deployment",
-    "deployments": "Deployment",
-    "deploy": "Deployment",
-    "deployment.apps": "Deployment",
-    "deployments.apps": "Deployment",
-    "node": "Node",
-    "nodes": "Node",
-    "no": "Node",
+# The kinds a target may name, with every spelling kubectl accepts for them: the kind, its
+# plural and singular resource names, its short names and ``<resource>.<group>``
+# (kubectl api-resources; short names from each registry's ShortNames,
+# pkg/registry/*/storage/storage.go).
+_KIND_SPELLINGS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    # kind: (group, plural, short names)
+    "Pod": ("", "pods", ("po",)),
+    "Deployment": ("apps", "deployments", ("deploy",)),
+    "Node": ("", "nodes", ("no",)),
+    "ReplicaSet": ("apps", "replicasets", ("rs",)),
+    "StatefulSet": ("apps", "statefulsets", ("sts",)),
+    "DaemonSet": ("apps", "daemonsets", ("ds",)),
+    "ReplicationController": ("", "replicationcontrollers", ("rc",)),
+    "Job": ("batch", "jobs", ()),
+    "CronJob": ("batch", "cronjobs", ("cj",)),
+    "PodDisruptionBudget": ("policy", "poddisruptionbudgets", ("pdb",)),
 }
+
+
+def _spellings() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for kind, (group, plural, shorts) in _KIND_SPELLINGS.items():
+        singular = kind.lower()
+        for word in (singular, plural, *shorts):
+            table[word] = kind
+            if group:
+                table[f"{word}.{group}"] = kind
+        table[f"{plural}.{group}" if group else plural] = kind
+        if group:
+            # fully qualified with the version, as kubectl also accepts (deployments.v1.apps)
+            table[f"{plural}.v1.{group}"] = kind
+            table[f"{singular}.v1.{group}"] = kind
+    return table
+
+
+_TARGET_KINDS = _spellings()
+# The workload kinds whose pods a target reads through the object's own selector.
+_SELECTOR_KINDS = ("ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController", "Job")
+_TARGET_HELP = "pod, deploy, sts, ds, rs, rc, job, cronjob, pdb, node"
 # Cluster-scoped inputs every placement question reads (small next to pods).
 _CLUSTER_KINDS = ("Node", "PriorityClass", "StorageClass", "PersistentVolume")
 # Per-namespace inputs for a question about something in that namespace.
@@ -95,6 +131,7 @@ class Reads:
     # (kind, namespace) listed in full ("" namespace: all): ClusterState.mark_collected
     collected: set[tuple[str, str]] = field(default_factory=set)
     not_listed: dict[str, str] = field(default_factory=dict)  # kind -> why its list failed
+    owned_jobs: tuple[str, ...] = ()  # cronjob/NAME: the Jobs it owns
 
 
 class _Parser(argparse.ArgumentParser):
@@ -115,13 +152,22 @@ def build_parser() -> argparse.ArgumentParser:
             "examples:\n"
             "  kubectl unstick pod/web-7d9c -n shop\n"
             "  kubectl unstick deploy/vision-object-tracker -n vision -o yaml\n"
+            "  kubectl unstick job/train-7 -n ml           # why its pods wait\n"
+            "  kubectl unstick statefulset.apps/cassandra -n db\n"
+            "  kubectl unstick pdb/web -n shop           # which evictions it blocks, and why\n"
             "  kubectl unstick node/gpu-node-1          # why draining it hangs\n"
             "  kubectl unstick -A                       # everything stuck, every namespace"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "target", nargs="*", metavar="TYPE/NAME", help="pod/NAME, deploy/NAME or node/NAME (or TYPE NAME)"
+        "target",
+        nargs="*",
+        metavar="TYPE/NAME",
+        help=(
+            "pod/, deploy/, sts/, ds/, rs/, rc/, job/, cronjob/, pdb/ or node/NAME (or TYPE NAME; kubectl's "
+            "plural, short and group-qualified names work too: jobs/x, statefulset.apps/x)"
+        ),
     )
     p.add_argument("-n", "--namespace", help="namespace (default: the kubeconfig context's)")
     p.add_argument("-A", "--all-namespaces", action="store_true", help="everything stuck in every namespace")
@@ -144,13 +190,11 @@ def parse_target(words: Sequence[str]) -> Target:
     elif len(words) == 2 and "/" not in words[0]:
         kind_word, name = words
     else:
-        raise PluginError(
-            f"expected one TYPE/NAME (pod/NAME, deploy/NAME, node/NAME), got {' '.join(words)!r}"
-        )
+        raise PluginError(f"expected one TYPE/NAME ({_TARGET_HELP}: e.g. job/NAME), got {' '.join(words)!r}")
     kind = _TARGET_KINDS.get(kind_word.lower())
     if kind is None:
         raise PluginError(
-            f'the server doesn\'t have a resource type "{kind_word}" that unstick explains (pod, deploy, node)'
+            f'the server doesn\'t have a resource type "{kind_word}" that unstick explains ({_TARGET_HELP})'
         )
     if not name or "/" in name:
         raise PluginError(
@@ -287,6 +331,33 @@ async def read(gw: Gateway, target: Target, namespace: str | None) -> Reads:
                 field_selector="spec.nodeName=",
             )
             await _list(gw, reads, "Event", namespace=namespace)
+        elif target.kind in _SELECTOR_KINDS:
+            assert namespace is not None
+            reads.requests += 1
+            obj = await gw.get(target.kind, target.name, namespace)
+            reads.objects.append(obj)
+            await _owners(gw, reads, obj)  # a ReplicaSet's Deployment: the workload findings name
+            await _workload_inputs(gw, reads, namespace, [obj])
+        elif target.kind == "CronJob":
+            assert namespace is not None
+            reads.requests += 2
+            await gw.get("CronJob", target.name, namespace)  # NotFound says so, as kubectl would
+            jobs = [
+                j
+                for j in (await gw.list_objects("Job", namespace=namespace))["items"]
+                if _owned_by(j, "CronJob", target.name)
+            ]
+            reads.objects.extend(jobs)
+            reads.owned_jobs = tuple((j.get("metadata") or {}).get("name", "") for j in jobs)
+            await _workload_inputs(gw, reads, namespace, jobs)
+        elif target.kind == "PodDisruptionBudget":
+            assert namespace is not None
+            reads.requests += 1
+            await gw.get("PodDisruptionBudget", target.name, namespace)
+            # What the budget weighs: every pod it selects (bound ones are among the placement
+            # inputs), their workloads, the namespace's other budgets and its eviction events.
+            await _placement_inputs(gw, reads)
+            await _namespace_inputs(gw, reads, namespace)
         else:  # Node: why would a drain of it hang
             reads.requests += 1
             await gw.get("Node", target.name)
@@ -301,6 +372,54 @@ async def read(gw: Gateway, target: Target, namespace: str | None) -> Reads:
     except NotFound as exc:
         raise PluginError(f"Error from server (NotFound): {exc}") from None
     return reads
+
+
+def _owned_by(obj: RawObject, kind: str, name: str) -> bool:
+    return any(
+        ref.get("kind") == kind and ref.get("name") == name and ref.get("controller")
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or ()
+    )
+
+
+def label_selector(obj: RawObject) -> str | None:
+    """``spec.selector`` of a workload as a label selector string (the API server's syntax,
+    ``k8s.io/apimachinery/pkg/labels/selector.go``): a ReplicationController's plain map, or
+    ``matchLabels`` and ``matchExpressions`` (In, NotIn, Exists, DoesNotExist). None: no
+    selector (every pod of the namespace)."""
+    selector = (obj.get("spec") or {}).get("selector")
+    if not isinstance(selector, dict) or not selector:
+        return None
+    expressions: list[dict[str, Any]] = []
+    if obj.get("kind") == "ReplicationController":
+        labels = selector
+    else:
+        labels = selector.get("matchLabels") or {}
+        expressions = selector.get("matchExpressions") or []
+    terms = [f"{k}={v}" for k, v in sorted(labels.items())]
+    for expr in expressions:
+        key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
+        if op == "In":
+            terms.append(f"{key} in ({','.join(values)})")
+        elif op == "NotIn":
+            terms.append(f"{key} notin ({','.join(values)})")
+        elif op == "Exists":
+            terms.append(key)
+        elif op == "DoesNotExist":
+            terms.append(f"!{key}")
+    return ",".join(terms) or None
+
+
+async def _workload_inputs(gw: Gateway, reads: Reads, namespace: str, workloads: list[RawObject]) -> None:
+    """What the analyzers need about workloads of one namespace: the placement inputs, the
+    namespace's claims and budgets, every pod each workload selects (pending and bound:
+    budgets count the bound ones) and the namespace's events."""
+    await _placement_inputs(gw, reads)
+    for kind in ("PersistentVolumeClaim", "PodDisruptionBudget"):
+        await _list(gw, reads, kind, namespace=namespace)
+    await _list_claims(gw, reads, namespace)
+    for selector in dict.fromkeys(label_selector(w) for w in workloads):
+        await _list(gw, reads, "Pod", namespace=namespace, label_selector=selector)
+    await _list(gw, reads, "Event", namespace=namespace)
 
 
 async def _owners(gw: Gateway, reads: Reads, obj: RawObject) -> None:
@@ -363,8 +482,34 @@ def claim_notes(snapshot: ClusterSnapshot, reads: Reads) -> list[str]:
     ]
 
 
+def _scope_of(
+    snapshot: ClusterSnapshot, target: Target, namespace: str, owned_jobs: tuple[str, ...]
+) -> frozenset[ObjectRef]:
+    """The workloads a target names, as findings name them: the object itself, and the
+    workload its pods belong to (a ReplicaSet's Deployment; a CronJob's Jobs)."""
+    from analyzers.findings import ObjectRef
+
+    assert target.kind is not None
+    owners = {(target.kind, target.name)} if target.kind != "CronJob" else {("Job", j) for j in owned_jobs}
+    refs = {ObjectRef(kind, namespace, name) for kind, name in owners}
+    for pod in snapshot.pods.values():
+        if (
+            pod.namespace == namespace
+            and pod.owner is not None
+            and (pod.owner.kind, pod.owner.name) in owners
+        ):
+            refs.add(snapshot.workload_of(pod).ref)
+    return frozenset(refs)
+
+
 def report_for(
-    state: ClusterState, target: Target, *, kube_version: str | None, now: float
+    state: ClusterState,
+    target: Target,
+    *,
+    kube_version: str | None,
+    now: float,
+    namespace: str | None = None,
+    owned_jobs: tuple[str, ...] = (),
 ) -> tuple[Report, int]:
     from analyzers.findings import ObjectRef
     from analyzers.report import build_report
@@ -382,7 +527,20 @@ def report_for(
         dep = next(iter(d for d in snapshot.deployments.values() if d.name == target.name), None)
         if dep is not None:
             scope = frozenset({ObjectRef("Deployment", dep.namespace, dep.name)})
+    elif target.kind in (*_SELECTOR_KINDS, "CronJob"):
+        scope = _scope_of(snapshot, target, namespace or "default", owned_jobs)
     report = build_report(snapshot, now=now, kube_version=kube_version, pod_filter=pod_filter, scope=scope)
+    if target.kind == "PodDisruptionBudget":
+        from dataclasses import replace as replaced
+
+        name = target.name
+        findings = tuple(
+            f
+            for f in report.findings
+            if (f.subject.kind, f.subject.name) == ("PodDisruptionBudget", name)
+            or any(isinstance(p, dict) and p.get("name") == name for p in f.evidence.get("pdbs") or ())
+        )
+        report = replaced(report, findings=findings, deployments=())
     if scope is not None:
         findings = tuple(f for f in report.findings if f.subject in scope)
         deployments = tuple(
@@ -435,7 +593,9 @@ async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str]]:
     finally:
         await gw.close()
     notes.extend(claim_notes(state.snapshot(), reads))
-    report, nodes = report_for(state, target, kube_version=version, now=time.time())
+    report, nodes = report_for(
+        state, target, kube_version=version, now=time.time(), namespace=namespace, owned_jobs=reads.owned_jobs
+    )
     return report, nodes, notes
 
 

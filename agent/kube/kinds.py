@@ -175,8 +175,11 @@ KINDS_BY_NAME: Final[dict[str, Kind]] = {k.kind: k for k in ALL_KINDS}
 # agent's own namespace), never listed or watched, so not in ALL_KINDS (whose
 # kinds the ClusterRole grants cluster-wide).
 LEASE: Final = Kind("Lease", "coordination.k8s.io", "v1", "leases", True, watchable=False)
+# Read by ``kubectl unstick cronjob/NAME`` only (its Jobs are what the analyzers see):
+# never listed or watched by the agent, so not in ALL_KINDS.
+CRONJOB: Final = Kind("CronJob", "batch", "v1", "cronjobs", True)
 # Every kind the fake API endpoint serves and kind_for knows.
-SERVED_KINDS: Final[tuple[Kind, ...]] = (*ALL_KINDS, LEASE)
+SERVED_KINDS: Final[tuple[Kind, ...]] = (*ALL_KINDS, LEASE, CRONJOB)
 
 
 def kind_for(name: str, api_version: str | None = None) -> Kind:

@@ -12,6 +12,7 @@ Pure and synchronous: no I/O, no clock.
 
 from analyzers.messages.autoscaler import parse_autoscaler
 from analyzers.messages.eviction import (
+    DISRUPTION_BLOCKED,
     DO_NOT_DISRUPT,
     DRAIN_REFUSED,
     KUBELET_ADMISSION,
@@ -45,6 +46,7 @@ from analyzers.messages.scheduling import (
 __all__ = [
     "ALL_CODES",
     "AUTOSCALER",
+    "DISRUPTION_BLOCKED",
     "DO_NOT_DISRUPT",
     "DRAIN_REFUSED",
     "EVICTION",

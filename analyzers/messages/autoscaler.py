@@ -59,6 +59,17 @@ _KARPENTER_TAINT_RE: Final = re.compile(
 )
 
 
+def _json_field_end(body: str) -> re.Match[str] | None:
+    """Where a message quoted inside a JSON log line ends: the first ``", "key":`` outside
+    the braces of a JSON value the message itself holds (``no instance type satisfied
+    resources {"cpu":"29500m","pods":"1"}``: its ``","pods":`` is not the log line's)."""
+    for match in _JSON_NEXT_FIELD_RE.finditer(body):
+        head = body[: match.start()]
+        if head.count("{") <= head.count("}") and head.count("[") <= head.count("]"):
+            return match
+    return None
+
+
 def _karpenter_info(reason: str, nodepool: str | None) -> ReasonInfo:
     """What one Karpenter clause means, in the scheduler's codes where they agree."""
     lower = reason.lower()
@@ -145,7 +156,7 @@ def parse_autoscaler(text: str) -> ParsedMessage | None:
     if match is not None and start is not None:
         quote_end = quoted_until(text, match.start())
         body = _OVERHEAD_RE.sub("", text[start:quote_end])  # its JSON would look like the log line's
-        json_end = _JSON_NEXT_FIELD_RE.search(body)
+        json_end = _json_field_end(body)
         if json_end is not None:
             body = body[: json_end.start()]
         body = cut_at_next_event(body).strip()

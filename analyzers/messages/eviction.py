@@ -48,6 +48,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
+from analyzers.messages.drain import drain_refusals
+from analyzers.messages.karpenter_disruption import disruption_blocked
 from analyzers.messages.text import cut_at_next_event, until_terminator
 
 PDB_VIOLATION: Final = "pdb-violation"
@@ -57,6 +59,8 @@ NODE_PRESSURE: Final = "node-pressure"
 NODE_CONDITION: Final = "node-condition"
 KUBELET_ADMISSION: Final = "kubelet-admission"
 DRAIN_REFUSED: Final = "drain-refused"
+# Karpenter will not disrupt the node (analyzers.messages.karpenter_disruption: ``blocker`` says why).
+DISRUPTION_BLOCKED: Final = "disruption-blocked"
 OTHER: Final = "other"
 
 _I: Final = re.IGNORECASE
@@ -69,6 +73,16 @@ _KUBECTL_OLD_RE: Final = re.compile(
 _EVICTING_NS_RE: Final = re.compile(r'evicting pod ([^\s/"]+)/([^\s"]+)', _I)
 _EVICTING_OLD_RE: Final = re.compile(r'evicting pod "([^"]+)"', _I)
 _EVICTED_RE: Final = re.compile(r"\bpod/([^\s/]+) evicted\b", _I)
+# Any other wrapper that names the pod after "evict pod" / "evicting pod" / "eviction of pod",
+# with or without namespace and quotes: chaos tools and operators (``evicting pod X failed:``,
+# ``Failed to evict pod X: {<Status JSON>}``, ``error evicting pod ns/X:``). Words that follow
+# "evict pod" in the API's own sentences are not names.
+_WRAPPED_POD_RE: Final = re.compile(
+    r"\bevict(?:ing|ion of)? (?:the )?pods? [\"'`]?"
+    r"(?!(?:as|because|that|which|failed|with|from|in|on|since|due|within|error|is)\b)"
+    r"(?:([a-z0-9][-a-z0-9.]{0,252})/)?([a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)[\"'`]?(?=[\s:,;)]|$)",
+    _I,
+)
 _FAILED_TO_RE: Final = re.compile(
     r'failed to (?:evict|delete|drain) pods? "?([^\s/":,]+)/([^\s":,]+?)"?(?=[\s:,)]|$)', _I
 )
@@ -104,15 +118,6 @@ _NEXT_LINE_RE: Final = re.compile(
     r"\s(?:evicting pod |error when evicting |pod/\S+ evicted|There are pending)", _I
 )
 
-# kubectl drain's filters: "cannot delete <what> (use <flag> to override|ignore): ns/pod, ns/pod".
-_DRAIN_FILTER_RE: Final = re.compile(
-    r"cannot delete (?:cannot delete )?(?P<what>(?:Pods|DaemonSet-managed)[^():]*?)\s*"
-    r"\(use (?P<flag>--[\w-]+) to (?:override|ignore)\):\s*"
-    r"(?P<pods>[^\s/,\[\]]+/[^\s,\[\]]+(?:,\s*[^\s/,\[\]]+/[^\s,\[\]]+)*)",
-    _I,
-)
-
-
 _VIOLATION_MARKERS: Final = (
     "would violate the pod's disruption budget",
     "not enough pod disruption budget",
@@ -130,7 +135,8 @@ class Eviction:
     ``node-condition`` or ``kubelet-admission`` (the kubelet refused to run it),
     ``drain-refused`` (kubectl drain stopped before evicting: ``refusals`` holds
     each kind of pod it may not delete, with the flag that allows it and the pods)
-    or ``other``. ``sync_failed``: the budget's controller could not compute it,
+    ``disruption-blocked`` (Karpenter will not disrupt the node: ``blocker`` names the
+    cause, ``detail`` quotes it) or ``other``. ``sync_failed``: the budget's controller could not compute it,
     so the API allows no eviction whatever the pods' health (``detail`` says why).
     """
 
@@ -146,6 +152,7 @@ class Eviction:
     budgets: tuple[str, ...] = ()
     resource: str | None = None
     refusals: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    blocker: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -163,6 +170,7 @@ class Eviction:
             "refusals": [
                 {"pods_that": what, "flag": flag, "pods": list(pods)} for what, flag, pods in self.refusals
             ],
+            "blocker": self.blocker,
         }
 
 
@@ -179,6 +187,8 @@ _MARKERS: Final = (
     "failed to admit pod",
     "failed to delete pod",
     "failed to drain pod",
+    "to override)",
+    "to ignore)",
 )
 
 
@@ -229,6 +239,10 @@ def _pod_and_namespace(text: str) -> tuple[str | None, str | None, bool, str | N
             if found is not None:
                 pod = found.group(1)
                 break
+    if pod is None:
+        wrapped = _WRAPPED_POD_RE.search(text)
+        if wrapped is not None:
+            namespace, pod = wrapped.group(1), wrapped.group(2)
     return pod, namespace, will_retry, detail
 
 
@@ -258,24 +272,38 @@ def _kubelet(text: str) -> Eviction | None:
 
 
 def _drain_refusal(text: str) -> Eviction | None:
-    """kubectl drain's refusal to start: every kind of pod it may not delete, and which."""
-    refusals = tuple(
-        (m.group("what"), m.group("flag"), tuple(p.strip() for p in m.group("pods").split(",")))
-        for m in _DRAIN_FILTER_RE.finditer(text)
-    )
+    """kubectl drain's refusal to start: every kind of pod it may not delete, and which
+    (analyzers.messages.drain: every wording since 1.4)."""
+    refusals = drain_refusals(text)
     if not refusals:
         return None
-    seen: dict[tuple[str, str], tuple[str, ...]] = {}
-    for what, flag, pods in refusals:  # the summary repeats the error: once per kind
-        seen[(what, flag)] = tuple(dict.fromkeys(seen.get((what, flag), ()) + pods))
-    every_pod = [p for kind_pods in seen.values() for p in kind_pods]
-    namespace, _, name = every_pod[0].partition("/") if len(every_pod) == 1 else ("", "", "")
+    every_pod = [p for _, _, kind_pods in refusals for p in kind_pods]
+    namespace, name = None, None
+    if len(every_pod) == 1:
+        first = every_pod[0]
+        namespace, _, name = first.rpartition("/") if "/" in first else ("", "", first)
     return Eviction(
         DRAIN_REFUSED,
         name or None,
         namespace or None,
-        detail="; ".join(f"{what} ({flag})" for what, flag in seen),
-        refusals=tuple((what, flag, kind_pods) for (what, flag), kind_pods in seen.items()),
+        detail="; ".join(f"{what} ({flag})" for what, flag, _ in refusals),
+        refusals=refusals,
+    )
+
+
+def parse_disruption_blocked(text: str) -> Eviction | None:
+    """Karpenter's refusal to disrupt a node (``DisruptionBlocked``, ``Unconsolidatable``)
+    for a cause other than a pod's budget or annotation; None when ``text`` holds none."""
+    found = disruption_blocked(text)
+    if found is None:
+        return None
+    blocker, cause, wrapped = found
+    return Eviction(
+        DISRUPTION_BLOCKED,
+        None,
+        None,
+        detail=cause if wrapped is None else f"{wrapped} {cause}",
+        blocker=blocker,
     )
 
 
@@ -283,7 +311,7 @@ def parse_eviction(text: str) -> Eviction | None:
     """Parse a cleaned eviction/drain text; None when it does not look like one."""
     if not looks_like_eviction(text):
         return None
-    if "cannot delete" in text.lower():
+    if "(use --" in text:
         refusal = _drain_refusal(text)
         if refusal is not None:
             return refusal

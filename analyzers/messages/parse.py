@@ -6,7 +6,7 @@ from functools import lru_cache
 from typing import Final
 
 from analyzers.messages.autoscaler import parse_autoscaler
-from analyzers.messages.eviction import parse_eviction
+from analyzers.messages.eviction import OTHER, parse_disruption_blocked, parse_eviction
 from analyzers.messages.gpu_schedulers import parse_gpu_scheduler
 from analyzers.messages.kueue import parse_kueue
 from analyzers.messages.model import EVICTION, UNKNOWN, ParsedMessage
@@ -31,6 +31,8 @@ def parse_message_uncached(text: str) -> ParsedMessage:
     if parsed is not None:
         return parsed
     eviction = parse_eviction(cleaned)
+    if eviction is None or eviction.kind == OTHER:
+        eviction = parse_disruption_blocked(cleaned) or eviction
     if eviction is not None:
         return ParsedMessage(kind=EVICTION, format="eviction", message=cleaned, eviction=eviction)
     return ParsedMessage(kind=UNKNOWN, format="unknown", message=cleaned)
