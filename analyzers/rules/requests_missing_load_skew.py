@@ -242,6 +242,15 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
         "least_allocated_rank": _ranks(snap, nodes),
     }
     if before is not None:
+        # Flat words first (a Slack message shows flat evidence), then the table.
+        evidence["next_pods_on_hot_nodes"] = f"{_on(before[0], hot_nodes):g} of {PREDICTED_REPLICAS}" + (
+            f" \u2192 {_on(after[0], hot_nodes):g} of {PREDICTED_REPLICAS} with the proposed requests"
+            if after is not None
+            else ""
+        )
+        evidence["next_pods_before"] = _dist_words(before[0])
+        if after is not None:
+            evidence["next_pods_after"] = _dist_words(after[0])
         evidence["predicted_placement"] = {
             "replicas": PREDICTED_REPLICAS,
             "hot_nodes": hot_nodes,
