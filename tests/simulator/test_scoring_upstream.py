@@ -54,9 +54,12 @@ def test_upstream_noderesources_scores(case: dict[str, Any]) -> None:
     objs += [_pod(f"e{i}", containers, node) for i, (node, containers) in enumerate(case["existing"])]
     objs.append(_pod("incoming", case["pod"]))
     snap = ClusterSnapshot.from_objects(objs)
-    profile = replace(
-        DEFAULT_PROFILE, score_plugins=(("NodeResourcesFit", 1),), fit_strategy=case["strategy"]
-    )
+    if case["strategy"] == "Balanced":
+        profile = replace(DEFAULT_PROFILE, score_plugins=(("NodeResourcesBalancedAllocation", 1),))
+    else:
+        profile = replace(
+            DEFAULT_PROFILE, score_plugins=(("NodeResourcesFit", 1),), fit_strategy=case["strategy"]
+        )
     table = node_table(snap)
     phase = score_pod(snap, snap.pods[("default", "incoming")], list(range(table.size)), profile)
     got = {table.names[n]: phase.scores[0][k] for k, n in enumerate(phase.nodes)}
