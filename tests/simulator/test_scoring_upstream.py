@@ -126,6 +126,8 @@ def test_upstream_plugin_scores_through_a_scheduler_configuration(case: dict[str
         obj["metadata"]["labels"] = n.get("labels", {})
         if n.get("taints"):
             obj["spec"] = {"taints": n["taints"]}
+        if n.get("images"):
+            obj["status"]["images"] = [{"names": names, "sizeBytes": mib * 2**20} for names, mib in n["images"]]
         objs.append(obj)
     incoming = _pod("incoming", [])
     incoming["spec"].update(case["pod"])
