@@ -127,13 +127,22 @@ def test_upstream_plugin_scores_through_a_scheduler_configuration(case: dict[str
         if n.get("taints"):
             obj["spec"] = {"taints": n["taints"]}
         if n.get("images"):
-            obj["status"]["images"] = [{"names": names, "sizeBytes": mib * 2**20} for names, mib in n["images"]]
+            obj["status"]["images"] = [
+                {"names": names, "sizeBytes": mib * 2**20} for names, mib in n["images"]
+            ]
         objs.append(obj)
+    for k, (where, labels) in enumerate(case.get("existing", [])):
+        existing = _pod(f"e{k}", [], where)
+        existing["metadata"]["labels"] = labels
+        objs.append(existing)
     incoming = _pod("incoming", [])
     incoming["spec"].update(case["pod"])
+    incoming["metadata"]["labels"] = case.get("pod_labels", {})
     objs.append(incoming)
     snap = ClusterSnapshot.from_objects(objs)
     table = node_table(snap)
-    phase = score_pod(snap, snap.pods[("default", "incoming")], list(range(table.size)), profile)
+    infeasible = {n["name"] for n in case["nodes"] if n.get("feasible") is False}
+    feasible = [i for i, name in enumerate(table.names) if name not in infeasible]
+    phase = score_pod(snap, snap.pods[("default", "incoming")], feasible, profile)
     got = {table.names[n]: phase.scores[0][k] for k, n in enumerate(phase.nodes)}
     assert got == case["expected"]
