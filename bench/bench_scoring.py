@@ -20,7 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analyzers.records import Pod
+from dataclasses import replace
+
+from analyzers.records import FrozenMap, Pod
 from analyzers.simulator import node_table, simulate
 from analyzers.simulator.scoring import score_pod
 from analyzers.simulator.scoring.placement import feasible_nodes, place
@@ -39,10 +41,13 @@ def timed(fn: Callable[[], object], runs: int) -> tuple[float, float]:
 
 
 def a_running_pod(snap: ClusterSnapshot) -> Pod:
-    """A pod of a ReplicaSet (so the system default spread constraints apply), scheduled anew."""
+    """A pod of a ReplicaSet (so the system default spread constraints apply), made
+    small (50m, 64Mi) so that most nodes are feasible, scheduled anew."""
     for p in sorted(snap.pods.values(), key=lambda p: p.key):
-        if p.node_name and p.owner is not None and p.owner.kind == "ReplicaSet":
-            return p
+        if p.node_name and p.owner is not None and p.owner.kind == "ReplicaSet" and not p.spec.host_ports:
+            small = FrozenMap({"cpu": 50, "memory": 64 * 2**20})
+            spec = replace(p.spec, requests=small, nonzero_requests=small, node_selector=FrozenMap())
+            return replace(p, name=p.name + "-next", uid=p.uid + "-next", node_name="", spec=spec)
     raise SystemExit("no ReplicaSet pod in the generated cluster")
 
 

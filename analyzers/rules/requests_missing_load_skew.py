@@ -17,10 +17,17 @@ more than they request (no request, or more than
 ``thresholds.unrequested_share`` of the node. One finding per owning
 workload of such pods. Without NodeMetrics and PodMetrics it says nothing.
 
+The prediction: where the next 20 replicas of a new Deployment whose pods
+request nothing would land (analyzers/simulator/scoring: filters, every score
+plugin, each replica bound before the next; ties broken uniformly), today and
+after the proposed requests; the evidence holds both distributions.
+
 Remedies: requests for the workload sized from the highest observed usage of
 its pods plus ``thresholds.request_headroom`` (``kubectl set resources``;
 without the headroom when that would not fit), verified by recomputing with
-the new requests the hot nodes' requested share and LeastAllocated rank, and
+the new requests the hot nodes' requested share and LeastAllocated rank, by
+re-predicting the next replicas' placement (verified only if fewer land on the
+hot nodes), and
 NodeResourcesFit (requested <= allocatable) on every node running the
 workload's pods, the only filter a change of requests touches: the rollout's
 re-created pods still fit where they run. And a namespace ``LimitRange``
@@ -38,7 +45,16 @@ from typing import Any
 from analyzers.capacity import node_capacities
 from analyzers.findings import Finding, ObjectRef, Remedy, Severity
 from analyzers.quantity import format_units
-from analyzers.records import Deployment, FrozenMap, Pod, PodSpec, StatefulSet
+from analyzers.records import (
+    Deployment,
+    FrozenMap,
+    LabelSelector,
+    OwnerRef,
+    Pod,
+    PodSpec,
+    ReplicaSet,
+    StatefulSet,
+)
 from analyzers.rules._describe import are, names, plural
 from analyzers.rules.context import RuleContext
 from analyzers.snapshot import ClusterSnapshot
@@ -52,6 +68,9 @@ _NONZERO = {"cpu": 100, "memory": 200 * 1024 * 1024}
 _SHOWN_PODS = 5
 # Rounding steps for proposed requests: 50m cpu, 64Mi memory.
 _STEP = {"cpu": 50, "memory": 64 * 1024 * 1024}
+# How many new request-less replicas the placement prediction follows.
+PREDICTED_REPLICAS = 20
+PROBE = "unstick-next-pods"
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +199,20 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
             else " and keep receiving new pods although they are the busiest."
         )
     )
-    remedies = _remedies(ctx, ref, workload_pods, sized, hot_here, items)
+    hot_nodes = sorted({h.node for h in hot_here})
+    before = predict_next(snap, ref.namespace)
+    remedies, after = _remedies(ctx, ref, workload_pods, sized, hot_here, items, before)
+    if before is not None:
+        on_hot = _on(before[0], hot_nodes)
+        explanation += (
+            f" Predicted: {on_hot:g} of the next {PREDICTED_REPLICAS} pods without requests would land on "
+            f"{names(hot_nodes)} ({_dist_words(before[0])})"
+            + (
+                f"; after the proposed requests {_on(after[0], hot_nodes):g} of {PREDICTED_REPLICAS}."
+                if after is not None
+                else "."
+            )
+        )
     evidence: dict[str, Any] = {
         "hot_nodes": [
             {
@@ -209,6 +241,25 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
         "proposed_requests": {res: _q(res, v) for res, v in sized.items()},
         "least_allocated_rank": _ranks(snap, nodes),
     }
+    if before is not None:
+        # Flat words first (a Slack message shows flat evidence), then the table.
+        evidence["next_pods_on_hot_nodes"] = f"{_on(before[0], hot_nodes):g} of {PREDICTED_REPLICAS}" + (
+            f" \u2192 {_on(after[0], hot_nodes):g} of {PREDICTED_REPLICAS} with the proposed requests"
+            if after is not None
+            else ""
+        )
+        evidence["next_pods_before"] = _dist_words(before[0])
+        if after is not None:
+            evidence["next_pods_after"] = _dist_words(after[0])
+        evidence["predicted_placement"] = {
+            "replicas": PREDICTED_REPLICAS,
+            "hot_nodes": hot_nodes,
+            "before": before[0],
+            "after": after[0] if after is not None else None,
+            "on_hot_nodes_before": _on(before[0], hot_nodes),
+            "on_hot_nodes_after": _on(after[0], hot_nodes) if after is not None else None,
+            "method": "exact" if before[1] and (after is None or after[1]) else "estimate",
+        }
     return Finding(
         rule_id=RULE_ID,
         severity=Severity.WARNING,
@@ -335,7 +386,69 @@ def _with_requests(pod: Pod, requests: Mapping[str, int]) -> Pod:
     without = pod.spec.containers_without_requests
     if {"cpu", "memory"} <= set(merged):
         without = 0
-    return replace(pod, spec=replace(pod.spec, requests=merged, containers_without_requests=without))
+    nonzero = dict(pod.spec.nonzero_requests)
+    if pod.spec.container_count <= 1:
+        for res in _RESOURCES:
+            if res in requests:
+                nonzero[res] = requests[res]
+    return replace(
+        pod,
+        spec=replace(
+            pod.spec,
+            requests=merged,
+            containers_without_requests=without,
+            nonzero_requests=FrozenMap(nonzero),
+        ),
+    )
+
+
+Prediction = tuple[dict[str, float], bool]
+
+
+def predict_next(snap: ClusterSnapshot, namespace: str) -> Prediction | None:
+    """Where the next PREDICTED_REPLICAS pods of a new Deployment whose single
+    container requests nothing would land: the expected replicas per node
+    (ties broken uniformly) and whether that is exact. The probe's ReplicaSet is
+    added to a what-if snapshot so the system default spread constraints see
+    its replicas as kube-scheduler would. None when no node is feasible."""
+    from analyzers.simulator.scoring.placement import place
+
+    labels = FrozenMap({"app": PROBE})
+    spec = PodSpec(
+        container_count=1,
+        containers_without_requests=1,
+        nonzero_requests=FrozenMap({res: _NONZERO[res] for res in _RESOURCES}),
+    )
+    rs = ReplicaSet(
+        namespace=namespace,
+        name=PROBE,
+        uid=f"{PROBE}-rs",
+        labels=labels,
+        replicas=PREDICTED_REPLICAS,
+        selector=LabelSelector(labels),
+        template=spec,
+        template_labels=labels,
+    )
+    pod = Pod(
+        namespace=namespace,
+        name=PROBE,
+        uid=PROBE,
+        labels=labels,
+        spec=spec,
+        owner=OwnerRef("ReplicaSet", PROBE, rs.uid, "apps/v1"),
+    )
+    result = place(snap.replace(rs), pod, PREDICTED_REPLICAS)
+    if not result.distribution:
+        return None
+    return dict(result.distribution), result.exact
+
+
+def _on(dist: Mapping[str, float], nodes: Sequence[str]) -> float:
+    return round(sum(dist.get(n, 0.0) for n in nodes), 3)
+
+
+def _dist_words(dist: Mapping[str, float]) -> str:
+    return ", ".join(f"{n} {v:g}" for n, v in sorted(dist.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _remedies(
@@ -345,15 +458,18 @@ def _remedies(
     sized: dict[str, int],
     hot: Sequence[_Hot],
     items: Sequence[_Hidden],
-) -> list[Remedy]:
+    before: Prediction | None,
+) -> tuple[list[Remedy], Prediction | None]:
     out: list[Remedy] = []
+    after: Prediction | None = None
     workload = ctx.snapshot.workload_of(pods[0]).record if pods else None
     if sized and isinstance(workload, Deployment | StatefulSet):
-        out.append(_set_requests(ctx, ref, workload, pods, sized, hot))
+        remedy, after = _set_requests(ctx, ref, workload, pods, sized, hot, before)
+        out.append(remedy)
     limit_range = _limit_range(ctx, ref, items)
     if limit_range is not None:
         out.append(limit_range)
-    return out
+    return out, after
 
 
 def _set_requests(
@@ -363,7 +479,8 @@ def _set_requests(
     pods: Sequence[Pod],
     sized: dict[str, int],
     hot: Sequence[_Hot],
-) -> Remedy:
+    predicted: Prediction | None,
+) -> tuple[Remedy, Prediction | None]:
     snap = ctx.snapshot
     kind = "deployment" if isinstance(workload, Deployment) else "statefulset"
     headroom = ctx.thresholds.request_headroom
@@ -414,11 +531,26 @@ def _set_requests(
             else f"Changing the pod template rolls the {kind}'s pods."
         )
     )
-    verified = ok_fit and reflects and not multi
+    repredicted: Prediction | None = None
+    placement_words = ""
+    improves = True
+    if predicted is not None:
+        resized = snap.replace(*(_with_requests(p, chosen) for p in pods))
+        repredicted = predict_next(resized, ref.namespace)
+        if repredicted is not None:
+            b, a = _on(predicted[0], nodes), _on(repredicted[0], nodes)
+            improves = a < b
+            placement_words = (
+                f"; re-predicted placement of the next {PREDICTED_REPLICAS} pods without requests: "
+                f"{b:g} \u2192 {a:g} on {names(nodes)}"
+                + ("" if improves else " (no improvement)")
+            )
+    verified = ok_fit and reflects and not multi and improves
     verification = (
         "recomputed with the new requests: "
         + "; ".join(share_words)
         + (f"; {rank_words}" if rank_words else "")
+        + placement_words
         + f"; {fits_text}"
         + ("" if reflects else "; the requested share still lags real usage")
         + ("; not verified per container (several containers per pod)" if multi else "")
@@ -430,7 +562,7 @@ def _set_requests(
         note=note,
         verified=verified,
         verification=verification,
-    )
+    ), repredicted
 
 
 def _delta(pods: Sequence[Pod], requests: Mapping[str, int]) -> dict[str, dict[str, int]]:

@@ -155,3 +155,39 @@ def test_many_small_requestless_pods_of_one_workload_add_up() -> None:
     # 250m * 1.25 rounds to 350m: 12 of them exceed the node; at usage (250m -> 300m) they fit.
     assert sized.verified and "cpu=300m" in sized.command
     assert "every pod still fits where it runs (hot 3600m/4 cpu" in sized.verification
+
+
+def test_seed_003_predicts_the_next_pods_and_verifies_the_remedy_by_re_predicting() -> None:
+    """Seed 003's dump: the next 20 request-less pods are placed by the Score phase
+    today and after the proposed requests; both distributions are in the evidence
+    and the requests remedy is verified only because fewer land on the hot nodes."""
+    from pathlib import Path
+
+    import yaml
+
+    folder = (
+        Path(__file__).parents[1]
+        / "scenarios"
+        / "requests-missing-load-skew"
+        / "seed-003-cassandra-no-requests"
+    )
+    objs: list[dict[str, Any]] = []
+    for f in sorted(folder.glob("*.yaml")):
+        if f.name == "expected.yaml":
+            continue
+        for doc in yaml.safe_load_all(f.read_text()):
+            objs.extend(doc.get("items", [doc]) if isinstance(doc, dict) else [])
+    snap = ClusterSnapshot.from_objects(objs)
+    ctx = RuleContext(snapshot=snap, now=NOW, thresholds=Thresholds())
+    (finding,) = [f for f in requests_missing_load_skew.analyze(ctx) if f.subject.name == "cassandra"]
+    pred = finding.evidence["predicted_placement"]
+    assert pred["hot_nodes"] == ["node2", "node3"]
+    assert sum(pred["before"].values()) == 20 and sum(pred["after"].values()) == 20
+    before = pred["before"]["node2"] + pred["before"]["node3"]
+    after = pred["after"]["node2"] + pred["after"]["node3"]
+    assert pred["on_hot_nodes_before"] == before and pred["on_hot_nodes_after"] == after
+    assert after < before
+    requests_remedy = next(r for r in finding.remedies if r.command.startswith("kubectl set resources"))
+    assert requests_remedy.verified
+    assert f"{before:g} \u2192 {after:g} on node2 and node3" in requests_remedy.verification
+    assert f"Predicted: {before:g} of the next 20 pods without requests" in finding.explanation

@@ -54,9 +54,12 @@ def test_upstream_noderesources_scores(case: dict[str, Any]) -> None:
     objs += [_pod(f"e{i}", containers, node) for i, (node, containers) in enumerate(case["existing"])]
     objs.append(_pod("incoming", case["pod"]))
     snap = ClusterSnapshot.from_objects(objs)
-    profile = replace(
-        DEFAULT_PROFILE, score_plugins=(("NodeResourcesFit", 1),), fit_strategy=case["strategy"]
-    )
+    if case["strategy"] == "Balanced":
+        profile = replace(DEFAULT_PROFILE, score_plugins=(("NodeResourcesBalancedAllocation", 1),))
+    else:
+        profile = replace(
+            DEFAULT_PROFILE, score_plugins=(("NodeResourcesFit", 1),), fit_strategy=case["strategy"]
+        )
     table = node_table(snap)
     phase = score_pod(snap, snap.pods[("default", "incoming")], list(range(table.size)), profile)
     got = {table.names[n]: phase.scores[0][k] for k, n in enumerate(phase.nodes)}
@@ -90,3 +93,56 @@ def test_broken_linear_shape_interpolates_with_go_division() -> None:
 def test_num_feasible_nodes_to_find(pct: int | None, nodes: int, want: int) -> None:
     # schedule_one.go: 1000 nodes -> 50 - 8 = 42%; 5000 -> 10%; 6000 -> 2% -> at least 5% = 300.
     assert num_feasible_nodes_to_find(pct, nodes) == want
+
+
+PLUGIN_CASES = yaml.safe_load((DATA / "plugins.yaml").read_text())
+
+
+@pytest.mark.parametrize(
+    "case", PLUGIN_CASES, ids=[c["source"].rsplit(" ", 1)[0][-60:] for c in PLUGIN_CASES]
+)
+def test_upstream_plugin_scores_through_a_scheduler_configuration(case: dict[str, Any]) -> None:
+    """Each case with only its plugin enabled at the score point, by a
+    KubeSchedulerConfiguration parsed as ``--scheduler-config`` parses it."""
+    from analyzers.simulator.schedconfig import parse_config
+
+    profile_doc: dict[str, Any] = {
+        "schedulerName": "default-scheduler",
+        "plugins": {"score": {"disabled": [{"name": "*"}], "enabled": [{"name": case["plugin"]}]}},
+    }
+    if "args" in case:
+        profile_doc["pluginConfig"] = [{"name": case["plugin"], "args": case["args"]}]
+    profile = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [profile_doc],
+        }
+    )["default-scheduler"]
+    assert [n for n, _ in profile.score_plugins] == [case["plugin"]]
+    objs: list[dict[str, Any]] = []
+    for n in case["nodes"]:
+        obj = _node(n["name"], {"cpu": "4", "memory": "8Gi", "pods": "110"})
+        obj["metadata"]["labels"] = n.get("labels", {})
+        if n.get("taints"):
+            obj["spec"] = {"taints": n["taints"]}
+        if n.get("images"):
+            obj["status"]["images"] = [
+                {"names": names, "sizeBytes": mib * 2**20} for names, mib in n["images"]
+            ]
+        objs.append(obj)
+    for k, (where, labels) in enumerate(case.get("existing", [])):
+        existing = _pod(f"e{k}", [], where)
+        existing["metadata"]["labels"] = labels
+        objs.append(existing)
+    incoming = _pod("incoming", [])
+    incoming["spec"].update(case["pod"])
+    incoming["metadata"]["labels"] = case.get("pod_labels", {})
+    objs.append(incoming)
+    snap = ClusterSnapshot.from_objects(objs)
+    table = node_table(snap)
+    infeasible = {n["name"] for n in case["nodes"] if n.get("feasible") is False}
+    feasible = [i for i, name in enumerate(table.names) if name not in infeasible]
+    phase = score_pod(snap, snap.pods[("default", "incoming")], feasible, profile)
+    got = {table.names[n]: phase.scores[0][k] for k, n in enumerate(phase.nodes)}
+    assert got == case["expected"]

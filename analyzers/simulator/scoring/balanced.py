@@ -44,6 +44,8 @@ class NodeResourcesBalancedAllocation(ScorePlugin):
         cols = columns(st.snapshot, st.table, st.pod, st.profile.balanced_resources, use_requested=True)
         out = []
         half = MAX_NODE_SCORE // 2
+        if len(cols) == 2:
+            return self._two(st, cols)
         for i in st.nodes:
             with_pod: list[float] = []
             without: list[float] = []
@@ -56,4 +58,24 @@ class NodeResourcesBalancedAllocation(ScorePlugin):
                 with_pod.append(1.0 if f1 > 1 else f1)
                 without.append(1.0 if f0 > 1 else f0)
             out.append(half + go_div(half + balanced_score(with_pod) - balanced_score(without), 2))
+        return out
+
+    @staticmethod
+    def _two(st: ScoreState, cols: list[tuple[int, int, list[int], list[int]]]) -> list[int]:
+        """The same arithmetic for the usual two resources, without per-node lists:
+        std = |f1 - f2| / 2 with both fractions present, 0 with one, none: 100."""
+        (r0, _, u0, a0), (r1, _, u1, a1) = cols
+        out = []
+        for i in st.nodes:
+            x, y = a0[i], a1[i]
+            if x and y:
+                f0, f1 = (u0[i] + r0) / x, (u1[i] + r1) / y
+                g0, g1 = u0[i] / x, u1[i] / y
+                f0, f1, g0, g1 = min(f0, 1.0), min(f1, 1.0), min(g0, 1.0), min(g1, 1.0)
+                with_pod = int((1 - abs((f0 - f1) / 2)) * 100.0)
+                without = int((1 - abs((g0 - g1) / 2)) * 100.0)
+            else:
+                with_pod = without = 100
+            d = 50 + with_pod - without
+            out.append(50 + (d // 2 if d >= 0 else -((-d) // 2)))
         return out

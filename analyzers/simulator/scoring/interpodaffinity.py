@@ -37,15 +37,9 @@ def _resolve(st: ScoreState, term: PodAffinityTerm) -> IncomingTerm:
     return resolve_term(_CycleView(), term)  # type: ignore[arg-type]
 
 
-def _existing_terms(
-    scores: Scores,
-    other: Pod,
-    pod: Pod,
-    node_labels: Mapping[str, str],
-    hard: int,
-    ns_labels: Mapping[str, str],
-) -> bool:
-    """An existing pod's terms against the incoming pod (processExistingPod's second half)."""
+def _matching_terms(other: Pod, pod: Pod, hard: int, ns_labels: Mapping[str, str]) -> list[tuple[str, int]]:
+    """An existing pod's terms matching the incoming pod, as (topologyKey, signed weight)
+    (processExistingPod's second half). Pods of one template share the answer."""
     o = other.spec
     entries: list[tuple[PodAffinityTerm, int]] = []
     if hard > 0:
@@ -57,16 +51,9 @@ def _existing_terms(
         (t, -w)
         for t, w in zip(o.preferred_pod_anti_affinity, o.preferred_pod_anti_affinity_weights, strict=False)
     )
-    touched = False
-    for t, w in entries:
-        if not existing_term_matches(t, other.namespace, pod, ns_labels):
-            continue
-        value = node_labels.get(t.topology_key)
-        if value is None:
-            continue
-        touched = True
-        _add(scores, t.topology_key, value, w)
-    return touched
+    return [
+        (t.topology_key, w) for t, w in entries if existing_term_matches(t, other.namespace, pod, ns_labels)
+    ]
 
 
 def _add(scores: Scores, key: str, value: str, n: int) -> None:
@@ -115,12 +102,21 @@ class InterPodAffinity(ScorePlugin):
         # Existing pods' terms against the incoming pod.
         hard = profile.hard_pod_affinity_weight
         ns_labels = st.namespace_labels
+        memo: dict[tuple[int, str], list[tuple[str, int]]] = {}
         for i, others in aggregates(st.snapshot, table).affinity_pods.items():
             node_labels = labels[i]
             if not node_labels:
                 continue
             for other in others:
-                touched |= _existing_terms(scores, other, pod, node_labels, hard, ns_labels)
+                key = (id(other.spec), other.namespace)
+                found = memo.get(key)
+                if found is None:
+                    found = memo[key] = _matching_terms(other, pod, hard, ns_labels)
+                for topology_key, w in found:
+                    value = node_labels.get(topology_key)
+                    if value is not None:
+                        touched = True
+                        _add(scores, topology_key, value, w)
         if not touched:
             return False
         st.data[self.name] = scores

@@ -32,8 +32,8 @@ from analyzers.simulator.scoring.framework import PhaseResult, num_feasible_node
 from analyzers.simulator.scoring.profile import DEFAULT_PROFILE, Profile
 from analyzers.snapshot import ClusterSnapshot
 
-MAX_STATES = 48
-SAMPLES = 32
+MAX_STATES = 32
+SAMPLES = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +202,10 @@ def _distribution(
         if on_branch is not None and on_branch[2].top:
             steps.append(on_branch[2].top)
             branch = tuple(sorted((*branch, on_branch[2].top[0])))
+        if k < replicas and sum(max(1, len(st.top)) for _, _, st in states.values()) > MAX_STATES:
+            # Too many tie branches to follow exactly: a seeded estimate instead.
+            sampled = _sampled(snapshot, pod, replicas, profile, kube_version, first, seed)
+            return (*sampled, _first_branch(snapshot, pod, replicas, profile, kube_version, first))
         nxt: dict[tuple[str, ...], tuple[float, ClusterSnapshot, Step | None]] = {}
         for chosen, (p, snap, step) in states.items():
             if not step.top:
