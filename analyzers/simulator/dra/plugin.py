@@ -38,6 +38,7 @@ Not modelled: the DRA-backed extended resource (DeviceClass
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from analyzers.records import Node, Pod, ResourceClaim
@@ -247,3 +248,33 @@ def _available_on(claim: ResourceClaim, node: Node) -> bool:
 
 def allocation_dicts(results: Sequence[Result]) -> list[dict[str, Any]]:
     return [r.as_dict() for r in results]
+
+
+def without_pods(snapshot: ClusterSnapshot, pods: Sequence[Pod]) -> ClusterSnapshot:
+    """``snapshot`` once ``pods`` are gone, with what happens to their ResourceClaims
+    (the resourceclaim controller, pkg/controller/resourceclaim/controller.go,
+    v1.37.2): a claim generated for one of them (owned by the pod) is deleted, and a
+    claim left reserved for none of the remaining pods is deallocated -- its devices
+    are free again."""
+    if not any(p.spec.resource_claims for p in pods):
+        return snapshot.replace(remove=[("pods", p.key) for p in pods])
+    gone = {p.uid for p in pods if p.uid}
+    removals: list[tuple[str, Any]] = [("pods", p.key) for p in pods]
+    changed: list[ResourceClaim] = []
+    namespaces = {p.namespace for p in pods}
+    for claim in snapshot.resource_claims.values():
+        if claim.namespace not in namespaces:
+            continue
+        if claim.owner_uid and claim.owner_uid in gone:
+            removals.append(("resource_claims", claim.key))
+            continue
+        if not claim.reserved_for or not any(r.uid in gone for r in claim.reserved_for):
+            continue
+        left = tuple(r for r in claim.reserved_for if r.uid not in gone)
+        if left:
+            changed.append(replace(claim, reserved_for=left))
+        else:
+            changed.append(
+                replace(claim, reserved_for=(), allocated=False, allocation=(), allocation_node_selector=None)
+            )
+    return snapshot.replace(*changed, remove=removals)
