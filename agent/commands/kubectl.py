@@ -40,6 +40,7 @@ import yaml
 
 if TYPE_CHECKING:
     from agent.kube.gateway import Gateway, RawObject
+    from analyzers.gpu_capacity import GpuRow
     from analyzers.report import Report
     from analyzers.snapshot import ClusterSnapshot, ClusterState
 
@@ -395,7 +396,8 @@ def report_for(
     return report, len(snapshot.nodes)
 
 
-async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str]]:
+async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str], list[GpuRow]]:
+    """(the report, how many nodes were read, notes for stderr, the GPU capacity rows)."""
     from agent.kube.errors import ConfigError, KubeError
     from agent.kube.gateway import Gateway
     from agent.runner import minor_version
@@ -435,17 +437,19 @@ async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str]]:
         await gw.close()
     notes.extend(claim_notes(state.snapshot(), reads))
     report, nodes = report_for(state, target, kube_version=version, now=time.time())
-    return report, nodes, notes
+    from analyzers.gpu_capacity import gpu_capacity
+
+    return report, nodes, notes, gpu_capacity(state.snapshot())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from agent.commands.analyze import print_human
+    from agent.commands.analyze import print_gpu_capacity, print_human
     from agent.logs import configure_logging
 
     configure_logging("ERROR", "text")  # the report and kubectl-style errors only
     try:
-        report, nodes, notes = asyncio.run(diagnose(args))
+        report, nodes, notes, gpus = asyncio.run(diagnose(args))
     except PluginError as exc:
         message = str(exc)
         print(
@@ -464,6 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             yaml.safe_dump(report.as_dict(), sys.stdout, sort_keys=False, allow_unicode=True)
         else:
             print_human(report, nodes, sys.stdout)
+            print_gpu_capacity(gpus, sys.stdout)
         sys.stdout.flush()
     except BrokenPipeError:
         pass
