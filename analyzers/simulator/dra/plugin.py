@@ -211,7 +211,26 @@ class DynamicResources(Plugin):
             reason, code = self._allocate(allocator, node, to_allocate, allocations, i, allocated)
             if reason is not None:
                 out.add_node(i, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
+        cycle.state["dra_pending"] = (allocator, to_allocate, allocated, earlier, out)
         return out
+
+    def filter_node(self, cycle: Cycle, i: int, removed: Sequence[Pod]) -> FilterFailure | None:
+        """Preemption's dry run: removing pods from a node frees none of their devices
+        (their claims stay allocated), so the verdict is Filter's -- computed now for a
+        node an earlier filter had rejected, where the allocator was not asked."""
+        pending = cycle.state.get("dra_pending")
+        if pending is None:
+            return None
+        allocator, to_allocate, allocated, earlier, out = pending
+        if allocator is None or not earlier >> i & 1:
+            found: FilterFailure | None = out.failure(i)
+            return found
+        late: dict[int, FilterFailure | None] = cycle.state.setdefault("dra_late", {})
+        if i not in late:
+            node = cycle.snapshot.nodes[cycle.table.names[i]]
+            reason, code = self._allocate(allocator, node, to_allocate, {}, i, allocated)
+            late[i] = None if reason is None else failure(self.name, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
+        return late[i]
 
     def _allocate(
         self,
