@@ -94,3 +94,54 @@ def _matches(selectors: tuple[str, ...], var: dict[str, Any]) -> bool:
         except cel.CelError:
             return False
     return True
+
+
+# The NVIDIA device plugin's sharing modes rename what it advertises: time-slicing with
+# ``renameByDefault`` advertises ``nvidia.com/gpu.shared`` (``nvidia.com/gpu.replicas`` label
+# on the node: the replicas per GPU), MIG strategy ``mixed`` one resource per profile
+# (``nvidia.com/mig-1g.10gb``), strategy ``single`` the MIG slices as ``nvidia.com/gpu``.
+TIME_SLICING_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+
+
+@dataclass(frozen=True, slots=True)
+class OtherName:
+    resource: str
+    nodes: int
+    total: int
+    kind: str  # "mig" | "time-sliced" | "gpu"
+
+
+def other_gpu_names(snapshot: ClusterSnapshot, resource: str) -> list[OtherName]:
+    """GPU resources the nodes advertise under another name than ``resource``, of the
+    same vendor (``nvidia.com/gpu`` asked; ``nvidia.com/gpu.shared`` or
+    ``nvidia.com/mig-1g.10gb`` offered), most offered first."""
+    if not is_gpu_resource(resource) or "/" not in resource:
+        return []
+    vendor = resource.split("/", 1)[0] + "/"
+    found: dict[str, list[int]] = {}
+    for node in snapshot.nodes.values():
+        for name, amount in node.allocatable.items():
+            if name == resource or not name.startswith(vendor) or amount <= 0:
+                continue
+            tail = name[len(vendor) :]
+            if not (tail.startswith(("gpu", "mig-"))):
+                continue
+            row = found.setdefault(name, [0, 0])
+            row[0] += 1
+            row[1] += amount
+    out = []
+    for name, (nodes, total) in found.items():
+        tail = name[len(vendor) :]
+        kind = "mig" if tail.startswith("mig-") else "time-sliced" if tail.endswith(".shared") else "gpu"
+        out.append(OtherName(name, nodes, total, kind))
+    return sorted(out, key=lambda o: (-o.total, o.resource))
+
+
+def time_sliced_nodes(snapshot: ClusterSnapshot) -> dict[str, int]:
+    """Nodes whose GPUs are time-sliced (the device plugin's replicas label) -> replicas."""
+    out = {}
+    for node in snapshot.nodes.values():
+        value = node.labels.get(TIME_SLICING_REPLICAS_LABEL, "")
+        if value.isdigit() and int(value) > 1:
+            out[node.name] = int(value)
+    return out

@@ -51,6 +51,7 @@ import yaml
 if TYPE_CHECKING:
     from agent.kube.gateway import Gateway, RawObject
     from analyzers.findings import ObjectRef
+    from analyzers.gpu_capacity import GpuRow
     from analyzers.report import Report
     from analyzers.snapshot import ClusterSnapshot, ClusterState
 
@@ -554,7 +555,8 @@ def report_for(
     return report, len(snapshot.nodes)
 
 
-async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str]]:
+async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str], list[GpuRow]]:
+    """(the report, how many nodes were read, notes for stderr, the GPU capacity rows)."""
     from agent.kube.errors import ConfigError, KubeError
     from agent.kube.gateway import Gateway
     from agent.runner import minor_version
@@ -596,12 +598,14 @@ async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str]]:
     report, nodes = report_for(
         state, target, kube_version=version, now=time.time(), namespace=namespace, owned_jobs=reads.owned_jobs
     )
-    return report, nodes, notes
+    from analyzers.gpu_capacity import gpu_capacity
+
+    return report, nodes, notes, gpu_capacity(state.snapshot())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from agent.commands.analyze import print_human
+    from agent.commands.analyze import print_gpu_capacity, print_human
     from agent.logs import configure_logging
     from analyzers import bounds
 
@@ -615,7 +619,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     configure_logging("ERROR", "text")  # the report and kubectl-style errors only
     try:
-        report, nodes, notes = asyncio.run(diagnose(args))
+        report, nodes, notes, gpus = asyncio.run(diagnose(args))
     except PluginError as exc:
         message = str(exc)
         print(
@@ -634,6 +638,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             yaml.safe_dump(report.as_dict(), sys.stdout, sort_keys=False, allow_unicode=True)
         else:
             print_human(report, nodes, sys.stdout)
+            print_gpu_capacity(gpus, sys.stdout)
         sys.stdout.flush()
     except BrokenPipeError:
         pass

@@ -192,6 +192,47 @@ def _per_node(s: Shortage, limit: int) -> str:
     return ", ".join(shown) + more
 
 
+def _renamed_gpus(ctx: RuleContext, analysis: Analysis) -> dict[str, tuple[str, list[dict[str, Any]]]]:
+    """For a GPU resource no node offers (``never fits``), the names the nodes do offer
+    GPUs under -- the NVIDIA device plugin's MIG profiles (``nvidia.com/mig-1g.10gb``,
+    strategy mixed) and time-slicing renamed (``nvidia.com/gpu.shared``) -- and whether
+    the GPUs are time-sliced (a request above 1 is refused by the plugin when
+    ``failRequestsGreaterThanOne`` is set, the default with renaming)."""
+    from analyzers.gpu_capacity import other_gpu_names, time_sliced_nodes
+
+    out: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    for sh in analysis.shortages:
+        if sh.kind != NEVER:
+            continue
+        others = other_gpu_names(ctx.snapshot, sh.resource)
+        if not others:
+            continue
+        listed = ", ".join(
+            f"{o.resource} ({o.total} on {plural(o.nodes, 'node')}{', MIG' if o.kind == 'mig' else ''}"
+            f"{', time-sliced' if o.kind == 'time-sliced' else ''})"
+            for o in others
+        )
+        words = (
+            f"No node advertises {sh.resource}, but the nodes offer GPUs under another name: {listed}; "
+            f"a request for {sh.resource} never matches those, so request {others[0].resource} instead "
+            "(or configure the device plugin to advertise the name the workload asks for)."
+        )
+        sliced = time_sliced_nodes(ctx.snapshot)
+        if sliced and any(o.kind == "time-sliced" for o in others):
+            words += (
+                f" The GPUs of {names(sorted(sliced))} are time-sliced ({TIME_SLICING_WORDS}); "
+                "with time-slicing a request above 1 is refused by the device plugin when failRequestsGreaterThanOne is set."
+            )
+        out[sh.resource] = (
+            words,
+            [{"resource": o.resource, "nodes": o.nodes, "total": o.total, "kind": o.kind} for o in others],
+        )
+    return out
+
+
+TIME_SLICING_WORDS = "label nvidia.com/gpu.replicas"
+
+
 def _shortage_words(s: Shortage, pending: int) -> str:
     res, want = s.resource, s.requested
     if res == "pods":
@@ -255,6 +296,8 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
         f"{P.kind_word(group.ref)} has {P.pending_words(group, ctx.now)}; each requests {requests}. {lead}"
     ]
     parts.append("; ".join(_shortage_words(s, pending) for s in analysis.shortages) + ".")
+    renamed = _renamed_gpus(ctx, analysis)
+    parts.extend(words for words, _ in renamed.values())
     if analysis.tainted_with_room:
         parts.append(
             f"{names(analysis.tainted_with_room)} would have room but {'is' if len(analysis.tainted_with_room) == 1 else 'are'} "
@@ -280,6 +323,7 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
         "eligible_node_count": len(analysis.nodes),
         "nodes_passing_affinity_and_taints": len(analysis.nodes)
         + sum(len(nodes) for nodes in analysis.excluded.values()),
+        **({"offered_under_other_names": {res: others for res, (_, others) in renamed.items()}} if renamed else {}),
         "shortages": [
             {
                 "resource": s.resource,

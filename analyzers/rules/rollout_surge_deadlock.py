@@ -32,6 +32,8 @@ from analyzers.rollout import (
 )
 from analyzers.rules.context import RuleContext
 from analyzers.simulator import FilterFailure
+from analyzers.simulator import codes as C
+from analyzers.simulator.dra.plugin import REASON_CANNOT_ALLOCATE, without_pods
 from analyzers.snapshot import ClusterSnapshot
 
 RULE_ID = "rollout-surge-deadlock"
@@ -96,13 +98,17 @@ def _check(ctx: RuleContext, dep: Deployment) -> Finding | None:
     if verdict.preemption.candidates:
         return None  # kube-scheduler can preempt its way out
     # Nodes the new pod could use but for something an old pod may be holding.
+    # (DynamicResources' "cannot allocate all claims" is UnschedulableAndUnresolvable, yet the
+    # old pods' claims free their devices when the pods go: the resourceclaim controller.)
     resolvable = {
-        n.node for n in verdict.nodes if n.filters and all(f.code == _RESOLVABLE for f in n.filters)
+        n.node
+        for n in verdict.nodes
+        if n.filters and all(f.code == _RESOLVABLE or _devices_held(f) for f in n.filters)
     }
     blockers = [p for p in old_running if p.node_name in resolvable]
     if not blockers:
         return None
-    without_old = snap.replace(remove=[("pods", p.key) for p in blockers])
+    without_old = without_pods(snap, blockers)
     if not ctx.verdict(pending, without_old).fits:
         return None  # the old pods are not what stands in the way
 
@@ -209,6 +215,10 @@ def _held_resources(pending: Pod, blockers: list[Pod], snap: ClusterSnapshot) ->
 OLD_POD_FIRST: tuple[int, int] = (0, 1)
 
 
+def _devices_held(failure: FilterFailure) -> bool:
+    return failure.plugin == C.DYNAMIC_RESOURCES and failure.reasons == (REASON_CANNOT_ALLOCATE,)
+
+
 def _with_strategy(
     dep: Deployment, strategy_type: str, surge: int | str | None, unavailable: int | str | None
 ) -> Deployment:
@@ -227,7 +237,7 @@ def _fits_after_controller_scales_down(
         removable = blockers[: min(unavailable, dep.replicas)]
     if not removable:
         return False, "the changed strategy still lets no old pod go first"
-    after = ctx.snapshot.replace(remove=[("pods", p.key) for p in removable])
+    after = without_pods(ctx.snapshot, removable)
     verdict = ctx.verdict(pending, after)
     names = ", ".join(p.name for p in removable)
     if verdict.fits:

@@ -113,3 +113,45 @@ async def test_a_cluster_without_resource_k8s_io_is_watched_without_claims(
         finally:
             stop.set()
             await agent.stop()
+
+
+async def test_the_live_agent_watches_slices_and_classes_and_explains_dra(host: AgentHost, tmp_path: Path) -> None:
+    """DeviceClasses and ResourceSlices listed and watched like the other kinds: the web
+    pods' claim asks a GPU model no slice offers, and the incident says which values exist."""
+    from tests.dra.test_dra_allocation import device, device_class, slice_
+
+    wanted = claim("shared-gpu", deleting=False)
+    wanted["spec"] = {
+        "devices": {
+            "requests": [
+                {
+                    "name": "gpu",
+                    "exactly": {
+                        "deviceClassName": "gpu",
+                        "selectors": [{"cel": {"expression": 'device.attributes["gpu.example.com"].model == "H200"'}}],
+                    },
+                }
+            ]
+        }
+    }
+    async with FakeCluster() as cluster:
+        for obj in [node("w-0"), *claimed_web(), wanted, device_class(), slice_("w-0", [device("gpu-0", "H100")])]:
+            cluster.apply(obj)
+        agent = await connect(host, cluster, tmp_path)
+        stop = asyncio.Event()
+        agent.start(stop)
+        try:
+
+            async def dra() -> list | None:
+                rows = [i for i in await incidents(host) if i.rule_id == "dra-devices-unavailable"]
+                return rows or None
+
+            (incident,) = await eventually(dra, timeout=30)
+            assert incident.evidence["cause"] == "no-matching-devices"
+            assert incident.evidence["attribute_values"]["model"] == {"H100": [1, 1], "H200": [0, 0]}
+            paths = {r.path for r in cluster.requests}
+            assert "/apis/resource.k8s.io/v1/resourceslices" in paths
+            assert "/apis/resource.k8s.io/v1/deviceclasses" in paths
+        finally:
+            stop.set()
+            await agent.stop()

@@ -30,7 +30,7 @@ TARGETS = {
 
 async def _diagnose(cluster: FakeCluster, tmp_path: Path, *args: str) -> tuple[Any, list[str]]:
     kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-    report, _, notes = await diagnose(build_parser().parse_args([*args, "--kubeconfig", str(kubeconfig)]))
+    report, _, notes, _ = await diagnose(build_parser().parse_args([*args, "--kubeconfig", str(kubeconfig)]))
     return report, notes
 
 

@@ -373,3 +373,45 @@ def test_cel_compile_error_reads_like_cel_go() -> None:
     assert compiled.error.startswith(
         "compilation failed: ERROR: <input>:1:7: undeclared reference to 'nosuch'"
     )
+
+
+def test_preemption_does_not_free_devices() -> None:
+    """The node's CPU is taken by a low-priority pod and its GPU by another claim:
+    evicting the pod would make room for the CPU, not the device, so no candidate."""
+    busy = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "busy", "namespace": "default", "uid": "uid-busy"},
+        "spec": {
+            "nodeName": "a",
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "8"}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+    held = claim(
+        "held",
+        [exactly()],
+        status={
+            "allocation": {
+                "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "a", "device": "gpu-0"}]}
+            }
+        },
+    )
+    wants = pod("p", "c")
+    wants["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    wants["spec"]["priority"] = 1000
+    _, v = verdict(
+        node("a"), slice_("a", [device("gpu-0")]), device_class(), held, busy, claim("c", [exactly()]), wants
+    )
+    assert not v.fits
+    assert v.preemption.candidates == ()
+    _, v = verdict(
+        node("a"),
+        slice_("a", [device("gpu-0"), device("gpu-1")]),
+        device_class(),
+        held,
+        busy,
+        claim("c", [exactly()]),
+        wants,
+    )
+    assert v.preemption.candidates == ("a",)

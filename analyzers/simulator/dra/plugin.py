@@ -38,6 +38,7 @@ Not modelled: the DRA-backed extended resource (DeviceClass
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from analyzers.records import Node, Pod, ResourceClaim
@@ -210,7 +211,26 @@ class DynamicResources(Plugin):
             reason, code = self._allocate(allocator, node, to_allocate, allocations, i, allocated)
             if reason is not None:
                 out.add_node(i, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
+        cycle.state["dra_pending"] = (allocator, to_allocate, allocated, earlier, out)
         return out
+
+    def filter_node(self, cycle: Cycle, i: int, removed: Sequence[Pod]) -> FilterFailure | None:
+        """Preemption's dry run: removing pods from a node frees none of their devices
+        (their claims stay allocated), so the verdict is Filter's -- computed now for a
+        node an earlier filter had rejected, where the allocator was not asked."""
+        pending = cycle.state.get("dra_pending")
+        if pending is None:
+            return None
+        allocator, to_allocate, allocated, earlier, out = pending
+        if allocator is None or not earlier >> i & 1:
+            found: FilterFailure | None = out.failure(i)
+            return found
+        late: dict[int, FilterFailure | None] = cycle.state.setdefault("dra_late", {})
+        if i not in late:
+            node = cycle.snapshot.nodes[cycle.table.names[i]]
+            reason, code = self._allocate(allocator, node, to_allocate, {}, i, allocated)
+            late[i] = None if reason is None else failure(self.name, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
+        return late[i]
 
     def _allocate(
         self,
@@ -247,3 +267,33 @@ def _available_on(claim: ResourceClaim, node: Node) -> bool:
 
 def allocation_dicts(results: Sequence[Result]) -> list[dict[str, Any]]:
     return [r.as_dict() for r in results]
+
+
+def without_pods(snapshot: ClusterSnapshot, pods: Sequence[Pod]) -> ClusterSnapshot:
+    """``snapshot`` once ``pods`` are gone, with what happens to their ResourceClaims
+    (the resourceclaim controller, pkg/controller/resourceclaim/controller.go,
+    v1.37.2): a claim generated for one of them (owned by the pod) is deleted, and a
+    claim left reserved for none of the remaining pods is deallocated -- its devices
+    are free again."""
+    if not any(p.spec.resource_claims for p in pods):
+        return snapshot.replace(remove=[("pods", p.key) for p in pods])
+    gone = {p.uid for p in pods if p.uid}
+    removals: list[tuple[str, Any]] = [("pods", p.key) for p in pods]
+    changed: list[ResourceClaim] = []
+    namespaces = {p.namespace for p in pods}
+    for claim in snapshot.resource_claims.values():
+        if claim.namespace not in namespaces:
+            continue
+        if claim.owner_uid and claim.owner_uid in gone:
+            removals.append(("resource_claims", claim.key))
+            continue
+        if not claim.reserved_for or not any(r.uid in gone for r in claim.reserved_for):
+            continue
+        left = tuple(r for r in claim.reserved_for if r.uid not in gone)
+        if left:
+            changed.append(replace(claim, reserved_for=left))
+        else:
+            changed.append(
+                replace(claim, reserved_for=(), allocated=False, allocation=(), allocation_node_selector=None)
+            )
+    return snapshot.replace(*changed, remove=removals)
