@@ -38,6 +38,7 @@ from agent.api.keys import (
 )
 from agent.api.params import SEVERITIES, parse_id, parse_list
 from agent.api.remedy_view import apply_manifest, remedy_views
+from analyzers.grid import GRID_KEY
 from storage.outbox import notification_dict, notifications_of
 from storage.queries import (
     STATUSES,
@@ -341,7 +342,8 @@ async def incident_page(request: web.Request) -> web.Response:
         inc=incident,
         timeline=timeline,
         remedies=remedies,
-        evidence=present(incident.evidence),
+        evidence=present({k: v for k, v in (incident.evidence or {}).items() if k != GRID_KEY}),
+        grids=list((incident.evidence or {}).get(GRID_KEY) or ()),
         notifications=[notification_dict(n) for n in notes],
         demo_applicable=demo_applicable,
     )

@@ -18,7 +18,8 @@ import yaml
 from agent.cli import EXIT_OK, UserError
 from agent.dumps import DumpError, DumpFacts, expand, iter_clusters, load_into
 from agent.kube_version import check_kube_version
-from agent.terminal import printable
+from agent.terminal import Glyphs, grid_lines, printable, wants_unicode
+from analyzers.grid import build_grid
 from analyzers.ingest import parse_time
 from analyzers.snapshot import ClusterSnapshot, ClusterState
 
@@ -65,6 +66,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress on stderr"
+    )
+    p.add_argument(
+        "--no-color",
+        action="store_true",
+        help="plain ASCII human output: the grid without box drawing (also when stdout is not UTF-8)",
     )
     p.set_defaults(func=run)
 
@@ -277,7 +283,8 @@ def run(args: argparse.Namespace) -> int:
         context = (
             f"kube-scheduler wording {version}, from {why}.\nAges counted to {_iso(now)}: {now_source}.\n"
         )
-        print_human(report, len(snapshot.nodes), sys.stdout, context=context)
+        unicode = wants_unicode(getattr(sys.stdout, "encoding", None), args.no_color)
+        print_human(report, len(snapshot.nodes), sys.stdout, context=context, unicode=unicode)
         print_gpu_capacity(gpus, sys.stdout)
     return EXIT_OK
 
@@ -319,9 +326,13 @@ def _wrap(text: str, indent: str) -> str:
     )
 
 
-def print_human(report: Report, node_count: int, out: TextIO, *, context: str = "") -> None:
+def print_human(
+    report: Report, node_count: int, out: TextIO, *, context: str = "", unicode: bool = True
+) -> None:
     """The report for people. Text from the cluster (names, messages) has its
-    control characters shown escaped (agent.terminal.printable)."""
+    control characters shown escaped (agent.terminal.printable). Each unscheduled
+    pod gets its nodes × filter plugins grid (Unicode box drawing, or ASCII)."""
+    glyphs = Glyphs(unicode)
 
     def w(text: str) -> None:
         out.write(printable(text))
@@ -349,7 +360,7 @@ def print_human(report: Report, node_count: int, out: TextIO, *, context: str = 
     if report.pods:
         w("\nUNSCHEDULED PODS\n")
     for p in report.pods:
-        _print_pod(p, w)
+        _print_pod(p, w, glyphs)
     if report.deployments:
         w("\nDEPLOYMENTS (effective rolling-update fenceposts)\n")
         for d in report.deployments:
@@ -388,7 +399,7 @@ def print_human(report: Report, node_count: int, out: TextIO, *, context: str = 
         w(f"\nrule {e.rule_id} failed: {e.error}\n")
 
 
-def _print_pod(p: PodReport, w: Callable[[str], Any]) -> None:
+def _print_pod(p: PodReport, w: Callable[[str], Any], glyphs: Glyphs) -> None:
     v = p.verdict
     w(f"\n  {printable(p.pod.namespace, keep_newlines=False)}/{printable(p.pod.name, keep_newlines=False)}\n")
     if p.scheduler:
@@ -405,24 +416,16 @@ def _print_pod(p: PodReport, w: Callable[[str], Any]) -> None:
             + "\n"
         )
     if p.agrees is True:
-        w("    ✓ the simulation agrees with the scheduler\n")
+        w(f"    {glyphs.marks['pass']} the simulation agrees with the scheduler\n")
     elif p.agrees is False:
         w(
-            "    ✗ the simulation differs from the scheduler's message (the cluster changed, or the event is stale)\n"
+            f"    {glyphs.marks['fail']} the simulation differs from the scheduler's message (the cluster changed, or the event is stale)\n"
         )
     if v.fits:
         fitting = [n.node for n in v.nodes if n.fits]
         w(
             f"    fits now on {len(fitting)} node(s): {', '.join(fitting[:5])}{' …' if len(fitting) > 5 else ''}\n"
         )
-    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-    for n in v.nodes:
-        if n.filters:
-            first = n.filters[0]
-            groups.setdefault((first.plugin, first.reasons), []).append(n.node)
-    if groups:
-        w(f"    {'NODES':<40} {'FIRST FAILING FILTER':<22} REASON\n")
-        for (plugin, reasons), nodes in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-            names = ", ".join(nodes[:3]) + (f" +{len(nodes) - 3} more" if len(nodes) > 3 else "")
-            label = f"{names} ({len(nodes)})" if len(nodes) > 1 else names
-            w(f"    {label:<40} {plugin:<22} {'; '.join(reasons)}\n")
+    if v.nodes and not v.fits:
+        grid = build_grid(v, [f"{p.pod.namespace}/{p.pod.name}"])
+        w("\n".join(grid_lines(grid, glyphs)) + "\n")

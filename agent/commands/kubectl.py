@@ -180,6 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--request-timeout", metavar="SECONDS", default="30", help="per request: 30, 1.5, 2m (default 30)"
     )
+    p.add_argument(
+        "--no-color",
+        action="store_true",
+        help="plain ASCII text output: the grid without box drawing (also when stdout is not UTF-8)",
+    )
     return p
 
 
@@ -637,7 +642,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.output == "yaml":
             yaml.safe_dump(report.as_dict(), sys.stdout, sort_keys=False, allow_unicode=True)
         else:
-            print_human(report, nodes, sys.stdout)
+            from agent.terminal import wants_unicode
+
+            print_human(
+                report,
+                nodes,
+                sys.stdout,
+                unicode=wants_unicode(getattr(sys.stdout, "encoding", None), args.no_color),
+            )
             print_gpu_capacity(gpus, sys.stdout)
         sys.stdout.flush()
     except BrokenPipeError:

@@ -54,7 +54,7 @@ async def test_incident_page_has_everything_an_on_call_engineer_needs(
     assert "25% of 1 replica rounds up to a surge of 1" in html
     assert "0/10 nodes are available: 1 Insufficient nvidia.com/gpu" in html
     assert 'data-copy="cmd-0"' in html and 'data-copy="apply-0"' in html and 'data-copy="cmd-1"' in html
-    pre = re.search(r'<pre id="apply-0" class="yaml">(.*?)</pre>', html, re.S)
+    pre = re.search(r'<pre id="apply-0" class="yaml" tabindex="0">(.*?)</pre>', html, re.S)
     assert pre and yaml.safe_load(pre.group(1)) == yaml.safe_load(GPU_YAML)  # the patch, as a whole object
     assert 'href="/incidents/1/remedies/0.apply.yaml" download' in html
     assert "verified" in html and "not verified" in html

@@ -1,0 +1,201 @@
+"""The nodes × filter plugins grid of one pending pod, as plain data.
+
+kube-scheduler runs the Filter plugins of pkg/scheduler/apis/config/v1/
+default_plugins.go in order for each node and stops at the node's first failure
+(RunFilterPlugins in pkg/scheduler/framework/runtime/framework.go); only that
+first failure reaches the event. unstick's simulator evaluates every plugin, so
+the grid shows, for each node:
+
+* ``pass`` — the plugin accepts the node (before the first failure);
+* ``fail`` — the first failing plugin: what kube-scheduler reports;
+* ``not-evaluated`` — after the first failure: kube-scheduler never ran it
+  (unstick's own evaluation says it would pass);
+* ``extra-fail`` — after the first failure: kube-scheduler never ran it, and
+  unstick's own evaluation says it fails too (another thing to fix).
+
+Nodes failing the same plugins for the same reasons form one row (the count and
+the names), rows sorted nearest first: fewest failing plugins, then nodes
+where preemption can be tried, then the most nodes. Each row carries DefaultPreemption's verdict for its nodes
+(pkg/scheduler/framework/preemption/preemption.go: nodes whose first failure is
+UnschedulableAndUnresolvable are "not helpful"; the others are tried). The
+capacity of the nodes whose first failure is NodeResourcesFit (allocatable, requested by the
+pods on the node, this pod's request) comes from the filter's own numbers.
+
+Pure: plain dicts and lists, JSON-safe, so a finding can carry the grid in its
+evidence and every view (page, terminal, API) renders the stored one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzers.quantity import format_units
+from analyzers.simulator import codes as C
+from analyzers.simulator.engine import FILTERS
+from analyzers.simulator.results import NodeVerdict, PodVerdict
+
+PLUGIN_ORDER: tuple[str, ...] = tuple(p.name for p in FILTERS)
+MAX_NAMES_PER_ROW = 1000  # names kept per row (the count is always exact)
+MAX_CAPACITY_NODES = 20  # nodes with capacity bars, nearest first
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+
+
+def _plugins(nodes: tuple[NodeVerdict, ...]) -> list[str]:
+    order = list(PLUGIN_ORDER)
+    for node in nodes:
+        for f in node.filters:
+            if f.plugin not in order:
+                order.insert(0, f.plugin)  # a PreFilter result's rejection comes first
+    return order
+
+
+def _preemption_of(verdict: PodVerdict, node: NodeVerdict) -> str:
+    p = verdict.preemption
+    if node.fits:
+        return ""
+    if node.node in p.candidates:
+        return "candidate"
+    if not p.attempted:
+        return "not-attempted"
+    if not p.eligible:
+        return "pod-may-not-preempt"
+    first = node.first
+    if first is not None and first.code == C.UNRESOLVABLE:
+        return "not-helpful"
+    return "no-victims"
+
+
+def _cells(plugins: list[str], node: NodeVerdict) -> list[dict[str, Any]]:
+    failures = {f.plugin: f for f in node.filters}
+    first = node.first.plugin if node.first is not None else None
+    seen_first = False
+    cells: list[dict[str, Any]] = []
+    for plugin in plugins:
+        f = failures.get(plugin)
+        if plugin == first:
+            seen_first = True
+            cells.append({"plugin": plugin, "state": "fail", "reasons": list(f.reasons) if f else []})
+        elif not seen_first:
+            cells.append({"plugin": plugin, "state": "pass", "reasons": []})
+        elif f is not None:
+            cells.append({"plugin": plugin, "state": "extra-fail", "reasons": list(f.reasons)})
+        else:
+            cells.append({"plugin": plugin, "state": "not-evaluated", "reasons": []})
+    return cells
+
+
+def _capacity(node: NodeVerdict) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for f in node.filters:
+        if f.plugin != NODE_RESOURCES_FIT:
+            continue
+        for row in f.detail.get("resources", ()):
+            resource = str(row["resource"])
+            out.append(
+                {
+                    "node": node.node,
+                    "resource": resource,
+                    "allocatable": int(row["allocatable"]),
+                    "requested_by_others": int(row["used"]),
+                    "request": int(row["requested"]),
+                    "free": int(row["free"]),
+                    "allocatable_text": format_units(resource, int(row["allocatable"])),
+                    "requested_by_others_text": format_units(resource, int(row["used"])),
+                    "request_text": format_units(resource, int(row["requested"])),
+                    "free_text": format_units(resource, max(0, int(row["free"]))),
+                }
+            )
+    return out
+
+
+def build_grid(verdict: PodVerdict, pods: list[str]) -> dict[str, Any]:
+    """The grid of ``verdict`` (one pod's simulated scheduling), for the pods ``pods`` that share it."""
+    nodes = verdict.nodes
+    by_name = {n.node: n for n in nodes}
+    plugins = _plugins(nodes)
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for node in nodes:
+        preemption = _preemption_of(verdict, node)
+        key = (tuple((f.plugin, f.reasons) for f in node.filters), preemption)
+        row = groups.get(key)
+        if row is None:
+            row = groups[key] = {
+                "count": 0,
+                "nodes": [],
+                "fits": node.fits,
+                "failing": len(node.filters),
+                "first": node.first.plugin if node.first is not None else None,
+                "cells": _cells(plugins, node),
+                "preemption": preemption,
+                "victims": [],
+            }
+        row["count"] += 1
+        if len(row["nodes"]) < MAX_NAMES_PER_ROW:
+            row["nodes"].append(node.node)
+        victims = verdict.preemption.victims.get(node.node)
+        if victims and len(row["victims"]) < MAX_NAMES_PER_ROW:
+            row["victims"].append({"node": node.node, "pods": [f"{ns}/{name}" for ns, name in victims]})
+    # Nearest first: nodes that fit; then fewest failing plugins; then nodes where preemption
+    # could be tried (a resolvable first failure) before those where it is not helpful; then size.
+    rows = sorted(
+        groups.values(),
+        key=lambda r: (
+            not r["fits"],
+            r["failing"],
+            r["preemption"] == "not-helpful",
+            -r["count"],
+            r["nodes"][:1],
+        ),
+    )
+    capacity: list[dict[str, Any]] = []
+    shown = 0
+    for row in rows:
+        if shown >= MAX_CAPACITY_NODES:
+            break
+        if row["first"] != NODE_RESOURCES_FIT:  # a candidate: capacity is what stops it
+            continue
+        for name in row["nodes"]:
+            if shown >= MAX_CAPACITY_NODES:
+                break
+            capacity.extend(_capacity(by_name[name]))
+            shown += 1
+    banner = None
+    for kind, f in (("gated", verdict.gated), ("prefilter", verdict.prefilter)):
+        if f is not None:
+            banner = {"kind": kind, "plugin": f.plugin, "reasons": list(f.reasons)}
+            break
+    return {
+        "pods": pods,
+        "total_nodes": verdict.total_nodes,
+        "feasible_nodes": verdict.feasible_nodes,
+        "plugins": plugins,
+        "banner": banner,
+        "message": verdict.message,
+        "preemption": {
+            "attempted": verdict.preemption.attempted,
+            "eligible": verdict.preemption.eligible,
+            "message": verdict.preemption.message,
+        },
+        "rows": rows,
+        "capacity": capacity,
+    }
+
+
+MAX_GRIDS = 3  # distinct grids per finding (pods of one template share one)
+GRID_KEY = "scheduling_grid"
+
+
+def grids_for(pods: list[str], verdicts: dict[str, PodVerdict]) -> list[dict[str, Any]]:
+    """One grid per distinct verdict among ``pods`` ("ns/name") that have one, at most
+    :data:`MAX_GRIDS`; pods whose verdict reads the same share a grid."""
+    shared: dict[str, tuple[PodVerdict, list[str]]] = {}
+    for name in pods:
+        verdict = verdicts.get(name)
+        if verdict is None or verdict.fits:
+            continue
+        key = verdict.message
+        if key in shared:
+            shared[key][1].append(name)
+        elif len(shared) < MAX_GRIDS:
+            shared[key] = (verdict, [name])
+    return [build_grid(verdict, names) for verdict, names in shared.values()]

@@ -1,0 +1,96 @@
+"""The nodes × filter plugins grid (analyzers.grid) of the golden scenarios.
+
+kube-scheduler stops at a node's first failing filter; the grid marks it, calls
+the later plugins "not evaluated by the scheduler", and shows apart what
+unstick's own evaluation finds after it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analyzers.grid import GRID_KEY, PLUGIN_ORDER
+from analyzers.ingest import parse_time
+from analyzers.report import build_report
+from analyzers.snapshot import ClusterState
+from tests.scenarios.test_golden import CASES, load_case
+
+GPU_TRACKER = Path(__file__).parents[1] / "scenarios" / "rollout-surge-deadlock" / "gpu-tracker"
+
+
+def report_of(case: Path):  # type: ignore[no-untyped-def]
+    objects, expected = load_case(case)
+    state = ClusterState(expected.get("kube_version"))
+    state.load(objects)
+    now = parse_time(expected["now"])
+    assert now is not None
+    return build_report(state.snapshot(), now=now)
+
+
+def test_the_gpu_deadlock_grid_marks_the_first_failure_and_the_plugins_never_run() -> None:
+    [finding] = [f for f in report_of(GPU_TRACKER).findings if f.rule_id == "rollout-surge-deadlock"]
+    [grid] = finding.evidence[GRID_KEY]
+    assert grid["total_nodes"] == 10 and grid["feasible_nodes"] == 0
+    assert tuple(grid["plugins"]) == PLUGIN_ORDER
+    near, far = grid["rows"]  # nearest first: one failing filter before two
+    assert (near["count"], near["nodes"], near["failing"], near["first"]) == (
+        1,
+        ["tracker-node"],
+        1,
+        "NodeResourcesFit",
+    )
+    states = {c["plugin"]: c["state"] for c in near["cells"]}
+    assert states["NodeAffinity"] == "pass" and states["NodeResourcesFit"] == "fail"
+    assert states["InterPodAffinity"] == "not-evaluated"
+    assert near["preemption"] == "no-victims"
+    assert far["count"] == 9 and far["first"] == "NodeAffinity" and far["preemption"] == "not-helpful"
+    far_states = {c["plugin"]: c for c in far["cells"]}
+    assert far_states["NodeResourcesFit"]["state"] == "extra-fail"  # unstick's evaluation, apart
+    assert far_states["NodeResourcesFit"]["reasons"] == ["Insufficient nvidia.com/gpu"]
+    assert far_states["NodePorts"]["state"] == "not-evaluated"
+    # Capacity only for the candidate, where the resource is what stops the pod.
+    assert grid["capacity"] == [
+        {
+            "node": "tracker-node",
+            "resource": "nvidia.com/gpu",
+            "allocatable": 1,
+            "requested_by_others": 1,
+            "request": 1,
+            "free": 0,
+            "allocatable_text": "1",
+            "requested_by_others_text": "1",
+            "request_text": "1",
+            "free_text": "0",
+        }
+    ]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.parent.name}/{c.name}" for c in CASES])
+def test_every_golden_grid_is_consistent_with_the_scheduler_verdict(case: Path) -> None:
+    report = report_of(case)
+    verdicts = {f"{p.pod.namespace}/{p.pod.name}": p.verdict for p in report.pods}
+    for finding in report.findings:
+        for grid in finding.evidence.get(GRID_KEY, ()):
+            json.dumps(grid)  # JSON-safe: stored as is
+            verdict = verdicts[grid["pods"][0]]
+            assert sum(r["count"] for r in grid["rows"]) == verdict.total_nodes
+            assert sum(r["count"] for r in grid["rows"] if r["fits"]) == verdict.feasible_nodes
+            failing = [r["failing"] for r in grid["rows"] if not r["fits"]]
+            assert failing == sorted(failing)
+            for row in grid["rows"]:
+                states = [c["state"] for c in row["cells"]]
+                if row["fits"]:
+                    assert set(states) == {"pass"}
+                    continue
+                first = states.index("fail") if "fail" in states else None
+                if first is None:  # a PreFilter result's rejection: a plugin outside the order
+                    continue
+                assert set(states[:first]) <= {"pass"} and states.count("fail") == 1
+                assert set(states[first + 1 :]) <= {"not-evaluated", "extra-fail"}
+                assert row["failing"] == 1 + states.count("extra-fail")
+                node = verdict.node(row["nodes"][0])
+                assert node is not None and node.first is not None
+                assert row["cells"][first]["plugin"] == node.first.plugin
+                assert row["cells"][first]["reasons"] == list(node.first.reasons)
