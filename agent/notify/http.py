@@ -13,6 +13,8 @@ import email.utils
 import ssl
 import time
 from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -45,10 +47,39 @@ def client_session(
     )
 
 
+def post(session: aiohttp.ClientSession, url: str, **kwargs: Any) -> Any:
+    """The one way the sinks send: a POST that never follows a redirect. A receiver that
+    answers 3xx gets no second request, so the signed body, the token and the secret custom
+    headers never reach the place it points to (aiohttp would re-send them to another host
+    on a 307/308); the answer is :func:`redirect_refused`."""
+    return session.post(url, allow_redirects=False, **kwargs)
+
+
+def redirect_refused(status: int, headers: Mapping[str, str]) -> str | None:
+    """The delivery failure a 3xx answer is (None for any other status): it names where the
+    receiver pointed (scheme and host only, never a path that may hold a token)."""
+    if not 300 <= status < 400:
+        return None
+    where = ""
+    location = headers.get("Location", "")
+    try:
+        target = urlsplit(location)
+        if target.scheme and target.hostname:
+            where = f" to {target.scheme}://{target.hostname}" + (f":{target.port}" if target.port else "")
+        elif location:
+            where = " on the same host"
+    except ValueError:
+        where = ""
+    return (
+        f"HTTP {status}: the receiver redirects{where}; notifiers never follow redirects "
+        "(configure the final URL)"
+    )
+
+
 def describe_transport_error(exc: BaseException) -> str:
     """What went wrong talking to a receiver, without the URL."""
     if isinstance(exc, asyncio.TimeoutError | TimeoutError):
-        return "no answer in time (connect 5 s, total 15 s)"
+        return "no answer in time (the connect or total timeout passed)"
     if isinstance(exc, aiohttp.ClientConnectorCertificateError | aiohttp.ClientSSLError):
         return "TLS verification failed (give the receiver's CA with the CA bundle option)"
     if isinstance(exc, aiohttp.ClientConnectorError):
@@ -71,7 +102,7 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
     if raw is None:
         return None
     raw = raw.strip()
-    if raw.isdigit():
+    if raw.isascii() and raw.isdigit() and len(raw) <= 9:
         return float(raw)
     try:
         when = email.utils.parsedate_to_datetime(raw)

@@ -36,6 +36,8 @@ from agent.notify.http import (
     TRANSPORT_ERRORS,
     client_session,
     describe_transport_error,
+    post,
+    redirect_refused,
     retry_after_seconds,
 )
 from agent.notify.render import Renderer
@@ -171,10 +173,13 @@ class SlackBotSink:
         else:
             headers["Content-Type"] = "application/json; charset=utf-8"
             data = orjson.dumps(body)
-        async with self._session.post(f"{self._api}/{method}", data=data, headers=headers) as resp:
+        async with post(self._session, f"{self._api}/{method}", data=data, headers=headers) as resp:
             raw = await resp.content.read(MAX_RESPONSE_BYTES)
             retry_after = retry_after_seconds(resp.headers)
             status = resp.status
+            redirected = redirect_refused(status, resp.headers)
+        if redirected is not None:
+            raise SlackError(redirected, status=status)
         try:
             doc = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -329,16 +334,22 @@ class SlackWebhookSink:
 
     async def _send(self, body: Mapping[str, Any]) -> None:
         try:
-            async with self._session.post(
-                self._url.reveal(), data=orjson.dumps(body), headers={"Content-Type": "application/json"}
+            async with post(
+                self._session,
+                self._url.reveal(),
+                data=orjson.dumps(body),
+                headers={"Content-Type": "application/json"},
             ) as resp:
                 status = resp.status
                 said = (await resp.content.read(MAX_RESPONSE_BYTES)).decode("utf-8", "replace").strip()
                 retry_after = retry_after_seconds(resp.headers)
+                redirected = redirect_refused(status, resp.headers)
         except TRANSPORT_ERRORS as exc:
             raise RetryLater(f"slack webhook: {describe_transport_error(exc)}") from None
         if status == 200:
             return
+        if redirected is not None:
+            raise RetryLater(f"slack webhook: {redirected}")
         raise SlackError(
             said.split()[0][:80] if said else f"HTTP {status}", status=status, retry_after=retry_after
         )

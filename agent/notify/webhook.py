@@ -34,6 +34,8 @@ from agent.notify.http import (
     TRANSPORT_ERRORS,
     client_session,
     describe_transport_error,
+    post,
+    redirect_refused,
     retry_after_seconds,
 )
 from agent.notify.render import Renderer, links_for
@@ -130,7 +132,7 @@ class WebhookSink:
             }
         )
         try:
-            async with self._session.post(self._url.reveal(), data=body, headers=headers) as resp:
+            async with post(self._session, self._url.reveal(), data=body, headers=headers) as resp:
                 status = resp.status
                 text = (await resp.content.read(MAX_RESPONSE_BYTES)).decode("utf-8", "replace")
                 retry_after = retry_after_seconds(resp.headers)
@@ -138,6 +140,9 @@ class WebhookSink:
             raise RetryLater(describe_transport_error(exc)) from None
         if 200 <= status < 300:
             return Sent()
+        redirected = redirect_refused(status, resp.headers)
+        if redirected is not None:
+            raise RetryLater(redirected)
         said = " ".join(text.split())[:200]
         reason = f"HTTP {status} from the receiver" + (f": {said}" if said else "")
         if status in RETRYABLE_STATUS or status >= 500:

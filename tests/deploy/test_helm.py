@@ -429,6 +429,17 @@ def test_values_schema_rejects_wrong_types_and_unknown_keys(
         ({"apiTokens": {"tokens": []}}, "apiTokens.existingSecret"),
         ({"slack": {"botToken": "xoxb-1"}}, "slack.channel"),
         ({"webhook": {"urls": ["https://x.example"]}}, "webhook.secret"),
+        # An enabled NetworkPolicy with the defaults would allow DNS alone: refused, naming the values.
+        ({"networkPolicy": {"enabled": True}}, "set networkPolicy.apiServerCIDRs and networkPolicy.apiServerPort"),
+        ({"networkPolicy": {"enabled": True}}, "kubectl get endpointslices -n default"),
+        (
+            {"networkPolicy": {"enabled": True, "apiServerCIDRs": ["10.0.0.1/32"]}, "database": {"existingSecret": "db"}},
+            "networkPolicy.databaseCIDRs",
+        ),
+        (
+            {"networkPolicy": {"enabled": True, "apiServerCIDRs": ["10.0.0.1/32"]}, "slack": {"existingSecret": "s", "channel": "#a"}},
+            "networkPolicy.notifyCIDRs",
+        ),
     ],
     ids=lambda v: json.dumps(v) if isinstance(v, dict) else v,
 )

@@ -111,5 +111,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and .Values.webhook.urls (not (or .Values.webhook.secret .Values.webhook.existingSecret)) }}
 {{- fail "webhook.urls: set webhook.secret or webhook.existingSecret (the HMAC key the receivers verify)" }}
 {{- end }}
+{{- with .Values.networkPolicy }}
+{{- if and .enabled (not .apiServerCIDRs) }}
+{{- fail "networkPolicy.enabled: set networkPolicy.apiServerCIDRs and networkPolicy.apiServerPort, or the policy cuts the agent off from the Kubernetes API server. They are the API server's own addresses and port (NetworkPolicy sees them after the kubernetes Service is translated, so not the Service's 10.96.0.1:443): kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes -o jsonpath='{.items[*].endpoints[*].addresses[*]} {.items[0].ports[0].port}'" }}
+{{- end }}
+{{- if and .enabled (or $.Values.database.url $.Values.database.existingSecret) (not .databaseCIDRs) }}
+{{- fail "networkPolicy.enabled with PostgreSQL: set networkPolicy.databaseCIDRs (and databasePort), or the policy cuts the agent off from its database" }}
+{{- end }}
+{{- if and .enabled (or $.Values.slack.webhookUrl $.Values.slack.botToken $.Values.slack.existingSecret $.Values.webhook.urls) (not .notifyCIDRs) }}
+{{- fail "networkPolicy.enabled with Slack or webhooks: set networkPolicy.notifyCIDRs (and notifyPort), or the policy cuts the agent off from the receivers" }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
