@@ -29,6 +29,13 @@ It serves what unstick's gateway uses, with the semantics a real API server has:
   ends the stream cleanly. With selectors, an object that starts or stops
   matching is seen as ADDED or DELETED (``cacher/cache_watcher.go``
   convertToWatchEvent).
+- Streaming lists (watch-list, KEP-3157): ``watch=true&sendInitialEvents=true&
+  resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`` streams the current
+  state as ADDED events, then one ``BOOKMARK`` at the current revision annotated
+  ``k8s.io/initial-events-end: "true"``, then changes as any watch. Served as the
+  release's ``WatchList`` gate defaults (1.32, 1.34+; ``watch_list=`` overrides);
+  otherwise the parameters are refused with 422 Invalid ``ListOptions`` as
+  ``validateWatchOptions`` words it (before 1.27 they are ignored).
 - Field selectors (``=``, ``==``, ``!=``, commas; labels each registry
   supports) and label selectors.
 - Newline-delimited JSON watch frames ``{"type":…,"object":…}`` written in
@@ -98,6 +105,8 @@ _REASONS = {
     504: "Timeout",
 }
 _CHUNK = 64 * 1024
+# metav1.InitialEventsAnnotationKey (staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/types.go)
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -378,8 +387,11 @@ class FakeCluster:
         now: Callable[[], datetime] | None = None,
         seed: int | None = 0,
         unserved_groups: Iterable[str] = (),
+        watch_list: bool | None = None,
     ) -> None:
         self.token = token
+        # Streaming lists (sendInitialEvents): None follows the release's WatchList gate default.
+        self.watch_list = watch_list
         self.metrics_enabled = metrics
         # API groups this cluster does not serve (an older release, a feature gate off):
         # discovery leaves them out and their paths answer 404, as kube-apiserver does.
@@ -989,6 +1001,11 @@ class FakeCluster:
         return self._json(self.apply(body, copy=False), status=201)
 
     def _serve_list(self, kind: Kind, namespace: str | None, query: Mapping[str, str]) -> web.Response:
+        if "sendInitialEvents" in query and self._watch_list_served() is not None:
+            # ValidateListOptions: streaming is for watches only.
+            return self._invalid_list_options(
+                [("sendInitialEvents", "FieldValueForbidden", "Forbidden: sendInitialEvents is forbidden for list")]
+            )
         fields = FieldSelector.parse(query.get("fieldSelector"), kind)
         labels = LabelSelector.parse(query.get("labelSelector"))
         try:
@@ -1061,6 +1078,15 @@ class FakeCluster:
         except ValueError:
             return self._error(400, f"invalid watch parameters: {dict(query)!r}")
         bookmarks = query.get("allowWatchBookmarks", "").lower() in ("true", "1")
+        invalid = self._watch_list_errors(query)
+        if invalid:
+            return self._invalid_list_options(invalid)
+        # A streaming list (watch-list): sendInitialEvents=true with bookmarks allowed
+        # (cacher.go isListWatchRequest); "" or any version: the current state, then the end bookmark.
+        initial_events = (
+            self._watch_list_served() is not None
+            and query.get("sendInitialEvents", "").lower() in ("true", "1")
+        )
 
         resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         resp.enable_chunked_encoding()
@@ -1077,6 +1103,29 @@ class FakeCluster:
         if fault is not None and fault.action == "gone":
             oldest = max(self._compacted, (start_rv or 0) + 1)
             w.error = status_body(410, f"too old resource version: {start_rv or 0} ({oldest})", "Expired")
+        elif initial_events:
+            # cacher.go getWatchCacheResourceVersion / setInitialEventsEndBookmarkIfRequested: the
+            # state at the current revision (a version given is "not older than"), as ADDED events,
+            # then a BOOKMARK at that revision annotated k8s.io/initial-events-end (with bookmarks
+            # allowed; without, the initial events alone, as the cacher sends them).
+            for key in sorted(self._objects[kind.kind], key=_sort_key):
+                obj = self._objects[kind.kind][key]
+                if w.selects(key, obj):
+                    pending.append(orjson.dumps({"type": "ADDED", "object": obj}, option=orjson.OPT_APPEND_NEWLINE))
+            if bookmarks:
+                end = {
+                    "type": "BOOKMARK",
+                    "object": {
+                        "kind": kind.kind,
+                        "apiVersion": kind.api_version,
+                        "metadata": {
+                            "resourceVersion": str(self._rv),
+                            "annotations": {INITIAL_EVENTS_END: "true"},
+                        },
+                    },
+                }
+                pending.append(orjson.dumps(end, option=orjson.OPT_APPEND_NEWLINE))
+            w.position = self._rv + 1
         elif start_rv is None:
             w.position = self._rv + 1
         elif start_rv == 0:
@@ -1148,6 +1197,79 @@ class FakeCluster:
         with contextlib.suppress(ConnectionResetError):
             await resp.write_eof()
         return resp
+
+    def _watch_list_served(self) -> bool | None:
+        """Whether this release serves streaming lists: None when it does not know the
+        parameters at all (before 1.27: ignored), else the WatchList gate's default
+        (staging/src/k8s.io/apiserver/pkg/features/kube_features.go, v1.37.2: alpha off from
+        1.27, on in 1.32, off in 1.33, on from 1.34) unless ``watch_list`` says otherwise."""
+        parts = self.version.lstrip("v").split(".")
+        try:
+            minor = int(parts[1]) if len(parts) > 1 else 0
+        except ValueError:
+            minor = 99
+        if minor < 27:
+            return None
+        if self.watch_list is not None:
+            return self.watch_list
+        return minor == 32 or minor >= 34
+
+    def _watch_list_errors(self, query: Mapping[str, str]) -> list[tuple[str, str, str]]:
+        """validateWatchOptions (staging/src/k8s.io/apimachinery/pkg/apis/meta/internalversion/
+        validation/validation.go, v1.37.2): (field, reason, message) of each error."""
+        served = self._watch_list_served()
+        if served is None:
+            return []
+        errors: list[tuple[str, str, str]] = []
+        match = query.get("resourceVersionMatch", "")
+        if "sendInitialEvents" in query:
+            if match != "NotOlderThan":
+                errors.append(
+                    (
+                        "resourceVersionMatch",
+                        "FieldValueForbidden",
+                        "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                    )
+                )
+            if not served:
+                errors.append(
+                    (
+                        "sendInitialEvents",
+                        "FieldValueForbidden",
+                        "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+                    )
+                )
+        if match:
+            if "sendInitialEvents" not in query:
+                errors.append(
+                    (
+                        "resourceVersionMatch",
+                        "FieldValueForbidden",
+                        "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                    )
+                )
+            if match != "NotOlderThan":
+                errors.append(
+                    (
+                        "resourceVersionMatch",
+                        "FieldValueNotSupported",
+                        f'Unsupported value: "{match}": supported values: "NotOlderThan"',
+                    )
+                )
+        return errors
+
+    def _invalid_list_options(self, errors: list[tuple[str, str, str]]) -> web.Response:
+        """422 Invalid for ListOptions, as handlers/get.go answers a failed ValidateListOptions
+        (errors.NewInvalid: ``ListOptions.meta.k8s.io "" is invalid: [field: message, …]``)."""
+        parts = [f"{f}: {m}" for f, _, m in errors]
+        joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+        causes = [{"reason": r, "message": m, "field": f} for f, r, m in errors]
+        return self._error(
+            422,
+            f'ListOptions.meta.k8s.io "" is invalid: {joined}',
+            reason="Invalid",
+            details={"group": "meta.k8s.io", "kind": "ListOptions", "causes": causes},
+        )
 
     def _event_line(self, w: _Watch, change: _Change) -> bytes | None:
         if not w.fields and not w.labels:

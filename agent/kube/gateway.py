@@ -625,12 +625,24 @@ class Gateway:
         allow_bookmarks: bool = True,
         field_selector: str | None = None,
         label_selector: str | None = None,
+        send_initial_events: bool = False,
     ) -> WatchStream:
-        """A watch request (``async with gateway.watch(...) as stream``)."""
+        """A watch request (``async with gateway.watch(...) as stream``).
+
+        ``send_initial_events``: a streaming list (watch-list, KEP-3157), as client-go's
+        reflector asks for it (staging/src/k8s.io/client-go/tools/cache/reflector.go
+        ``watchList``, v1.37.2): ``sendInitialEvents=true``, ``resourceVersionMatch=NotOlderThan``
+        and bookmarks; the stream opens with the current state as ADDED events and a BOOKMARK
+        annotated ``k8s.io/initial-events-end``. A server that does not serve it answers 422
+        (:class:`~agent.kube.errors.BadRequest`)."""
         k = kind if isinstance(kind, Kind) else kind_for(kind)
         params: list[tuple[str, str]] = [("watch", "true")]
         if resource_version is not None:
             params.append(("resourceVersion", resource_version))
+        if send_initial_events:
+            params.append(("sendInitialEvents", "true"))
+            params.append(("resourceVersionMatch", "NotOlderThan"))
+            allow_bookmarks = True
         if allow_bookmarks:
             params.append(("allowWatchBookmarks", "true"))
         if timeout_seconds is not None:

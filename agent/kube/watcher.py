@@ -20,6 +20,18 @@ server and hands every change to a ``Sink`` as a ``Delta`` —
   connections, stalls, 429 and 5xx back off exponentially with jitter as the
   reflector does (``wait.NewExponentialBackoffManager(800ms, 30s, 2m, 2.0,
   1.0)``), and a 429's ``Retry-After`` is honoured as given.
+- Where the API server serves it, the list is a *streaming list* (watch-list,
+  KEP-3157; client-go's reflector ``watchList``): one watch with
+  ``sendInitialEvents=true`` and ``resourceVersionMatch=NotOlderThan`` streams the
+  current state as ADDED events, reconciled exactly as a list's items, until a
+  BOOKMARK annotated ``k8s.io/initial-events-end: "true"`` says the state is
+  complete (its resourceVersion is the list's); the same stream then goes on as
+  the watch. The API server streams from its watch cache instead of building
+  whole list responses in memory. A server that refuses the parameters (422:
+  the ``WatchList`` gate off) or ignores them (an event other than ADDED, or a
+  bookmark without the annotation, before the end) is listed with
+  ``limit``/``continue`` instead, and every watcher sharing its
+  :class:`WatchListMode` stops asking.
 - The first successful list of a kind signals ``synced``.
 
 ``Watcher`` runs one ``KindWatcher`` per kind and namespace scope and
@@ -35,13 +47,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import random as _random
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from agent.kube.errors import Gone, KubeError, NotFound, Throttled, Unavailable
+from agent.kube.errors import BadRequest, Gone, KubeError, NotFound, Throttled, Unavailable
 from agent.kube.kinds import WATCHED_KINDS, Kind
 
 __all__ = [
@@ -56,6 +69,7 @@ __all__ = [
     "QueueSink",
     "Sink",
     "Synced",
+    "WatchListMode",
     "WatchSpec",
     "WatchStats",
     "Watcher",
@@ -170,6 +184,7 @@ class KubeSource(Protocol):
         allow_bookmarks: bool = ...,
         field_selector: str | None = ...,
         label_selector: str | None = ...,
+        send_initial_events: bool = ...,
     ) -> AbstractAsyncContextManager[Any]: ...
 
 
@@ -227,7 +242,8 @@ class WatchStats:
     """Counters of one kind (summed over its namespace scopes)."""
 
     kind: str
-    lists: int = 0
+    lists: int = 0  # full states read (paginated lists and streaming lists)
+    watch_lists: int = 0  # of those, streaming lists (sendInitialEvents)
     relists: int = 0  # lists forced by 410 Gone
     restarts: int = 0  # watch streams re-opened, for any reason
     events: int = 0  # deltas delivered from watch streams
@@ -244,6 +260,7 @@ class WatchStats:
     def add(self, other: WatchStats) -> None:
         for name in (
             "lists",
+            "watch_lists",
             "relists",
             "restarts",
             "events",
@@ -256,6 +273,61 @@ class WatchStats:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for err, count in other.errors.items():
             self.errors[err] = self.errors.get(err, 0) + count
+
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+"""metav1.InitialEventsAnnotationKey (staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/types.go)."""
+
+
+class WatchListMode:
+    """Whether to ask for streaming lists: on until the API server refuses or ignores them
+    (then off for every watcher that shares this object, with the reason kept).
+
+    The first watcher to ask probes; the others sharing the mode wait until the server has
+    accepted (a stream opened) or refused, so a server without watch-list is asked once."""
+
+    __slots__ = ("_probing", "_settled", "decided", "enabled", "reason")
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.reason = "" if enabled else "disabled"
+        self.decided = not enabled
+        self._probing = False
+        self._settled = asyncio.Event()
+
+    async def turn(self) -> bool:
+        """Whether this watcher should ask for a streaming list now."""
+        while not self.decided and self._probing:
+            await self._settled.wait()
+        if not self.decided:
+            self._probing = True  # this watcher asks first; accepted() or refuse() settles it
+        return self.enabled
+
+    def accepted(self) -> None:
+        self.decided = True
+        self._settle()
+
+    def refuse(self, reason: str) -> None:
+        if self.enabled:
+            logger.info("streaming lists (watch-list) not served: %s; listing page by page", reason)
+        self.enabled = False
+        self.reason = reason
+        self.decided = True
+        self._settle()
+
+    def undecided(self) -> None:
+        """The probe failed for another reason (a dropped connection): the next one asks again."""
+        if not self.decided:
+            self._settle()
+
+    def _settle(self) -> None:
+        self._probing = False
+        self._settled.set()
+        self._settled = asyncio.Event()
+
+
+class _NotStreamed(Exception):
+    """The server answered a streaming list as a plain watch (it ignores sendInitialEvents)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,8 +359,10 @@ class KindWatcher:
         random: Callable[[], float] = _random.random,
         clock: Callable[[], float] = time.monotonic,
         on_synced: Callable[[KindWatcher], Awaitable[None]] | None = None,
+        watch_list: WatchListMode | None = None,
     ) -> None:
         self.source = source
+        self.watch_list = watch_list if watch_list is not None else WatchListMode()
         self.kind = kind
         self.sink = sink
         self.namespace = namespace if kind.namespaced else None
@@ -305,9 +379,11 @@ class KindWatcher:
         self._clock = clock
         self._on_synced = on_synced
         self.resource_version: str | None = None
-        # (namespace, name) -> (uid, resourceVersion) of what was delivered;
-        # what a relist is reconciled against.
-        self._known: dict[tuple[str, str], tuple[str, str]] = {}
+        # namespace -> name -> (uid, resourceVersion) of what was delivered; what a relist is
+        # reconciled against. One dict of names per namespace, the namespace interned: no key
+        # tuple per object (the name and uid strings are the decoded object's, which the cache's
+        # record holds too).
+        self._known: dict[str, dict[str, tuple[str, str]]] = {}
         self.stats = WatchStats(kind.kind)
         self._kind_name = kind.kind
 
@@ -317,25 +393,55 @@ class KindWatcher:
 
     @property
     def known_count(self) -> int:
-        return len(self._known)
+        return sum(len(names) for names in self._known.values())
+
+    def _known_get(self, ns: str, name: str) -> tuple[str, str] | None:
+        """(uid, resourceVersion) delivered for the object, if any."""
+        names = self._known.get(ns)
+        return names.get(name) if names is not None else None
+
+    def _known_put(self, ns: str, name: str, uid: str, rv: str) -> None:
+        names = self._known.get(ns)
+        if names is None:
+            names = self._known[sys.intern(ns)] = {}
+        names[name] = (uid, rv)
+
+    def _known_pop(self, ns: str, name: str) -> None:
+        names = self._known.get(ns)
+        if names is not None and names.pop(name, None) is not None and not names:
+            del self._known[ns]
 
     # -- the single pass ---------------------------------------------------
     async def step(self) -> bool:
-        """List when no resourceVersion is held, then watch until the stream
-        ends. A 410 Gone from the watch forgets the version so that the next
-        step relists, and returns True; other errors propagate (a 410 on a
-        list that has no continue token to fall back from, too)."""
+        """List when no resourceVersion is held (a streaming list where served,
+        else page by page), then watch until the stream ends. A 410 Gone from the
+        watch forgets the version so that the next step relists, and returns True;
+        other errors propagate (a 410 on a list that has no continue token to fall
+        back from, too)."""
+        if self.resource_version is None and await self.watch_list.turn():
+            try:
+                await self.watch_list_once()
+                return False
+            except (BadRequest, _NotStreamed) as exc:
+                self.watch_list.refuse(str(exc))
+            except Gone as exc:
+                return self._expired(exc)
+            finally:
+                self.watch_list.undecided()
         if self.resource_version is None:
             await self.list_once()
         try:
             await self.watch_once()
         except Gone as exc:
-            # reflector.go: isExpiredError → return, and ListAndWatch relists.
-            logger.info("%s: %s; relisting", self, exc, extra={"kind": self.kind.kind})
-            self.resource_version = None
-            self.stats.relists += 1
-            return True
+            return self._expired(exc)
         return False
+
+    def _expired(self, exc: Gone) -> bool:
+        # reflector.go: isExpiredError → return, and ListAndWatch relists.
+        logger.info("%s: %s; relisting", self, exc, extra={"kind": self.kind.kind})
+        self.resource_version = None
+        self.stats.relists += 1
+        return True
 
     async def list_once(self) -> None:
         """A full, paginated list reconciled with what was delivered before.
@@ -375,8 +481,17 @@ class KindWatcher:
             token = page["metadata"].get("continue") or None
             if token is None:
                 break
-        for key in [k for k in self._known if k not in seen]:
-            uid, rv = self._known.pop(key)
+        await self._complete(seen, list_rv)
+
+    async def _complete(self, seen: set[tuple[str, str]], list_rv: str | None) -> None:
+        """The whole state has been read (``seen``, at ``list_rv``): what vanished since the last
+        one is DELETED, the version is held, and the first complete state signals ``synced``."""
+        vanished = [
+            (ns, name) for ns, names in self._known.items() for name in names if (ns, name) not in seen
+        ]
+        for key in vanished:
+            uid, rv = self._known_get(*key) or ("", "")
+            self._known_pop(*key)
             self.stats.synthesised_deletes += 1
             await self.sink.delta(
                 Delta(self.kind.kind, "DELETED", self._stub(key, uid, rv), final_state_unknown=True)
@@ -395,6 +510,61 @@ class KindWatcher:
             if relisted is not None:
                 await relisted(self.kind.kind)
 
+    async def watch_list_once(self) -> None:
+        """A streaming list, then the watch on the same stream until it ends.
+
+        As client-go's reflector (``watchList`` and ``handleListWatch`` in
+        staging/src/k8s.io/client-go/tools/cache/reflector.go, v1.37.2): no
+        resourceVersion (the most recent state, read consistently), bookmarks on;
+        ADDED events until the BOOKMARK annotated ``k8s.io/initial-events-end``, whose
+        resourceVersion the state is complete at. Raises :class:`BadRequest` when the
+        server refuses the request and ``_NotStreamed`` when it answers with a plain
+        watch; a stream that ends before the end bookmark is ``Unavailable`` (backoff,
+        and the next step streams the list again)."""
+        timeout = int(self.watch_timeout * (1.0 + self._random()))
+        seen: set[tuple[str, str]] = set()
+        initial = True
+        stream_cm = self.source.watch(
+            self.kind,
+            namespace=self.namespace,
+            resource_version=None,
+            timeout_seconds=max(timeout, 1),
+            allow_bookmarks=True,
+            field_selector=self.field_selector,
+            label_selector=self.label_selector,
+            send_initial_events=True,
+        )
+        accept = self._accept
+        deliver = self.sink.delta
+        async with stream_cm as stream:
+            self.stats.lists += 1  # the server accepted the streaming list
+            self.stats.watch_lists += 1
+            try:
+                async for event in stream:
+                    if not initial:
+                        delta = accept(event)
+                        if delta is not None:
+                            await deliver(delta)
+                        continue
+                    type_, obj = event["type"], event["object"]
+                    if type_ == "ADDED":
+                        await self._reconcile(obj, seen)
+                        continue
+                    meta = obj.get("metadata") if isinstance(obj, dict) else None
+                    annotations = (meta or {}).get("annotations") or {}
+                    if type_ == "BOOKMARK" and annotations.get(INITIAL_EVENTS_END) == "true":
+                        initial = False
+                        self.watch_list.accepted()
+                        self.stats.bookmarks += 1
+                        await self._complete(seen, (meta or {}).get("resourceVersion"))
+                        continue
+                    raise _NotStreamed(f"a {type_} event before the {INITIAL_EVENTS_END} bookmark")
+            finally:
+                self.stats.malformed += stream.malformed
+                self.stats.resource_version = self.resource_version
+        if initial:
+            raise Unavailable(f"streaming list of {self.kind} ended before the {INITIAL_EVENTS_END} bookmark")
+
     def _stub(self, key: tuple[str, str], uid: str, rv: str) -> RawObject:
         """The last known identity of an object whose final state we missed."""
         meta: dict[str, str] = {"name": key[1], "uid": uid, "resourceVersion": rv}
@@ -410,8 +580,8 @@ class KindWatcher:
         key = (meta.get("namespace") or "", meta["name"])
         uid, rv = meta.get("uid") or "", meta.get("resourceVersion") or ""
         seen.add(key)
-        old = self._known.get(key)
-        self._known[key] = (uid, rv)
+        old = self._known_get(*key)
+        self._known_put(key[0], key[1], uid, rv)
         if old is None:
             type_: DeltaType = "ADDED"
         elif old[0] != uid:
@@ -478,17 +648,19 @@ class KindWatcher:
         if not name or not rv:
             self.stats.malformed += 1
             return None
-        key = (meta.get("namespace") or "", name)
-        known = self._known
+        ns = meta.get("namespace") or ""
         if type_ == "DELETED":
-            known.pop(key, None)
+            self._known_pop(ns, name)
         else:
-            old = known.get(key)
+            names = self._known.get(ns)
+            if names is None:
+                names = self._known[sys.intern(ns)] = {}
+            old = names.get(name)
             if old is not None and old[1] == rv:
                 self.stats.duplicates += 1
                 self.resource_version = rv
                 return None
-            known[key] = (meta.get("uid") or "", rv)
+            names[name] = (meta.get("uid") or "", rv)
         self.resource_version = rv
         self.stats.events += 1
         return _delta(self._kind_name, type_, obj)
@@ -562,8 +734,10 @@ class Watcher:
         sleep: Sleep = asyncio.sleep,
         random: Callable[[], float] = _random.random,
         clock: Callable[[], float] = time.monotonic,
+        watch_list: bool = True,
     ) -> None:
         self.sink = sink
+        self.watch_list = WatchListMode(watch_list)  # shared: one refusal ends it for every kind
         self.watchers: list[KindWatcher] = []
         self._pending: dict[str, int] = {}
         self._synced_event = asyncio.Event()
@@ -587,6 +761,7 @@ class Watcher:
                         random=random,
                         clock=clock,
                         on_synced=self._scope_synced,
+                        watch_list=self.watch_list,
                     )
                 )
                 self._pending[spec.kind.kind] = self._pending.get(spec.kind.kind, 0) + 1

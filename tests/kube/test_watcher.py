@@ -16,7 +16,7 @@ from agent.fakecluster import FakeCluster
 from agent.fakecluster.samples import node, pod
 from agent.kube.gateway import Gateway
 from agent.kube.kinds import NODE, PDB, POD
-from agent.kube.watcher import Backoff, KindWatcher, Watcher
+from agent.kube.watcher import Backoff, KindWatcher, Watcher, WatchListMode
 
 
 def no_jitter() -> float:
@@ -37,6 +37,8 @@ async def running(coro: Awaitable[Any]) -> AsyncIterator[asyncio.Task[Any]]:
 def make_watcher(gateway: Gateway, sink: Any, sleep: Callable[[float], Awaitable[None]], **kw: Any) -> KindWatcher:
     kw.setdefault("random", no_jitter)
     kw.setdefault("min_watch_duration", 0.0)
+    # These tests are about the paginated list (tests/kube/test_watch_list.py streams it).
+    kw.setdefault("watch_list", WatchListMode(False))
     return KindWatcher(gateway, kw.pop("kind", POD), sink, sleep=sleep, **kw)
 
 
