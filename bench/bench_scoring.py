@@ -65,8 +65,8 @@ def main() -> None:
         pod = a_running_pod(snap)
         verdict = simulate(snap, pod)
         feasible = feasible_nodes(verdict, table.size)
-        score = timed(lambda: score_pod(snap, pod, feasible), args.runs)
-        placement = timed(lambda: place(snap, pod, args.replicas), max(3, args.runs // 5))
+        score = timed(lambda snap=snap, pod=pod, feasible=feasible: score_pod(snap, pod, feasible), args.runs)
+        placement = timed(lambda snap=snap, pod=pod: place(snap, pod, args.replicas), max(3, args.runs // 5))
         print(f"{size:>6} {len(snap.pods):>7} {len(feasible):>8} {score[0]:>13.2f} / {score[1]:<10.2f} "
               f"{placement[0]:>10.1f} / {placement[1]:.1f}")  # fmt: skip
 
