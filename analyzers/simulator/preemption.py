@@ -198,7 +198,9 @@ def preempt(
             # DynamicResources' PostFilter runs first (1.34-1.36): a pod without claims gets
             # "no new claims to deallocate"; one with claims none of which it may deallocate
             # "still not schedulable" (dynamicresources.go, v1.35.4 and v1.36.5).
-            dra = DRA_STILL_UNSCHEDULABLE if cycle.pod.spec.resource_claims else DRA_NO_CLAIMS
+            # A PreFilter rejection leaves its claims unrecorded (stateData.claims is set last).
+            has_claims = bool(cycle.pod.spec.resource_claims) and not prefilter_failed
+            dra = DRA_STILL_UNSCHEDULABLE if has_claims else DRA_NO_CLAIMS
             message = f"{dra}, {message}"
         return PreemptionVerdict(
             attempted=clause,
