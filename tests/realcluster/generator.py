@@ -470,7 +470,7 @@ def _pv(
         "storageClassName": cls,
         "capacity": {"storage": f"{gib}Gi"},
         "accessModes": ["ReadWriteOnce"],
-        "persistentVolumeReclaimPolicy": "Delete",
+        "persistentVolumeReclaimPolicy": "Retain",
         "local" if node_affinity else "hostPath": {"path": f"/mnt/{name}"},
     }
     if node_affinity:
