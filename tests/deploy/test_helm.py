@@ -54,6 +54,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "slack": {"existingSecret": "slack-bot", "channel": "#platform"},
         "webhook": {"urls": ["https://hooks.example.com/u"], "existingSecret": "hmac"},
     },
+    "scheduler-config": {
+        "apiTokens": {"tokens": [TOKEN]},
+        "schedulerConfig": {"configMap": "kube-scheduler-config", "key": "scheduler.yaml"},
+    },
     "networkpolicy": {
         "apiTokens": {"tokens": [TOKEN]},
         "database": {"existingSecret": "unstick-db"},
