@@ -86,6 +86,9 @@ class Wording:
     prefilter_result_reason: str | None
     resource_unresolvable: bool
     dra_postfilter: bool
+    # DRAExtendedResource (beta, on since 1.36; GA 1.37): an extended resource a DeviceClass
+    # maps is allocated through DRA on nodes that do not advertise it.
+    dra_extended_resource: bool = False
     # VolumeRestrictions' PreFilter reads the pod's claims (ReadWriteOncePod on by default, 1.27+).
     volume_restrictions_reads_claims: bool = True
     # RunPreFilterPlugins keeps an Unschedulable PreFilter status and runs the others (kubernetes#119770).
@@ -152,6 +155,7 @@ def wording_for(kube_version: str | None) -> Wording:
         prefilter_result_reason=prefilter_result,
         resource_unresolvable=minor >= (1, 34),
         dra_postfilter=minor >= (1, 34),
+        dra_extended_resource=minor >= (1, 36),
         volume_restrictions_reads_claims=minor >= (1, 27),
         prefilter_runs_past_unschedulable=minor >= PREFILTER_PAST_UNSCHEDULABLE,
         terminating_by_preemption_only=minor >= (1, 27),
