@@ -31,6 +31,7 @@ from analyzers.simulator.framework import Cycle, Outcome, Plugin
 from analyzers.simulator.nodeinfo import bits
 from analyzers.simulator.render import (
     DRA_NO_CLAIMS,
+    DRA_STILL_NOT_SCHEDULABLE,
     NO_VICTIMS,
     NOT_ELIGIBLE_NEVER,
     NOT_ELIGIBLE_TERMINATING,
@@ -170,7 +171,11 @@ def preempt(
         victims: Mapping[str, tuple[tuple[str, str], ...]] = EMPTY_MAP,
     ) -> PreemptionVerdict:
         if message and wording.dra_postfilter:
-            message = f"{DRA_NO_CLAIMS}, {message}"
+            # DynamicResources' PostFilter runs first (v1.35.4 dynamicresources.go): "no new
+            # claims to deallocate" for a pod without claims, "still not schedulable" for one
+            # whose claims it did not deallocate.
+            claims = cycle.state.get("dra_claims") is not None
+            message = f"{DRA_STILL_NOT_SCHEDULABLE if claims else DRA_NO_CLAIMS}, {message}"
         return PreemptionVerdict(
             attempted=clause,
             eligible=eligible,

@@ -20,6 +20,7 @@ NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 DRA_NO_CLAIMS = "no new claims to deallocate"
+DRA_STILL_NOT_SCHEDULABLE = "still not schedulable"  # a pod with claims, none deallocated
 
 
 def histogram(reasons: Mapping[str, int]) -> str:

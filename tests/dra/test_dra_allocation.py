@@ -415,3 +415,15 @@ def test_preemption_does_not_free_devices() -> None:
         wants,
     )
     assert v.preemption.candidates == ("a",)
+
+
+def test_postfilter_words_for_a_pod_with_claims_by_release() -> None:
+    """v1.35.4 DynamicResources PostFilter: "still not schedulable" for a pod whose claims
+    it did not deallocate ("no new claims to deallocate" is for pods without claims)."""
+    objects = [node("a"), slice_("a", []), device_class(), claim("c", [exactly()]), pod("p", "c")]
+    snap = ClusterSnapshot.from_objects(objects)
+    v = simulate(snap, snap.pods[("default", "p")], kube_version="v1.35.4")
+    assert v.message == (
+        "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, preemption: 0/1 nodes are "
+        "available: 1 Preemption is not helpful for scheduling."
+    )
