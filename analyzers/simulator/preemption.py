@@ -30,6 +30,7 @@ from analyzers.simulator import codes as C
 from analyzers.simulator.framework import Cycle, Outcome, Plugin
 from analyzers.simulator.nodeinfo import bits
 from analyzers.simulator.render import (
+    DRA_DEALLOCATED,
     DRA_NO_CLAIMS,
     DRA_STILL_NOT_SCHEDULABLE,
     NO_VICTIMS,
@@ -144,6 +145,22 @@ def select_victims(cycle: Cycle, plugins: Sequence[Plugin], i: int) -> _Candidat
     return _Candidate(i, tuple(victims), violations)
 
 
+def _deallocates(cycle: Cycle) -> bool:
+    """DynamicResources' PostFilter deallocates one claim that is unavailable on the nodes
+    when no other pod uses it (deallocateOrDeletePodClaims): ``deallocation of
+    ResourceClaim completed``."""
+    names = cycle.state.get("dra_deallocate")
+    if not names:
+        return False
+    pod = cycle.pod
+    for claim in cycle.state.get("dra_claims") or ():
+        if claim.name in names and (
+            not claim.reserved_for or (len(claim.reserved_for) == 1 and claim.reserved_for[0].uid == pod.uid)
+        ):
+            return True
+    return False
+
+
 def preempt(
     cycle: Cycle,
     plugins: Sequence[Plugin],
@@ -176,6 +193,8 @@ def preempt(
             # whose claims it did not deallocate.
             claims = cycle.state.get("dra_claims") is not None
             message = f"{DRA_STILL_NOT_SCHEDULABLE if claims else DRA_NO_CLAIMS}, {message}"
+        if message and wording.dra_postfilter and _deallocates(cycle):
+            message = f"{DRA_DEALLOCATED}, {message.split(', ', 1)[1]}"
         return PreemptionVerdict(
             attempted=clause,
             eligible=eligible,

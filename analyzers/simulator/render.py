@@ -21,6 +21,7 @@ NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 DRA_NO_CLAIMS = "no new claims to deallocate"
 DRA_STILL_NOT_SCHEDULABLE = "still not schedulable"  # a pod with claims, none deallocated
+DRA_DEALLOCATED = "deallocation of ResourceClaim completed"
 
 
 def histogram(reasons: Mapping[str, int]) -> str:

@@ -427,3 +427,28 @@ def test_postfilter_words_for_a_pod_with_claims_by_release() -> None:
         "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, preemption: 0/1 nodes are "
         "available: 1 Preemption is not helpful for scheduling."
     )
+
+
+def test_postfilter_deallocates_a_claim_allocated_where_the_pod_cannot_go() -> None:
+    """The claim was allocated on node b, which is gone from the dump; no pod uses it:
+    PostFilter deallocates it (the next attempt can allocate anew)."""
+    sel = {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b"]}]}]
+    }
+    stale = claim(
+        "c",
+        [exactly()],
+        status={
+            "allocation": {
+                "nodeSelector": sel,
+                "devices": {
+                    "results": [{"request": "gpu", "driver": DRIVER, "pool": "b", "device": "gpu-0"}]
+                },
+            }
+        },
+    )
+    _, v = verdict(node("a"), slice_("a", [device("gpu-0")]), device_class(), stale, pod("p", "c"))
+    assert v.message == (
+        "0/1 nodes are available: 1 resourceclaim not available on the node. deallocation of ResourceClaim "
+        "completed, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
