@@ -188,13 +188,15 @@ def preempt(
         victims: Mapping[str, tuple[tuple[str, str], ...]] = EMPTY_MAP,
     ) -> PreemptionVerdict:
         if message and wording.dra_postfilter:
-            # DynamicResources' PostFilter runs first (v1.35.4 dynamicresources.go): "no new
+            # DynamicResources' PostFilter runs first (v1.34-v1.36.4 dynamicresources.go): "no new
             # claims to deallocate" for a pod without claims, "still not schedulable" for one
             # whose claims it did not deallocate.
             claims = cycle.state.get("dra_claims") is not None
             message = f"{DRA_STILL_NOT_SCHEDULABLE if claims else DRA_NO_CLAIMS}, {message}"
-        if message and wording.dra_postfilter and _deallocates(cycle):
-            message = f"{DRA_DEALLOCATED}, {message.split(', ', 1)[1]}"
+        if message and wording.dra_deallocation and _deallocates(cycle):
+            if wording.dra_postfilter:
+                message = message.split(", ", 1)[1]
+            message = f"{DRA_DEALLOCATED}, {message}"
         return PreemptionVerdict(
             attempted=clause,
             eligible=eligible,

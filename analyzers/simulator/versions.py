@@ -41,7 +41,10 @@ releases we follow the patch number when the caller gives one.
   ahead of VolumeBinding's same words.
 - DynamicResources PostFilter (.../dynamicresources/dynamicresources.go): with
   DRA on by default (1.34 GA) a pod without claims adds ``no new claims to
-  deallocate`` before the preemption clause.
+  deallocate`` before the preemption clause, one with claims ``still not
+  schedulable`` (v1.34-v1.36.4); v1.37.2 returns both statuses without a
+  message (only a log line), so neither is written. ``deallocation of
+  ResourceClaim completed`` is written by all of them.
 """
 
 from __future__ import annotations
@@ -86,6 +89,8 @@ class Wording:
     prefilter_result_reason: str | None
     resource_unresolvable: bool
     dra_postfilter: bool
+    # DynamicResources' PostFilter deallocating a claim (1.34+; the other two texts, not 1.37).
+    dra_deallocation: bool = False
     # DRAExtendedResource (beta, on since 1.36; GA 1.37): an extended resource a DeviceClass
     # maps is allocated through DRA on nodes that do not advertise it.
     dra_extended_resource: bool = False
@@ -154,7 +159,8 @@ def wording_for(kube_version: str | None) -> Wording:
         prefilter_preemption_no_victims=(1, 26) <= minor <= (1, 28),
         prefilter_result_reason=prefilter_result,
         resource_unresolvable=minor >= (1, 34),
-        dra_postfilter=minor >= (1, 34),
+        dra_postfilter=(1, 34) <= minor <= (1, 36),
+        dra_deallocation=minor >= (1, 34),
         dra_extended_resource=minor >= (1, 36),
         volume_restrictions_reads_claims=minor >= (1, 27),
         prefilter_runs_past_unschedulable=minor >= PREFILTER_PAST_UNSCHEDULABLE,

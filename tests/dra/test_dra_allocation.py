@@ -452,3 +452,13 @@ def test_postfilter_deallocates_a_claim_allocated_where_the_pod_cannot_go() -> N
         "0/1 nodes are available: 1 resourceclaim not available on the node. deallocation of ResourceClaim "
         "completed, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
+
+
+def test_postfilter_writes_neither_text_in_1_37() -> None:
+    """v1.37.2 returns PostFilter's statuses without a message (a log line only)."""
+    objects = [node("a"), slice_("a", []), device_class(), claim("c", [exactly()]), pod("p", "c")]
+    _, v = verdict(*objects)
+    assert v.message == (
+        "0/1 nodes are available: 1 cannot allocate all claims. preemption: 0/1 nodes are available: "
+        "1 Preemption is not helpful for scheduling."
+    )
