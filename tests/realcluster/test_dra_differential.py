@@ -121,7 +121,10 @@ def create(cluster: Cluster, obj: dict[str, Any], namespaced: bool) -> dict[str,
     if namespaced:
         obj["metadata"]["namespace"] = cluster.ns
     try:
-        return dict(cluster.api.create(obj))
+        if obj["kind"] == "Pod":
+            return dict(cluster.api.create(obj))
+        collection = _path(obj, cluster.ns if namespaced else None).rsplit("/", 1)[0]
+        return dict(cluster.api.request("POST", collection, obj))
     except ApiError as exc:
         if exc.status != 409 or namespaced:
             raise
