@@ -215,7 +215,7 @@ def simulate(
         failing=FrozenMap(_failing_masks(table, outcomes, prefilter)),
         node_names=table.names,
         _breakdown=Breakdown(table, outcomes, prefilter),
-        allocations=FrozenMap(allocations) if pod.spec.resource_claims else None,
+        allocations=FrozenMap(allocations) if found is not None else None,
     )
 
 
