@@ -21,7 +21,7 @@ from multidict import MultiDict
 
 from agent.api import auth
 from agent.api.errors import ApiError
-from agent.api.evidence import present
+from agent.api.evidence import MAX_ROWS, present, raw_preview
 from agent.api.keys import (
     AUTH_FAILURES,
     CLOCK,
@@ -68,6 +68,8 @@ def build_jinja_env() -> jinja2.Environment:
     env.filters["ago"] = _ago
     env.filters["duration"] = _duration
     env.filters["pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    env.filters["raw_preview"] = raw_preview
+    env.globals["max_rows"] = MAX_ROWS
     env.tests["scalar"] = lambda v: isinstance(v, str | int | float | bool) or v is None
     return env
 
@@ -341,6 +343,7 @@ async def incident_page(request: web.Request) -> web.Response:
         remedies=remedies,
         evidence=present({k: v for k, v in (incident.evidence or {}).items() if k != GRID_KEY}),
         grids=list((incident.evidence or {}).get(GRID_KEY) or ()),
+        grid_key=GRID_KEY,
         notifications=[notification_dict(n) for n in notes],
         demo_applicable=demo_applicable,
     )
