@@ -20,6 +20,7 @@ from aiohttp import web
 from multidict import MultiDict
 
 from agent.api import auth
+from agent.api.charts import day_columns, share, timeline_axis
 from agent.api.errors import ApiError
 from agent.api.evidence import MAX_ROWS, present, raw_preview
 from agent.api.keys import (
@@ -45,6 +46,7 @@ from storage.queries import (
     distinct_values,
     facets,
     get_incident,
+    incident_stats,
     list_incidents,
 )
 from storage.silences import InvalidSilence, delete_silence, list_silences
@@ -53,6 +55,7 @@ from storage.views import remedy_dict, rfc3339
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
 TEMPLATES = Path(__file__).parent / "templates"
+TREND_TOP = 6  # rules and namespaces on the list page's trends
 
 
 def build_jinja_env() -> jinja2.Environment:
@@ -241,6 +244,7 @@ async def incident_list(request: web.Request) -> web.Response:
         except InvalidCursor as exc:
             return render(request, "error.html.j2", status=400, title="Bad page link", message=str(exc))
         counts = await facets(session, params.filter)
+        trend = (await incident_stats(session, params.filter, top=TREND_TOP)).as_dict()
         namespaces = await distinct_values(session, "namespace")
         rules = await distinct_values(session, "rule_id")
         clusters = await distinct_values(session, "cluster")
@@ -260,6 +264,10 @@ async def incident_list(request: web.Request) -> web.Response:
         request,
         "list.html.j2",
         items=page.items,
+        trend=trend,
+        trend_days=day_columns(trend["by_day"], request.app[CLOCK]().date()),
+        trend_rules=share(trend["by_rule"][:TREND_TOP]),
+        trend_namespaces=share(trend["by_namespace"][:TREND_TOP]),
         params=params,
         f=params.filter,
         counts=counts,
@@ -330,6 +338,10 @@ async def incident_page(request: web.Request) -> web.Response:
             message=f"There is no incident {incident_id}.",
         )
     incident, timeline = found
+    notification_rows = [notification_dict(n) for n in notes]
+    axis = timeline_axis(
+        incident.first_seen, incident.resolved_at or request.app[CLOCK](), list(timeline), notification_rows
+    )
     remedies = remedy_views([remedy_dict(r) for r in incident.remedies or ()], incident.id)
     demo_applicable: set[int] = set()
     if DEMO_APPLY in request.app and DEMO_CHANGES in request.app:
@@ -344,7 +356,8 @@ async def incident_page(request: web.Request) -> web.Response:
         evidence=present({k: v for k, v in (incident.evidence or {}).items() if k != GRID_KEY}),
         grids=list((incident.evidence or {}).get(GRID_KEY) or ()),
         grid_key=GRID_KEY,
-        notifications=[notification_dict(n) for n in notes],
+        notifications=notification_rows,
+        axis=axis,
         demo_applicable=demo_applicable,
     )
 
