@@ -19,7 +19,8 @@ where preemption can be tried, then the most nodes. Each row carries DefaultPree
 (pkg/scheduler/framework/preemption/preemption.go: nodes whose first failure is
 UnschedulableAndUnresolvable are "not helpful"; the others are tried). The
 capacity of the nodes whose first failure is NodeResourcesFit (allocatable, requested by the
-pods on the node, this pod's request) comes from the filter's own numbers.
+pods on the node, this pod's request) comes from the filter's own numbers, and
+the real usage from metrics.k8s.io NodeMetrics where the snapshot has them.
 
 Pure: plain dicts and lists, JSON-safe, so a finding can carry the grid in its
 evidence and every view (page, terminal, API) renders the stored one.
@@ -27,6 +28,7 @@ evidence and every view (page, terminal, API) renders the stored one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from analyzers.quantity import format_units
@@ -85,7 +87,8 @@ def _cells(plugins: list[str], node: NodeVerdict) -> list[dict[str, Any]]:
     return cells
 
 
-def _capacity(node: NodeVerdict) -> list[dict[str, Any]]:
+def _capacity(node: NodeVerdict, usage: Mapping[str, Mapping[str, int]]) -> list[dict[str, Any]]:
+    used_now = usage.get(node.node, {})
     out: list[dict[str, Any]] = []
     for f in node.filters:
         if f.plugin != NODE_RESOURCES_FIT:
@@ -106,6 +109,9 @@ def _capacity(node: NodeVerdict) -> list[dict[str, Any]]:
                     "free_text": format_units(resource, max(0, int(row["free"]))),
                 }
             )
+            if resource in used_now:  # metrics.k8s.io NodeMetrics: what the node really uses
+                out[-1]["usage"] = int(used_now[resource])
+                out[-1]["usage_text"] = format_units(resource, int(used_now[resource]))
     return out
 
 
@@ -183,8 +189,11 @@ def _node_groups(verdict: PodVerdict) -> list[_Group]:
     return out
 
 
-def build_grid(verdict: PodVerdict, pods: list[str]) -> dict[str, Any]:
-    """The grid of ``verdict`` (one pod's simulated scheduling), for the pods ``pods`` that share it."""
+def build_grid(
+    verdict: PodVerdict, pods: list[str], usage: Mapping[str, Mapping[str, int]] | None = None
+) -> dict[str, Any]:
+    """The grid of ``verdict`` (one pod's simulated scheduling), for the pods ``pods`` that share it;
+    ``usage`` (node → resource → units, from NodeMetrics) adds the real usage to capacity bars."""
     groups = _node_groups(verdict)
     plugins = _plugins(tuple(g.first for g in groups))
     rows: list[dict[str, Any]] = []
@@ -228,7 +237,7 @@ def build_grid(verdict: PodVerdict, pods: list[str]) -> dict[str, Any]:
             if shown >= MAX_CAPACITY_NODES:
                 break
             node = verdict.node_at(member) if isinstance(member, int) else member
-            capacity.extend(_capacity(node))
+            capacity.extend(_capacity(node, usage or {}))
             shown += 1
     banner = None
     for kind, f in (("gated", verdict.gated), ("prefilter", verdict.prefilter)):
@@ -256,7 +265,9 @@ MAX_GRIDS = 3  # distinct grids per finding (pods of one template share one)
 GRID_KEY = "scheduling_grid"
 
 
-def grids_for(pods: list[str], verdicts: dict[str, PodVerdict]) -> list[dict[str, Any]]:
+def grids_for(
+    pods: list[str], verdicts: dict[str, PodVerdict], usage: Mapping[str, Mapping[str, int]] | None = None
+) -> list[dict[str, Any]]:
     """One grid per distinct verdict among ``pods`` ("ns/name") that have one, at most
     :data:`MAX_GRIDS`; pods whose verdict reads the same share a grid."""
     shared: dict[str, tuple[PodVerdict, list[str]]] = {}
@@ -269,4 +280,4 @@ def grids_for(pods: list[str], verdicts: dict[str, PodVerdict]) -> list[dict[str
             shared[key][1].append(name)
         elif len(shared) < MAX_GRIDS:
             shared[key] = (verdict, [name])
-    return [build_grid(verdict, names) for verdict, names in shared.values()]
+    return [build_grid(verdict, names, usage) for verdict, names in shared.values()]

@@ -35,7 +35,7 @@ from agent.api.keys import (
     SIGNINS,
     TOKENS,
 )
-from agent.api.params import SEVERITIES, parse_id, parse_list
+from agent.api.params import SEVERITIES, parse_id, parse_list, parse_stats
 from agent.api.remedy_view import apply_manifest, remedy_views
 from analyzers.grid import GRID_KEY
 from storage.outbox import notification_dict, notifications_of
@@ -244,7 +244,6 @@ async def incident_list(request: web.Request) -> web.Response:
         except InvalidCursor as exc:
             return render(request, "error.html.j2", status=400, title="Bad page link", message=str(exc))
         counts = await facets(session, params.filter)
-        trend = (await incident_stats(session, params.filter, top=TREND_TOP)).as_dict()
         namespaces = await distinct_values(session, "namespace")
         rules = await distinct_values(session, "rule_id")
         clusters = await distinct_values(session, "cluster")
@@ -264,10 +263,8 @@ async def incident_list(request: web.Request) -> web.Response:
         request,
         "list.html.j2",
         items=page.items,
-        trend=trend,
-        trend_days=day_columns(trend["by_day"], request.app[CLOCK]().date()),
-        trend_rules=share(trend["by_rule"][:TREND_TOP]),
-        trend_namespaces=share(trend["by_namespace"][:TREND_TOP]),
+        trends_link="/trends"
+        + ("?" + urlencode(q) if (q := query_of(cursor=None, sort=None, limit=None)) else ""),
         params=params,
         f=params.filter,
         counts=counts,
@@ -318,6 +315,33 @@ _SORT_LABELS = {
     Sort.ID_DESC: "Id, descending",
     Sort.ID: "Id, ascending",
 }
+
+
+@routes.get("/trends")
+async def trends_page(request: web.Request) -> web.Response:
+    """The trends of the incidents a list filter matches (the stats query, drawn): its own
+    page, because counting a whole history costs more than a page of the list."""
+    query: MultiDict[str] = MultiDict(request.query)
+    window = query.pop("window", "")
+    if window in WINDOWS and not query.get("since"):
+        query["since"] = rfc3339(request.app[CLOCK]() - WINDOWS[window]) or ""
+    try:
+        flt = parse_stats(query, strict=False)
+    except ApiError as exc:
+        return render(request, "error.html.j2", status=400, title="Bad filter", message=exc.message)
+    async with request.app[SESSIONS]() as session:
+        trend = (await incident_stats(session, flt, top=TREND_TOP)).as_dict()
+    back = {k: v for k, v in request.query.items() if k not in ("cursor", "limit", "sort")}
+    return render(
+        request,
+        "trends.html.j2",
+        trend=trend,
+        trend_days=day_columns(trend["by_day"], request.app[CLOCK]().date()),
+        trend_rules=share(trend["by_rule"][:TREND_TOP]),
+        trend_namespaces=share(trend["by_namespace"][:TREND_TOP]),
+        filters=back,
+        back_link="/incidents" + ("?" + urlencode(back) if back else ""),
+    )
 
 
 @routes.get("/incidents/{id}")

@@ -1,4 +1,4 @@
-"""The incident's timeline on one time axis and the list page's trends: every marker and
+"""The incident's timeline on one time axis and the trends page (linked from the list): every marker and
 every number is the API's (the timeline, the notifications, /api/v1/stats)."""
 
 from __future__ import annotations
@@ -69,8 +69,11 @@ def test_markers_sit_where_their_time_is() -> None:
     assert [m.shape for m in axis["markers"]] == ["circle", "diamond", "check", "square", "cross"]
 
 
-async def test_the_list_page_trends_are_the_stats(client: TestClient, auth: dict[str, str]) -> None:
-    html = await (await client.get("/incidents", headers={**auth, **HTML})).text()
+async def test_the_trends_page_draws_the_stats(client: TestClient, auth: dict[str, str]) -> None:
+    listing = await (await client.get("/incidents?namespace=batch", headers={**auth, **HTML})).text()
+    link = re.search(r'id="trends-link" href="([^"]+)"', listing)
+    assert link and link.group(1) == "/trends?namespace=batch"  # the list's filter, carried over
+    html = await (await client.get("/trends", headers={**auth, **HTML})).text()
     stats = await (await client.get("/api/v1/stats", headers=auth)).json()
     section = re.search(r'<section class="trends".*?</section>', html, re.S)
     assert section
@@ -99,3 +102,15 @@ def test_day_columns_fill_missing_days_and_scale_to_the_busiest() -> None:
         ("2026-01-30", 4, 80.0),
     ]
     assert [r["width"] for r in share([{"count": 5}, {"count": 1}])] == [100.0, 20.0]
+
+
+async def test_the_trends_follow_the_filter(client: TestClient, auth: dict[str, str]) -> None:
+    html = await (await client.get("/trends?namespace=batch", headers={**auth, **HTML})).text()
+    stats = await (await client.get("/api/v1/stats?namespace=batch", headers=auth)).json()
+    rows = re.findall(r'<tr data-namespace="([^"]*)">', html)
+    assert rows == [r["namespace"] for r in stats["by_namespace"]][: len(rows)] == ["batch"]
+
+
+async def test_the_trends_page_needs_a_sign_in(client: TestClient) -> None:
+    assert (await client.get("/trends", headers=HTML)).status == 401
+    assert (await client.get("/incidents/1/remedies/0.apply.yaml", headers=HTML)).status == 401

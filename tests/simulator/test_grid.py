@@ -125,3 +125,34 @@ def test_the_fast_grouping_equals_building_every_node() -> None:
         assert fast["capacity"] == slow["capacity"]
         compared += 1
     assert compared >= 5
+
+
+def test_capacity_bars_carry_the_nodes_real_usage_where_metrics_exist() -> None:
+    case = Path(__file__).parents[1] / "scenarios" / "insufficient-resources" / "fragmented-cpu"
+    objects, expected = load_case(case)
+    nodes = [o["metadata"]["name"] for o in objects if o.get("kind") == "Node"]
+    metrics = [
+        {
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "kind": "NodeMetrics",
+            "metadata": {"name": name},
+            "timestamp": "2026-11-20T10:00:00Z",
+            "window": "10s",
+            "usage": {"cpu": f"{1200 + 100 * i}m", "memory": "2Gi"},
+        }
+        for i, name in enumerate(nodes[:-1])  # the last node has no metrics
+    ]
+    state = ClusterState(expected.get("kube_version"))
+    state.load([*objects, *metrics])
+    now = parse_time(expected["now"])
+    assert now is not None
+    report = build_report(state.snapshot(), now=now)
+    bars = [b for f in report.findings for g in f.evidence.get(GRID_KEY, ()) for b in g["capacity"]]
+    assert bars
+    want = {name: 1200 + 100 * i for i, name in enumerate(nodes[:-1])}
+    for bar in bars:
+        if bar["resource"] == "cpu" and bar["node"] in want:
+            assert bar["usage"] == want[bar["node"]] and bar["usage_text"] == f"{want[bar['node']]}m"
+        elif bar["node"] not in want:
+            assert "usage" not in bar
+    assert any("usage" in b for b in bars)
