@@ -205,15 +205,23 @@ def build_report(
         findings = tuple(f for f in findings if not f.pods or wanted.intersection(f.pods))
     if scope is not None:
         findings = tuple(f for f in findings if f.subject in scope)
-    findings = _with_grids(findings, {f"{p.pod.namespace}/{p.pod.name}": p.verdict for p in pods})
+    findings = _with_grids(
+        findings,
+        {f"{p.pod.namespace}/{p.pod.name}": p.verdict for p in pods},
+        {name: m.usage for name, m in snapshot.node_metrics.items()},
+    )
     return Report(tuple(pods), tuple(deployments), pdbs, findings, run.errors, snapshot.warnings)
 
 
-def _with_grids(findings: tuple[Finding, ...], verdicts: dict[str, PodVerdict]) -> tuple[Finding, ...]:
+def _with_grids(
+    findings: tuple[Finding, ...],
+    verdicts: dict[str, PodVerdict],
+    usage: Mapping[str, Mapping[str, int]] | None = None,
+) -> tuple[Finding, ...]:
     """Each finding about pending pods carries their nodes × filter plugins grid
     (analyzers.grid) in its evidence, so every view renders the stored grid."""
     out = []
     for f in findings:
-        grids = grids_for(list(f.pods), verdicts) if f.pods and GRID_KEY not in f.evidence else []
+        grids = grids_for(list(f.pods), verdicts, usage) if f.pods and GRID_KEY not in f.evidence else []
         out.append(replace(f, evidence={**f.evidence, GRID_KEY: grids}) if grids else f)
     return tuple(out)

@@ -211,6 +211,8 @@ async def test_axe_finds_no_wcag_21_aa_violation(base_url: str) -> None:  # noqa
             await audit("incident")
             await page.goto(f"{base_url}/silences")
             await audit("silences")
-            assert found == {"sign-in": [], "list": [], "incident": [], "silences": []}
+            await page.goto(f"{base_url}/trends")
+            await audit("trends")
+            assert found == {"sign-in": [], "list": [], "incident": [], "silences": [], "trends": []}
         finally:
             await browser.close()

@@ -75,6 +75,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "apiTokens": {"tokens": [TOKEN]},
         "serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
     },
+    "prometheusrule": {
+        "apiTokens": {"tokens": [TOKEN]},
+        "prometheusRule": {"enabled": True, "openIncidents": {"enabled": True, "severity": "critical"}},
+        "grafanaDashboard": {"folder": "Platform"},
+    },
     "sidecar": {
         "mode": "sidecar",
         "sidecar": {"serviceAccount": {"name": "platform-controller", "namespace": "platform"}},
