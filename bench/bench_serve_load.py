@@ -119,9 +119,10 @@ def _run(label: str, url: str, args: argparse.Namespace) -> None:
     asyncio.run(_migrate(url))
     port = _free_port()
     env = {**os.environ, "UNSTICK_API_TOKENS": TOKEN, "PYTHONPATH": str(ROOT)}
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed below; a pipe nobody reads would block serve
     serve = subprocess.Popen(
         [sys.executable, "-m", "agent", "serve", "--db", url, "--listen", f"127.0.0.1:{port}"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=env, stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
@@ -131,7 +132,7 @@ def _run(label: str, url: str, args: argparse.Namespace) -> None:
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
                     break
             except OSError:
-                assert serve.poll() is None, serve.stderr.read().decode() if serve.stderr else "serve exited"
+                assert serve.poll() is None, "serve exited"
                 assert time.monotonic() < deadline, "serve did not start"
                 time.sleep(0.1)
         results: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
@@ -144,7 +145,15 @@ def _run(label: str, url: str, args: argparse.Namespace) -> None:
         events, passes = results.get(timeout=10) if not results.empty() else (0, 0)
     finally:
         serve.terminate()
-        serve.wait(30)
+        try:
+            serve.wait(30)
+        except subprocess.TimeoutExpired:
+            print(f"{label}: serve did not stop within 30 s of SIGTERM; killed")
+            serve.kill()
+            serve.wait(10)
+        log.seek(0)
+        warnings = log.read().decode(errors="replace").count("WARNING")
+        log.close()
     latencies.sort()
     p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000  # noqa: E731
     print(
@@ -155,7 +164,7 @@ def _run(label: str, url: str, args: argparse.Namespace) -> None:
     )
     if kinds:
         print(f"           errors by kind: {kinds}")
-    print(f"           mean {statistics.fmean(latencies) * 1000:.0f} ms")
+    print(f"           mean {statistics.fmean(latencies) * 1000:.0f} ms; serve logged {warnings} warning(s)")
 
 
 def main() -> None:
