@@ -33,6 +33,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analyzers.findings import Finding, ObjectRef, Remedy, RemedyKind, Severity
+from analyzers.lifecycle import IncidentState, decide
+from bench.machine import describe
 from storage.engine import create_engine, create_sessionmaker
 from storage.migrate import upgrade
 from storage.tracker import Pass, Trigger, track, track_passes
@@ -152,6 +154,37 @@ async def run_backend(name: str, url: str, args: argparse.Namespace) -> dict[str
     return results
 
 
+def decide_only(args: argparse.Namespace) -> dict[str, float]:
+    """The pure decision over the coalesced passes, with the open incidents in memory: what
+    the tracker costs before a single statement is sent."""
+    findings = make_findings(args.incidents)
+    opened = decide(
+        cluster="bench",
+        open_incidents=(),
+        passes=[Pass(findings, T0, triggers=(Trigger("open:1", MESSAGE),))],
+        ids=range(1, len(findings) + 1),
+        notify=False,
+    )
+    open_incidents: list[IncidentState] = list(opened.created.values())
+    passes = [
+        Pass(
+            [findings[k % len(findings)]],
+            T0 + timedelta(minutes=30, seconds=k),
+            (findings[k % len(findings)].subject,),
+            (Trigger(f"c-{k}:1", MESSAGE, findings[k % len(findings)].pods[0]),),
+        )
+        for k in range(args.passes)
+    ]
+    keys = {t.key for p in passes for t in p.triggers}
+    results: dict[str, float] = {}
+    for size in (args.coalesce, len(passes)):
+        start = time.perf_counter()
+        for i in range(0, len(passes), size):
+            decide(cluster="bench", open_incidents=open_incidents, passes=passes[i : i + size], fresh_keys=keys)
+        results[f"passes/s ({size} per decision)"] = len(passes) / (time.perf_counter() - start)
+    return results
+
+
 def report(name: str, results: dict[str, float]) -> None:
     print(f"\n{name}")
     for key, value in results.items():
@@ -171,6 +204,8 @@ def main() -> int:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))})
     print(f"tracker benchmark: {args.incidents} open incidents, {args.passes} per-event passes, one core")
+    print(f"machine: {describe()}")
+    report("the lifecycle alone (analyzers.lifecycle.decide, no database)", decide_only(args))
 
     with tempfile.TemporaryDirectory() as tmp:
         report(
