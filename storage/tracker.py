@@ -6,6 +6,12 @@ that evaluated its workload and did not. :func:`apply_pass` does one pass's
 bookkeeping inside the caller's transaction; :func:`track` wraps it in a
 transaction of its own and commits.
 
+**Decision and write.** What the rules below decide is decided by
+:func:`analyzers.lifecycle.decide`, a pure function of the open incidents, the
+passes, the clock in each pass and the policy; this module reads what it needs,
+reserves the new incidents' ids, calls it, and writes its result with one
+multi-row statement per table (see ``docs/performance.md``).
+
 What a pass does, per finding (by ``(cluster, fingerprint)``):
 
 * **open** when no incident of that fingerprint is open: a new incident,
@@ -43,7 +49,7 @@ and per open incident *not* among the findings:
 
 **Idempotency.** Each Kubernetes event that triggered the pass comes as a
 :class:`Trigger` whose ``key`` is the event's uid plus its count (or
-``series.count``): :func:`trigger_from_event` builds it. Keys are remembered
+``series.count``): :func:`analyzers.ingest.trigger_from_event` builds it. Keys are remembered
 per cluster (``applied_events``); a trigger whose key was applied before adds
 no occurrence. Applying the same pass twice therefore leaves the same state
 (with the same ``now``), while the event firing again (count + 1) counts.
@@ -599,7 +605,7 @@ async def _recent_opens(session: AsyncSession, cluster: str, since: datetime) ->
     rows = await session.execute(
         select(Incident.first_seen).where(
             Incident.cluster == cluster,
-            # An open at exactly ``since`` is dropped again by the window filter of _apply_one.
+            # An open at exactly ``since`` is dropped again by the storm window of analyzers.lifecycle.
             Incident.first_seen > since,  # pragma: no mutate
             Incident.waiting_for.is_(None),
         )
