@@ -257,6 +257,7 @@ def test_real_bindings_are_in_the_predicted_top_set(cluster: Cluster, scheduler_
     print(
         f"placement: {total} bindings, {len(mismatches)} outside the prediction, {time.monotonic() - t0:.0f} s"
     )
+    _discriminates(before)
     assert total >= 160
     assert not mismatches, f"{len(mismatches)} mismatches recorded in {RECORD_DIR} (seed {seed})"
 
