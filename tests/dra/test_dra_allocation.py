@@ -462,3 +462,26 @@ def test_postfilter_writes_neither_text_in_1_37() -> None:
         "0/1 nodes are available: 1 cannot allocate all claims. preemption: 0/1 nodes are available: "
         "1 Preemption is not helpful for scheduling."
     )
+
+
+def test_a_fatal_allocator_error_on_one_node_aborts_the_attempt() -> None:
+    """Seen on the real v1.37.2 scheduler (DRA differential, seed 23): 'All' devices on a
+    node whose pool is incomplete is Filter's Error, and the pod is not scheduled even
+    though another node fits; the condition is the error."""
+    s = slice_("a", [device("gpu-0")])
+    s["spec"]["pool"]["resourceSliceCount"] = 2
+    _, v = verdict(
+        node("a"),
+        node("b"),
+        s,
+        slice_("b", [device("gpu-0")]),
+        device_class(),
+        claim("c", [exactly(allocationMode="All")]),
+        pod("p", "c"),
+    )
+    assert not v.fits
+    assert v.message == (
+        'running "DynamicResources" filter plugin: claim default/c, request gpu: asks for all devices, but '
+        "resource pool gpu.example.com/a is currently being updated"
+    )
+    assert not v.preemption.attempted

@@ -151,9 +151,12 @@ def compare_case(
     ns: str,
     *,
     extended: bool = False,
+    inputs: list[dict[str, Any]] | None = None,
 ) -> list[str]:
     """``extended``: ``claim`` is the scheduler's own claim for the DRA-backed extended
-    resource -- not an input of the simulation, only the allocation to compare."""
+    resource -- not an input of the simulation, only the allocation to compare. ``inputs``
+    receives what was simulated (recorded with a disagreement)."""
+    inputs = [] if inputs is None else inputs
     name = pod["metadata"]["name"]
     real_fits = bool(pod["spec"].get("nodeName"))
     probe = copy.deepcopy(pod)
@@ -162,7 +165,8 @@ def compare_case(
     probe["status"] = {k: v for k, v in (probe.get("status") or {}).items() if k == "resourceClaimStatuses"}
     probe["status"]["phase"] = "Pending"
     extra = [before_scheduling(claim)] if claim is not None and not extended else []
-    verdict = simulate_objects([*objects, probe, *extra], ns, name)
+    inputs.extend([*objects, probe, *extra])
+    verdict = simulate_objects(inputs, ns, name)
     diffs: list[str] = []
     if verdict.fits != real_fits:
         message = (scheduled_condition(pod) or {}).get("message", "")
@@ -258,11 +262,12 @@ def test_dra_simulation_agrees_with_the_real_scheduler(control_plane: ControlPla
                     claim = cluster.api.get(
                         f"/apis/resource.k8s.io/v1/namespaces/{cluster.ns}/resourceclaims/{claim_name}"
                     )
-                diffs = compare_case(objects, real, claim, cluster.ns, extended=extended)
+                inputs: list[dict[str, Any]] = []
+                diffs = compare_case(objects, real, claim, cluster.ns, extended=extended, inputs=inputs)
                 cases += 1
                 fits += bool(real["spec"].get("nodeName"))
                 if diffs:
-                    folder = record(out, seed, objects, real, diffs)
+                    folder = record(out, seed, inputs, real, diffs)
                     disagreements.append(f"{folder}: " + "; ".join(diffs))
                 else:
                     agree += 1

@@ -74,6 +74,8 @@ REASON_INVALID_POOLS = "invalid resource pools were encountered"
 RESERVED_FOR_MAX_SIZE = 256  # resourceapi.ResourceClaimReservedForMaxSize
 SEARCH_BUDGET = 200_000  # allocateOne calls per node before "may time out"
 
+ERROR = "Error"  # a Filter status of code Error (statusError)
+FILTER_ERROR = "filter_error"  # Cycle.state key: the error that aborts the attempt
 ALLOCATIONS = "dra_allocations"  # Cycle.state key: node index -> tuple of Result
 
 
@@ -229,6 +231,11 @@ class DynamicResources(Plugin):
                 )
                 continue
             reason, code = self._allocate(allocator, node, per_node, allocations, i, allocated)
+            if code == ERROR:
+                # Filter's Error status aborts the scheduling attempt, whatever the other nodes
+                # say (schedule_one.go findNodesThatPassFilters): the condition is the error.
+                cycle.state.setdefault(FILTER_ERROR, f'running "{self.name}" filter plugin: {reason}')
+                code = C.UNRESOLVABLE
             if reason is not None:
                 out.add_node(i, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
         cycle.state["dra_pending"] = (allocator, to_allocate, allocated, earlier, out)
@@ -268,6 +275,7 @@ class DynamicResources(Plugin):
             node = cycle.snapshot.nodes[cycle.table.names[i]]
             per_node = self._with_extended(cycle, i, to_allocate, delegated_resources(cycle))
             reason, code = self._allocate(allocator, node, per_node, {}, i, allocated) if per_node else (None, "")
+            code = C.UNRESOLVABLE if code == ERROR else code
             late[i] = None if reason is None else failure(self.name, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
         return late[i]
 
@@ -285,9 +293,9 @@ class DynamicResources(Plugin):
         except InvalidPools:
             return REASON_INVALID_POOLS, C.UNRESOLVABLE
         except Timeout:
-            return f"node {node.name}: timed out trying to allocate devices", C.UNSCHEDULABLE
+            return f"node {node.name}: timed out trying to allocate devices", ERROR
         except AllocationError as exc:
-            return str(exc), C.UNRESOLVABLE
+            return str(exc), ERROR
         if found is None:
             return REASON_CANNOT_ALLOCATE, C.UNRESOLVABLE
         held = [
