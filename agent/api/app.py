@@ -279,7 +279,10 @@ def security_headers(h: Any, *, html: bool, static: bool = False) -> None:
     """The headers every response carries (pages, API, errors, and the answers to requests
     that could not even be parsed)."""
     h.setdefault("X-Content-Type-Options", "nosniff")
-    h.setdefault("Referrer-Policy", "no-referrer")
+    # same-origin, not no-referrer: under no-referrer browsers send "Origin: null" on the
+    # pages' own form posts (Fetch: the serialized origin of a no-referrer request), which the
+    # forms guard must refuse; same-origin still gives other sites no referrer at all.
+    h.setdefault("Referrer-Policy", "same-origin")
     h.setdefault("X-Frame-Options", "DENY")
     if not static:
         h.setdefault("Cache-Control", "no-store")

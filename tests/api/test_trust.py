@@ -101,6 +101,8 @@ async def test_hsts_only_over_tls(make: Any) -> None:
         plain = await client.get(path)
         assert "Strict-Transport-Security" not in plain.headers
         assert plain.headers["X-Content-Type-Options"] == "nosniff"
+        # Not no-referrer: browsers then send "Origin: null" on the pages' own form posts.
+        assert plain.headers["Referrer-Policy"] == "same-origin"
 
 
 async def test_signed_in_forms_need_the_csrf_token_and_this_origin(make: Any) -> None:
