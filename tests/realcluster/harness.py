@@ -269,6 +269,11 @@ PLURALS = {
     "ClusterRoleBinding": "clusterrolebindings",
     "Event": "events",
     "ConfigMap": "configmaps",
+    # resource.k8s.io (DRA)
+    "DeviceClass": "deviceclasses",
+    "ResourceSlice": "resourceslices",
+    "ResourceClaim": "resourceclaims",
+    "ResourceClaimTemplate": "resourceclaimtemplates",
 }
 CLUSTER_SCOPED = {
     "Namespace",
@@ -278,6 +283,8 @@ CLUSTER_SCOPED = {
     "PriorityClass",
     "ClusterRole",
     "ClusterRoleBinding",
+    "DeviceClass",
+    "ResourceSlice",
 }
 
 
