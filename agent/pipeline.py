@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -95,6 +95,8 @@ class PipelineConfig:
     scale_up_timeout: float = 600.0
     sinks: tuple[str, ...] = ()
     kube_version: str | None = None
+    # The cluster's KubeSchedulerConfiguration profiles (--scheduler-config); None: the default.
+    scheduler_profiles: Mapping[str, Any] | None = None
     notify_policy: NotifyPolicy = field(default_factory=NotifyPolicy)
     reminder_check: float = 60.0  # seconds between looks for reminders owed
 
@@ -236,6 +238,7 @@ def analyse(
     now: float,
     kube_version: str | None,
     renderer: RemedyRenderer,
+    profiles: Mapping[str, Any] | None = None,
     **plan: Any,
 ) -> tuple[Report, Scope]:
     """One pass's analysis (run off the event loop): list the changes since the last
@@ -247,7 +250,12 @@ def analyse(
         carry_over(previous, snapshot, changed)
     scope = plan_scope(snapshot, previous, changed=changed, **plan)
     report = build_report(
-        snapshot, now=now, kube_version=kube_version, renderer=renderer, scope=scope.workloads
+        snapshot,
+        now=now,
+        kube_version=kube_version,
+        renderer=renderer,
+        scope=scope.workloads,
+        profiles=profiles,
     )
     return report, scope
 
@@ -342,6 +350,7 @@ class Pipeline:
                 now=now,
                 kube_version=self.config.kube_version,
                 renderer=self.renderer,
+                profiles=self.config.scheduler_profiles,
                 full=now - self._last_full >= self.config.full_resync,
                 known=frozenset(self._open.values()),
                 carried=self._deferred,

@@ -316,6 +316,7 @@ class AgentSettings:
     ``--renotify-interval D``  ``UNSTICK_RENOTIFY_INTERVAL`` remind about incidents still open (24h)
     ``--storm-threshold N``    ``UNSTICK_STORM_THRESHOLD``   more new incidents than N in the window: a digest (10)
     ``--storm-window D``       ``UNSTICK_STORM_WINDOW``      the storm window, per cluster (5m)
+    ``--scheduler-config F``   ``UNSTICK_SCHEDULER_CONFIG``  the cluster's KubeSchedulerConfiguration file
     =========================  ============================  =========================================
     """
 
@@ -327,6 +328,8 @@ class AgentSettings:
     renotify_interval: timedelta = timedelta(hours=24)
     storm_threshold: int = 10
     storm_window: timedelta = timedelta(minutes=5)
+    # Profiles of the cluster's KubeSchedulerConfiguration by schedulerName (None: the default).
+    scheduler_profiles: Mapping[str, Any] | None = None
 
     @classmethod
     def from_args(
@@ -384,10 +387,20 @@ class AgentSettings:
                 )
             except bounds.OutOfBounds as exc:
                 errors.append(str(exc))
+        profiles = None
+        config_file = flags.get("scheduler_config") or env.get("UNSTICK_SCHEDULER_CONFIG")
+        if config_file:
+            from agent.scheduler_config import SchedulerConfigError, load_scheduler_config
+
+            try:
+                profiles = load_scheduler_config(str(config_file))
+            except SchedulerConfigError as exc:
+                errors.append(f"--scheduler-config / UNSTICK_SCHEDULER_CONFIG: {exc}")
         if errors:
             raise SettingsError(errors)
         return cls(
             cluster=flags.get("cluster") or env.get("UNSTICK_CLUSTER", ""),
+            scheduler_profiles=profiles,
             namespaces=tuple(dict.fromkeys(namespaces)),
             grace=grace,
             scale_up_timeout=scale_up,
@@ -406,6 +419,7 @@ class AgentSettings:
             grace=self.grace,
             scale_up_timeout=self.scale_up_timeout,
             kube_version=self.kube_version,
+            scheduler_profiles=self.scheduler_profiles,
             notify_policy=NotifyPolicy(
                 storm_threshold=self.storm_threshold,
                 storm_window=self.storm_window,
@@ -439,6 +453,11 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--kube-version", metavar="X.Y", help="kube-scheduler wording to expect (default: the API server's)"
+    )
+    parser.add_argument(
+        "--scheduler-config",
+        metavar="FILE",
+        help="the cluster's KubeSchedulerConfiguration (profiles, disabled filters; env UNSTICK_SCHEDULER_CONFIG)",
     )
     parser.add_argument(
         "--renotify-interval",

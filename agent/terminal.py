@@ -185,4 +185,5 @@ def capacity_line(bar: dict[str, Any], glyphs: Glyphs, width: int = 20) -> str:
     return (
         f"{name} {bar['resource']} [{''.join(chars)}] allocatable {bar['allocatable_text']}, "
         f"requested by others {bar['requested_by_others_text']}, this pod {bar['request_text']}, free {bar['free_text']}"
+        + (f", real usage {bar['usage_text']}" if "usage" in bar else "")
     )

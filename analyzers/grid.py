@@ -19,7 +19,8 @@ where preemption can be tried, then the most nodes. Each row carries DefaultPree
 (pkg/scheduler/framework/preemption/preemption.go: nodes whose first failure is
 UnschedulableAndUnresolvable are "not helpful"; the others are tried). The
 capacity of the nodes whose first failure is NodeResourcesFit (allocatable, requested by the
-pods on the node, this pod's request) comes from the filter's own numbers.
+pods on the node, this pod's request) comes from the filter's own numbers, and
+the real usage from metrics.k8s.io NodeMetrics where the snapshot has them.
 
 Pure: plain dicts and lists, JSON-safe, so a finding can carry the grid in its
 evidence and every view (page, terminal, API) renders the stored one.
@@ -27,15 +28,17 @@ evidence and every view (page, terminal, API) renders the stored one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from analyzers.quantity import format_units
 from analyzers.simulator import codes as C
 from analyzers.simulator.engine import FILTERS
+from analyzers.simulator.nodeinfo import bits
 from analyzers.simulator.results import NodeVerdict, PodVerdict
 
 PLUGIN_ORDER: tuple[str, ...] = tuple(p.name for p in FILTERS)
-MAX_NAMES_PER_ROW = 1000  # names kept per row (the count is always exact)
+MAX_NAMES_PER_ROW = 300  # names kept per row (the count is always exact)
 MAX_CAPACITY_NODES = 20  # nodes with capacity bars, nearest first
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 
@@ -84,7 +87,8 @@ def _cells(plugins: list[str], node: NodeVerdict) -> list[dict[str, Any]]:
     return cells
 
 
-def _capacity(node: NodeVerdict) -> list[dict[str, Any]]:
+def _capacity(node: NodeVerdict, usage: Mapping[str, Mapping[str, int]]) -> list[dict[str, Any]]:
+    used_now = usage.get(node.node, {})
     out: list[dict[str, Any]] = []
     for f in node.filters:
         if f.plugin != NODE_RESOURCES_FIT:
@@ -105,59 +109,135 @@ def _capacity(node: NodeVerdict) -> list[dict[str, Any]]:
                     "free_text": format_units(resource, max(0, int(row["free"]))),
                 }
             )
+            if resource in used_now:  # metrics.k8s.io NodeMetrics: what the node really uses
+                out[-1]["usage"] = int(used_now[resource])
+                out[-1]["usage_text"] = format_units(resource, int(used_now[resource]))
     return out
 
 
-def build_grid(verdict: PodVerdict, pods: list[str]) -> dict[str, Any]:
-    """The grid of ``verdict`` (one pod's simulated scheduling), for the pods ``pods`` that share it."""
-    nodes = verdict.nodes
-    by_name = {n.node: n for n in nodes}
-    plugins = _plugins(nodes)
-    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+class _Group:
+    """Nodes that fail alike: the first one's verdict, how many, the first names and a way
+    to build any member's own verdict (for its capacity numbers)."""
+
+    __slots__ = ("count", "first", "members", "names")
+
+    def __init__(
+        self, first: NodeVerdict, count: int, names: list[str], members: list[NodeVerdict] | list[int]
+    ) -> None:
+        self.first = first
+        self.count = count
+        self.names = names
+        self.members = members  # node verdicts, or indices into verdict.node_names
+
+
+def _lowest(mask: int, limit: int) -> list[int]:
+    """The indices of the lowest ``limit`` set bits of ``mask``."""
+    out: list[int] = []
+    while mask and len(out) < limit:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def _by_key(verdict: PodVerdict, nodes: list[NodeVerdict]) -> list[_Group]:
+    by_key: dict[tuple[Any, ...], list[NodeVerdict]] = {}
     for node in nodes:
-        preemption = _preemption_of(verdict, node)
-        key = (tuple((f.plugin, f.reasons) for f in node.filters), preemption)
-        row = groups.get(key)
-        if row is None:
-            row = groups[key] = {
-                "count": 0,
-                "nodes": [],
-                "fits": node.fits,
-                "failing": len(node.filters),
-                "first": node.first.plugin if node.first is not None else None,
-                "cells": _cells(plugins, node),
-                "preemption": preemption,
-                "victims": [],
-            }
-        row["count"] += 1
-        if len(row["nodes"]) < MAX_NAMES_PER_ROW:
-            row["nodes"].append(node.node)
-        victims = verdict.preemption.victims.get(node.node)
-        if victims and len(row["victims"]) < MAX_NAMES_PER_ROW:
-            row["victims"].append({"node": node.node, "pods": [f"{ns}/{name}" for ns, name in victims]})
+        key = (tuple((f.plugin, f.reasons) for f in node.filters), _preemption_of(verdict, node))
+        by_key.setdefault(key, []).append(node)
+    return [_Group(g[0], len(g), [n.node for n in g[:MAX_NAMES_PER_ROW]], g) for g in by_key.values()]
+
+
+def _node_groups(verdict: PodVerdict) -> list[_Group]:
+    """The nodes in groups that fail the same plugins for the same reasons with the same
+    preemption verdict. The bit sets say which plugins reject which nodes; a group whose
+    first failures read alike and whose later plugins fail with one reason code each is
+    built from its first node; a group whose nodes differ is built node by node. Without
+    bit sets, every node is built."""
+    names = verdict.node_names
+    if not names or len(names) != verdict.total_nodes:
+        return _by_key(verdict, list(verdict.nodes))
+    masks: list[tuple[int, tuple[str, ...]]] = [((1 << len(names)) - 1, ())]
+    for plugin, failing in verdict.failing.items():
+        split: list[tuple[int, tuple[str, ...]]] = []
+        for mask, plugins in masks:
+            if mask & failing:
+                split.append((mask & failing, (*plugins, plugin)))
+            if mask & ~failing:
+                split.append((mask & ~failing, plugins))
+        masks = split
+    index = {name: i for i, name in enumerate(names)} if verdict.preemption.candidates else {}
+    candidates = 0
+    for name in verdict.preemption.candidates:
+        if name in index:
+            candidates |= 1 << index[name]
+    out: list[_Group] = []
+    for whole, plugins in masks:
+        for mask in (whole & candidates, whole & ~candidates):
+            if not mask:
+                continue
+            # The first failure's texts (what the row shows) and the later plugins' reason codes.
+            alike = len(verdict.first_reasons(mask)) <= 1 and all(
+                len(verdict.reason_codes_on(p, mask)) <= 1 for p in plugins[1:]
+            )
+            if alike:
+                shown = _lowest(mask, MAX_NAMES_PER_ROW)
+                first = verdict.node_at(shown[0])
+                out.append(_Group(first, mask.bit_count(), [names[i] for i in shown], shown))
+            else:
+                out.extend(_by_key(verdict, [verdict.node_at(i) for i in bits(mask)]))
+    return out
+
+
+def build_grid(
+    verdict: PodVerdict, pods: list[str], usage: Mapping[str, Mapping[str, int]] | None = None
+) -> dict[str, Any]:
+    """The grid of ``verdict`` (one pod's simulated scheduling), for the pods ``pods`` that share it;
+    ``usage`` (node → resource → units, from NodeMetrics) adds the real usage to capacity bars."""
+    groups = _node_groups(verdict)
+    plugins = _plugins(tuple(g.first for g in groups))
+    rows: list[dict[str, Any]] = []
+    members: dict[int, _Group] = {}
+    victims = verdict.preemption.victims
+    for group in groups:
+        first = group.first
+        row = {
+            "count": group.count,
+            "nodes": group.names,
+            "fits": first.fits,
+            "failing": len(first.filters),
+            "first": first.first.plugin if first.first is not None else None,
+            "cells": _cells(plugins, first),
+            "preemption": _preemption_of(verdict, first),
+            "victims": [
+                {"node": name, "pods": [f"{ns}/{pod}" for ns, pod in victims[name]]}
+                for name in group.names
+                if name in victims
+            ],
+        }
+        members[id(row)] = group
+        rows.append(row)
     # Nearest first: nodes that fit; then fewest failing plugins; then nodes where preemption
     # could be tried (a resolvable first failure) before those where it is not helpful; then size.
-    rows = sorted(
-        groups.values(),
+    rows.sort(
         key=lambda r: (
             not r["fits"],
             r["failing"],
             r["preemption"] == "not-helpful",
             -r["count"],
             r["nodes"][:1],
-        ),
+        )
     )
     capacity: list[dict[str, Any]] = []
     shown = 0
     for row in rows:
-        if shown >= MAX_CAPACITY_NODES:
-            break
         if row["first"] != NODE_RESOURCES_FIT:  # a candidate: capacity is what stops it
             continue
-        for name in row["nodes"]:
+        for member in members[id(row)].members:
             if shown >= MAX_CAPACITY_NODES:
                 break
-            capacity.extend(_capacity(by_name[name]))
+            node = verdict.node_at(member) if isinstance(member, int) else member
+            capacity.extend(_capacity(node, usage or {}))
             shown += 1
     banner = None
     for kind, f in (("gated", verdict.gated), ("prefilter", verdict.prefilter)):
@@ -185,7 +265,9 @@ MAX_GRIDS = 3  # distinct grids per finding (pods of one template share one)
 GRID_KEY = "scheduling_grid"
 
 
-def grids_for(pods: list[str], verdicts: dict[str, PodVerdict]) -> list[dict[str, Any]]:
+def grids_for(
+    pods: list[str], verdicts: dict[str, PodVerdict], usage: Mapping[str, Mapping[str, int]] | None = None
+) -> list[dict[str, Any]]:
     """One grid per distinct verdict among ``pods`` ("ns/name") that have one, at most
     :data:`MAX_GRIDS`; pods whose verdict reads the same share a grid."""
     shared: dict[str, tuple[PodVerdict, list[str]]] = {}
@@ -198,4 +280,4 @@ def grids_for(pods: list[str], verdicts: dict[str, PodVerdict]) -> list[dict[str
             shared[key][1].append(name)
         elif len(shared) < MAX_GRIDS:
             shared[key] = (verdict, [name])
-    return [build_grid(verdict, names) for verdict, names in shared.values()]
+    return [build_grid(verdict, names, usage) for verdict, names in shared.values()]

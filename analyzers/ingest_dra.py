@@ -236,7 +236,15 @@ def device_class(dec: Decoder, obj: Obj) -> DeviceClass:
         selectors, problem = _selectors(dec, spec.get("selectors"), "spec.selectors"), ""
     except _Problem as exc:
         selectors, problem = (), str(exc)
-    return DeviceClass(dec.s(meta["name"]), selectors, dec.s(spec.get("extendedResourceName")), problem)
+    from analyzers.ingest import parse_time
+
+    return DeviceClass(
+        dec.s(meta["name"]),
+        selectors,
+        dec.s(spec.get("extendedResourceName")),
+        problem,
+        parse_time(meta.get("creationTimestamp")),
+    )
 
 
 def _attributes(dec: Decoder, value: Any, where: str) -> FrozenMap[tuple[str, Any]]:

@@ -27,7 +27,6 @@ entry and notification is complete when :func:`decide` returns.
 
 from __future__ import annotations
 
-import copy
 import enum
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -184,6 +183,16 @@ class IncidentState:
     @property
     def ref(self) -> ObjectRef:
         return ObjectRef(self.subject_kind, self.namespace, self.subject_name)
+
+    def copy(self) -> IncidentState:
+        """A shallow copy (the decision replaces evidence, remedies and pods, never edits them)."""
+        new = object.__new__(IncidentState)
+        for name in _INCIDENT_FIELDS:
+            setattr(new, name, getattr(self, name))
+        return new
+
+
+_INCIDENT_FIELDS: Final = tuple(IncidentState.__slots__)
 
 
 @dataclass(slots=True)
@@ -408,7 +417,7 @@ class _Lifecycle:
         """The decision's own copy of an incident it was given (so the input stays as it was)."""
         if inc.id in self.out.created or inc.id in self.copied:
             return inc
-        mine = copy.copy(inc)
+        mine = inc.copy()
         self.copied.add(inc.id)
         self.out.changed[inc.id] = mine
         self.open_by_fp[inc.fingerprint] = mine
@@ -700,7 +709,7 @@ class _Lifecycle:
         """One notice about what somebody was or is now paged for (a waiting incident is not
         paged), silenced ones kept visible; a storm of new incidents becomes one digest."""
         now = p.now
-        snap = copy.copy  # the incident as it stands at the end of this pass
+        snap = IncidentState.copy  # the incident as it stands at the end of this pass
         owed: list[Notice] = []
         announced_replacement: set[int] = set()  # resolved incidents a root-cause notice covers
         fresh_opened: list[IncidentState] = []

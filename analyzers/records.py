@@ -586,6 +586,7 @@ class DeviceClass:
     selectors: tuple[str, ...] = ()  # CEL expressions
     extended_resource_name: str = ""
     problem: str = ""
+    created: float | None = None  # creationTimestamp: the newest class wins a shared extendedResourceName
 
     @property
     def key(self) -> str:

@@ -8,7 +8,7 @@ from the snapshot on.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -24,6 +24,7 @@ from analyzers.rules import RuleError, run_rules
 from analyzers.rules.context import RuleContext, Thresholds
 from analyzers.scope import scoped
 from analyzers.simulator import PodVerdict
+from analyzers.simulator.scoring.profile import Profile
 from analyzers.snapshot import ClusterSnapshot
 
 
@@ -152,6 +153,7 @@ def build_report(
     pod_filter: Callable[[Pod], bool] | None = None,
     eviction_messages: tuple[dict[str, Any], ...] = (),
     scope: frozenset[ObjectRef] | None = None,
+    profiles: Mapping[str, Profile] | None = None,
 ) -> Report:
     """Everything unstick says about ``snapshot`` at ``now``. With ``scope`` (owning
     workloads, as ``Finding.subject`` names them) only those workloads are analysed:
@@ -167,10 +169,11 @@ def build_report(
         thresholds=thresholds or Thresholds(),
         kube_version=kube_version,
         eviction_messages=eviction_messages,
+        profiles=profiles,
     )
     pods = []
     for pod in sorted(snapshot.unscheduled_pods(), key=lambda p: (p.namespace, p.name)):
-        if pod.spec.scheduler_name != "default-scheduler":
+        if not ctx.served(pod.spec.scheduler_name):
             continue
         if pod_filter is not None and not pod_filter(pod):
             continue
@@ -202,15 +205,23 @@ def build_report(
         findings = tuple(f for f in findings if not f.pods or wanted.intersection(f.pods))
     if scope is not None:
         findings = tuple(f for f in findings if f.subject in scope)
-    findings = _with_grids(findings, {f"{p.pod.namespace}/{p.pod.name}": p.verdict for p in pods})
+    findings = _with_grids(
+        findings,
+        {f"{p.pod.namespace}/{p.pod.name}": p.verdict for p in pods},
+        {name: m.usage for name, m in snapshot.node_metrics.items()},
+    )
     return Report(tuple(pods), tuple(deployments), pdbs, findings, run.errors, snapshot.warnings)
 
 
-def _with_grids(findings: tuple[Finding, ...], verdicts: dict[str, PodVerdict]) -> tuple[Finding, ...]:
+def _with_grids(
+    findings: tuple[Finding, ...],
+    verdicts: dict[str, PodVerdict],
+    usage: Mapping[str, Mapping[str, int]] | None = None,
+) -> tuple[Finding, ...]:
     """Each finding about pending pods carries their nodes × filter plugins grid
     (analyzers.grid) in its evidence, so every view renders the stored grid."""
     out = []
     for f in findings:
-        grids = grids_for(list(f.pods), verdicts) if f.pods and GRID_KEY not in f.evidence else []
+        grids = grids_for(list(f.pods), verdicts, usage) if f.pods and GRID_KEY not in f.evidence else []
         out.append(replace(f, evidence={**f.evidence, GRID_KEY: grids}) if grids else f)
     return tuple(out)

@@ -55,7 +55,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="500,1000,2000,5000")
     ap.add_argument("--runs", type=int, default=15)
-    ap.add_argument("--replicas", type=int, default=20)
+    ap.add_argument("--replicas", type=int, default=20, help="0: scores only, no placement")
     args = ap.parse_args()
     print(f"{'nodes':>6} {'pods':>7} {'feasible':>8} {'score 1 pod ms (p50/p90)':>26} "
           f"{args.replicas}-replica placement ms (p50/p90)")  # fmt: skip
@@ -65,8 +65,12 @@ def main() -> None:
         pod = a_running_pod(snap)
         verdict = simulate(snap, pod)
         feasible = feasible_nodes(verdict, table.size)
-        score = timed(lambda snap=snap, pod=pod, feasible=feasible: score_pod(snap, pod, feasible), args.runs)
-        placement = timed(lambda snap=snap, pod=pod: place(snap, pod, args.replicas), max(3, args.runs // 5))
+        score = timed(lambda s=snap, p=pod, f=feasible: score_pod(s, p, f), args.runs)
+        placement = (
+            timed(lambda s=snap, p=pod: place(s, p, args.replicas), max(3, args.runs // 5))
+            if args.replicas
+            else (float("nan"), float("nan"))
+        )
         print(f"{size:>6} {len(snap.pods):>7} {len(feasible):>8} {score[0]:>13.2f} / {score[1]:<10.2f} "
               f"{placement[0]:>10.1f} / {placement[1]:.1f}")  # fmt: skip
 

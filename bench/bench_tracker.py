@@ -29,10 +29,13 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analyzers.findings import Finding, ObjectRef, Remedy, RemedyKind, Severity
+from analyzers.lifecycle import IncidentState, decide, subject_names
+from bench.machine import describe
 from storage.engine import create_engine, create_sessionmaker
 from storage.migrate import upgrade
 from storage.tracker import Pass, Trigger, track, track_passes
@@ -152,6 +155,113 @@ async def run_backend(name: str, url: str, args: argparse.Namespace) -> dict[str
     return results
 
 
+def decide_only(args: argparse.Namespace) -> dict[str, float]:
+    """The pure decision over the coalesced passes, with the open incidents in memory: what
+    the tracker costs before a single statement is sent."""
+    findings = make_findings(args.incidents)
+    opened = decide(
+        cluster="bench",
+        open_incidents=(),
+        passes=[Pass(findings, T0, triggers=(Trigger("open:1", MESSAGE),))],
+        ids=range(1, len(findings) + 1),
+        notify=False,
+    )
+    open_incidents: list[IncidentState] = list(opened.created.values())
+    passes = [
+        Pass(
+            [findings[k % len(findings)]],
+            T0 + timedelta(minutes=30, seconds=k),
+            (findings[k % len(findings)].subject,),
+            (Trigger(f"c-{k}:1", MESSAGE, findings[k % len(findings)].pods[0]),),
+        )
+        for k in range(args.passes)
+    ]
+    keys = {t.key for p in passes for t in p.triggers}
+    results: dict[str, float] = {}
+    for size in (args.coalesce, len(passes)):
+        # As the tracker reads them: the open incidents of the subjects the batch concerns.
+        batches = []
+        for i in range(0, len(passes), size):
+            chunk = passes[i : i + size]
+            names = subject_names(chunk)
+            batches.append((chunk, [o for o in open_incidents if names is None or o.subject_name in names]))
+        start = time.perf_counter()
+        for chunk, concerned in batches:
+            decide(cluster="bench", open_incidents=concerned, passes=chunk, fresh_keys=keys)
+        results[f"passes/s ({size} per decision)"] = len(passes) / (time.perf_counter() - start)
+    return results
+
+
+async def phases(url: str, args: argparse.Namespace) -> dict[str, float]:
+    """Where a coalesced batch's time goes: each step of ``apply_passes`` timed (ms per batch of
+    ``--coalesce`` one-finding passes), the tracker's functions wrapped for the measurement."""
+    import storage.tracker as tracker
+
+    spent: dict[str, float] = {}
+    originals: dict[str, Any] = {}
+
+    def timed_async(name: str) -> None:
+        original = originals[name] = getattr(tracker, name)
+
+        async def wrapper(*a: Any, **k: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return await original(*a, **k)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.perf_counter() - t
+
+        setattr(tracker, name, wrapper)
+
+    def timed_decide(**k: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return originals["decide"](**k)
+        finally:
+            spent["decide"] = spent.get("decide", 0.0) + time.perf_counter() - t
+
+    engine = create_engine(url)
+    await upgrade(engine)
+    sessions = create_sessionmaker(engine)
+    findings = make_findings(args.incidents)
+    for i in range(0, len(findings), 100):
+        await track(sessions, cluster="phases", findings=findings[i : i + 100], now=T0)
+    for name in (
+        "_lock_cluster",
+        "_record_triggers",
+        "_load_open",
+        "_latest_resolved",
+        "_reserve_ids",
+        "_write",
+    ):
+        timed_async(name)
+    originals["decide"] = tracker.decide
+    tracker.decide = timed_decide  # type: ignore[assignment]
+    batches = 0
+    start = time.perf_counter()
+    try:
+        for k0 in range(0, args.passes, args.coalesce):
+            passes = [
+                Pass(
+                    [findings[k % len(findings)]],
+                    T0 + timedelta(minutes=30, seconds=k),
+                    (findings[k % len(findings)].subject,),
+                    (Trigger(f"p-{k}:1", MESSAGE, findings[k % len(findings)].pods[0]),),
+                )
+                for k in range(k0, min(args.passes, k0 + args.coalesce))
+            ]
+            await track_passes(sessions, cluster="phases", passes=passes)
+            batches += 1
+    finally:
+        for name, original in originals.items():
+            setattr(tracker, name, original)
+        await engine.dispose()
+    total = time.perf_counter() - start
+    out = {f"{name} ms/batch": seconds * 1000 / batches for name, seconds in spent.items()}
+    out["whole transaction ms/batch"] = total * 1000 / batches
+    out["passes/s"] = args.passes / total
+    return out
+
+
 def report(name: str, results: dict[str, float]) -> None:
     print(f"\n{name}")
     for key, value in results.items():
@@ -171,11 +281,17 @@ def main() -> int:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))})
     print(f"tracker benchmark: {args.incidents} open incidents, {args.passes} per-event passes, one core")
+    print(f"machine: {describe()}")
+    report("the lifecycle alone (analyzers.lifecycle.decide, no database)", decide_only(args))
 
     with tempfile.TemporaryDirectory() as tmp:
         report(
             "SQLite (file, WAL, synchronous=NORMAL)",
             asyncio.run(run_backend("sqlite", f"sqlite+aiosqlite:///{tmp}/bench.db", args)),
+        )
+        report(
+            f"SQLite: where a coalesced batch ({args.coalesce} passes) spends its time",
+            asyncio.run(phases(f"sqlite+aiosqlite:///{tmp}/phases.db", args)),
         )
 
     if args.no_pg:

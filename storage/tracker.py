@@ -6,6 +6,12 @@ that evaluated its workload and did not. :func:`apply_pass` does one pass's
 bookkeeping inside the caller's transaction; :func:`track` wraps it in a
 transaction of its own and commits.
 
+**Decision and write.** What the rules below decide is decided by
+:func:`analyzers.lifecycle.decide`, a pure function of the open incidents, the
+passes, the clock in each pass and the policy; this module reads what it needs,
+reserves the new incidents' ids, calls it, and writes its result with one
+multi-row statement per table (see ``docs/performance.md``).
+
 What a pass does, per finding (by ``(cluster, fingerprint)``):
 
 * **open** when no incident of that fingerprint is open: a new incident,
@@ -43,7 +49,7 @@ and per open incident *not* among the findings:
 
 **Idempotency.** Each Kubernetes event that triggered the pass comes as a
 :class:`Trigger` whose ``key`` is the event's uid plus its count (or
-``series.count``): :func:`trigger_from_event` builds it. Keys are remembered
+``series.count``): :func:`analyzers.ingest.trigger_from_event` builds it. Keys are remembered
 per cluster (``applied_events``); a trigger whose key was applied before adds
 no occurrence. Applying the same pass twice therefore leaves the same state
 (with the same ``now``), while the event firing again (count + 1) counts.
@@ -191,11 +197,19 @@ _MUTABLE = (
     "notified_at",
     "peak_pods",
 )
-_UPDATE_BY_ID = (
-    update(_INCIDENTS)
-    .where(_INCIDENTS.c.id == bindparam("b_id"))
-    .values({name: bindparam(name) for name in _MUTABLE})
-)
+_UPDATES: dict[tuple[str, ...], Any] = {}
+
+
+def _update_by_id(columns: tuple[str, ...]) -> Any:
+    """``UPDATE incidents SET <columns> WHERE id = :b_id``, built once per set of columns."""
+    stmt = _UPDATES.get(columns)
+    if stmt is None:
+        stmt = _UPDATES[columns] = (
+            update(_INCIDENTS)
+            .where(_INCIDENTS.c.id == bindparam("b_id"))
+            .values({name: bindparam(name) for name in columns})
+        )
+    return stmt
 
 
 def _insert_ignore(session: AsyncSession) -> Any:
@@ -377,15 +391,33 @@ def _row(inc: IncidentState) -> dict[str, Any]:
     return {c.name: getattr(inc, c.name) for c in _COLUMNS}
 
 
-async def _write(session: AsyncSession, cluster: str, sinks: Sequence[str], decision: Decision) -> None:
-    """Persist a decision: a handful of multi-row statements, whatever the number of passes."""
+async def _write(
+    session: AsyncSession,
+    cluster: str,
+    sinks: Sequence[str],
+    decision: Decision,
+    loaded: Mapping[int, IncidentState],
+) -> None:
+    """Persist a decision: a handful of multi-row statements, whatever the number of passes
+    (``loaded``: the incidents as read, by id, to update only what changed)."""
     if decision.created:
         await session.execute(insert(_INCIDENTS), [_row(i) for i in decision.created.values()])
     if decision.changed:
-        rows = [
-            {"b_id": i.id, **{name: getattr(i, name) for name in _MUTABLE}} for i in decision.changed.values()
-        ]
-        await session.execute(_UPDATE_BY_ID, rows, execution_options={"synchronize_session": False})
+        # Only the columns a batch changed, grouped by which: a repeated event moves
+        # occurrences and last_seen, and the JSON columns are not serialised again for it.
+        groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for inc in decision.changed.values():
+            before = loaded.get(inc.id)
+            columns = tuple(
+                name for name in _MUTABLE if before is None or getattr(inc, name) != getattr(before, name)
+            )
+            if columns:
+                row = {"b_id": inc.id, **{name: getattr(inc, name) for name in columns}}
+                groups.setdefault(columns, []).append(row)
+        for columns, rows in groups.items():
+            await session.execute(
+                _update_by_id(columns), rows, execution_options={"synchronize_session": False}
+            )
     if decision.timeline:
         await session.execute(
             insert(TimelineEntry),
@@ -462,7 +494,7 @@ async def apply_passes(
         recent_opens=recent,
         silence_of=_silence_of(silences),
     )
-    await _write(session, cluster, sinks, decision)
+    await _write(session, cluster, sinks, decision, {i.id: i for i in open_by_fp.values()})
     return decision.results
 
 
@@ -573,7 +605,7 @@ async def _recent_opens(session: AsyncSession, cluster: str, since: datetime) ->
     rows = await session.execute(
         select(Incident.first_seen).where(
             Incident.cluster == cluster,
-            # An open at exactly ``since`` is dropped again by the window filter of _apply_one.
+            # An open at exactly ``since`` is dropped again by the storm window of analyzers.lifecycle.
             Incident.first_seen > since,  # pragma: no mutate
             Incident.waiting_for.is_(None),
         )

@@ -148,9 +148,17 @@ def app_runner(app: web.Application, settings: ApiSettings) -> web.AppRunner:
     """The runner for ``app``: no access log, and ``settings.header_timeout`` as the keep-alive
     timeout, which aiohttp also applies to a new connection until its first request is complete
     (a client holding half-open connections loses them after that long). A request that cannot
-    be parsed is answered without echoing its bytes (:class:`_NoEchoRequestHandler`)."""
+    be parsed is answered without echoing its bytes (:class:`_NoEchoRequestHandler`). On
+    shutdown, requests in flight get ``SHUTDOWN_SECONDS`` to finish and as long again once
+    cancelled (aiohttp waits twice its ``shutdown_timeout``; its default, 60 s, outlasts
+    Kubernetes' 30 s termination grace: a saturated server did not stop in 30 s)."""
     quiet_parse_errors()
-    return _Runner(app, access_log=None, keepalive_timeout=settings.header_timeout)
+    return _Runner(
+        app, access_log=None, keepalive_timeout=settings.header_timeout, shutdown_timeout=SHUTDOWN_SECONDS
+    )
+
+
+SHUTDOWN_SECONDS = 5.0
 
 
 def _auth(settings: ApiSettings, tokens: auth.TokenSet) -> Any:
@@ -271,7 +279,10 @@ def security_headers(h: Any, *, html: bool, static: bool = False) -> None:
     """The headers every response carries (pages, API, errors, and the answers to requests
     that could not even be parsed)."""
     h.setdefault("X-Content-Type-Options", "nosniff")
-    h.setdefault("Referrer-Policy", "no-referrer")
+    # same-origin, not no-referrer: under no-referrer browsers send "Origin: null" on the
+    # pages' own form posts (Fetch: the serialized origin of a no-referrer request), which the
+    # forms guard must refuse; same-origin still gives other sites no referrer at all.
+    h.setdefault("Referrer-Policy", "same-origin")
     h.setdefault("X-Frame-Options", "DENY")
     if not static:
         h.setdefault("Cache-Control", "no-store")

@@ -16,6 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+# Rows of a table (items of a list) shown on the page; the rest are counted, and the
+# API's document has them all (a rule may record thousands of nodes).
+MAX_ROWS = 100
+
 # Words kept as written when a key becomes a label (``pdbs`` → ``PDBs``).
 _WORDS = {
     "pdb": "PDB",
@@ -80,6 +84,7 @@ class Block:
     columns: tuple[str, ...] = ()
     rows: tuple[tuple[str, ...], ...] = ()
     numeric: tuple[bool, ...] = field(default=())
+    total: int = 0  # rows or items the value has; more than shown when cut at MAX_ROWS
 
 
 def _is_scalar(value: Any) -> bool:
@@ -94,6 +99,10 @@ def _numeric(cells: Sequence[Any]) -> bool:
 def _table(
     key: str, records: Sequence[Mapping[str, Any]], first: tuple[str, list[str]] | None = None
 ) -> Block:
+    total = len(records)
+    records = records[:MAX_ROWS]
+    if first is not None:
+        first = (first[0], first[1][:MAX_ROWS])
     columns: list[str] = []
     for record in records:
         for name in record:
@@ -115,6 +124,7 @@ def _table(
         columns=tuple(headers),
         rows=tuple(tuple(r) for r in rows),
         numeric=tuple(numeric),
+        total=total,
     )
 
 
@@ -124,21 +134,47 @@ def present_value(key: str, value: Any) -> Block:
     if isinstance(value, Mapping):
         if value and all(isinstance(v, Mapping) for v in value.values()):
             return _table(key, list(value.values()), first=("Name", [str(k) for k in value]))
+        pairs = list(value.items())
         return Block(
             key=key,
             label=label(key),
             kind="pairs",
-            rows=tuple((str(k), inline(v)) for k, v in value.items()),
+            rows=tuple((str(k), inline(v)) for k, v in pairs[:MAX_ROWS]),
+            total=len(pairs),
         )
     if isinstance(value, Sequence):
         if not value:
             return Block(key=key, label=label(key), kind="text", text="none")
         if all(isinstance(v, Mapping) for v in value):
             return _table(key, value)
-        return Block(key=key, label=label(key), kind="list", items=tuple(inline(v) for v in value))
+        return Block(
+            key=key,
+            label=label(key),
+            kind="list",
+            items=tuple(inline(v) for v in value[:MAX_ROWS]),
+            total=len(value),
+        )
     return Block(key=key, label=label(key), kind="text", text=str(value))
 
 
 def present(evidence: Mapping[str, Any] | None) -> list[Block]:
     """Every evidence value, in the order the rule recorded them."""
     return [present_value(str(key), value) for key, value in (evidence or {}).items()]
+
+
+def raw_preview(evidence: Mapping[str, Any] | None, leave_out: str) -> tuple[Any, bool]:
+    """The evidence for the page's raw view: ``leave_out`` (drawn elsewhere) left out and
+    lists longer than :data:`MAX_ROWS` cut there; and whether anything was cut."""
+    cut = False
+
+    def shorten(value: Any) -> Any:
+        nonlocal cut
+        if isinstance(value, Mapping):
+            return {k: shorten(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            if len(value) > MAX_ROWS:
+                cut = True
+            return [shorten(v) for v in value[:MAX_ROWS]]
+        return value
+
+    return {k: shorten(v) for k, v in (evidence or {}).items() if k != leave_out}, cut

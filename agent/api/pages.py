@@ -21,8 +21,9 @@ from markupsafe import Markup
 from multidict import MultiDict
 
 from agent.api import auth
+from agent.api.charts import day_columns, share, timeline_axis
 from agent.api.errors import ApiError
-from agent.api.evidence import present
+from agent.api.evidence import MAX_ROWS, present, raw_preview
 from agent.api.keys import (
     AUTH_FAILURES,
     CLOCK,
@@ -36,7 +37,7 @@ from agent.api.keys import (
     SIGNINS,
     TOKENS,
 )
-from agent.api.params import SEVERITIES, parse_id, parse_list
+from agent.api.params import SEVERITIES, parse_id, parse_list, parse_stats
 from agent.api.remedy_view import apply_manifest, remedy_views
 from analyzers.grid import GRID_KEY
 from storage.outbox import notification_dict, notifications_of
@@ -47,6 +48,7 @@ from storage.queries import (
     distinct_values,
     facets,
     get_incident,
+    incident_stats,
     list_incidents,
 )
 from storage.silences import InvalidSilence, delete_silence, list_silences
@@ -55,6 +57,7 @@ from storage.views import remedy_dict, rfc3339
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
 TEMPLATES = Path(__file__).parent / "templates"
+TREND_TOP = 6  # rules and namespaces on the list page's trends
 
 
 def build_jinja_env() -> jinja2.Environment:
@@ -70,6 +73,8 @@ def build_jinja_env() -> jinja2.Environment:
     env.filters["ago"] = _ago
     env.filters["duration"] = _duration
     env.filters["pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    env.filters["raw_preview"] = raw_preview
+    env.globals["max_rows"] = MAX_ROWS
     env.tests["scalar"] = lambda v: isinstance(v, str | int | float | bool) or v is None
     return env
 
@@ -261,6 +266,8 @@ async def incident_list(request: web.Request) -> web.Response:
         request,
         "list.html.j2",
         items=page.items,
+        trends_link="/trends"
+        + ("?" + urlencode(q) if (q := query_of(cursor=None, sort=None, limit=None)) else ""),
         params=params,
         f=params.filter,
         counts=counts,
@@ -313,6 +320,33 @@ _SORT_LABELS = {
 }
 
 
+@routes.get("/trends")
+async def trends_page(request: web.Request) -> web.Response:
+    """The trends of the incidents a list filter matches (the stats query, drawn): its own
+    page, because counting a whole history costs more than a page of the list."""
+    query: MultiDict[str] = MultiDict(request.query)
+    window = query.pop("window", "")
+    if window in WINDOWS and not query.get("since"):
+        query["since"] = rfc3339(request.app[CLOCK]() - WINDOWS[window]) or ""
+    try:
+        flt = parse_stats(query, strict=False)
+    except ApiError as exc:
+        return render(request, "error.html.j2", status=400, title="Bad filter", message=exc.message)
+    async with request.app[SESSIONS]() as session:
+        trend = (await incident_stats(session, flt, top=TREND_TOP)).as_dict()
+    back = {k: v for k, v in request.query.items() if k not in ("cursor", "limit", "sort")}
+    return render(
+        request,
+        "trends.html.j2",
+        trend=trend,
+        trend_days=day_columns(trend["by_day"], request.app[CLOCK]().date()),
+        trend_rules=share(trend["by_rule"][:TREND_TOP]),
+        trend_namespaces=share(trend["by_namespace"][:TREND_TOP]),
+        filters=back,
+        back_link="/incidents" + ("?" + urlencode(back) if back else ""),
+    )
+
+
 @routes.get("/incidents/{id}")
 async def incident_page(request: web.Request) -> web.Response:
     try:
@@ -331,6 +365,10 @@ async def incident_page(request: web.Request) -> web.Response:
             message=f"There is no incident {incident_id}.",
         )
     incident, timeline = found
+    notification_rows = [notification_dict(n) for n in notes]
+    axis = timeline_axis(
+        incident.first_seen, incident.resolved_at or request.app[CLOCK](), list(timeline), notification_rows
+    )
     remedies = remedy_views([remedy_dict(r) for r in incident.remedies or ()], incident.id)
     demo_applicable: set[int] = set()
     if DEMO_APPLY in request.app and DEMO_CHANGES in request.app:
@@ -344,7 +382,9 @@ async def incident_page(request: web.Request) -> web.Response:
         remedies=remedies,
         evidence=present({k: v for k, v in (incident.evidence or {}).items() if k != GRID_KEY}),
         grids=list((incident.evidence or {}).get(GRID_KEY) or ()),
-        notifications=[notification_dict(n) for n in notes],
+        grid_key=GRID_KEY,
+        notifications=notification_rows,
+        axis=axis,
         demo_applicable=demo_applicable,
     )
 

@@ -72,7 +72,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="plain ASCII human output: the grid without box drawing (also when stdout is not UTF-8)",
     )
+    p.add_argument(
+        "--scheduler-config",
+        metavar="FILE",
+        help="the cluster's KubeSchedulerConfiguration: its profiles (schedulerName) and disabled filters",
+    )
     p.set_defaults(func=run)
+
+
+def _profiles(args: argparse.Namespace) -> Any:
+    if not getattr(args, "scheduler_config", None):
+        return None
+    from agent.scheduler_config import SchedulerConfigError, load_scheduler_config
+
+    try:
+        return load_scheduler_config(args.scheduler_config)
+    except SchedulerConfigError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _now(args: argparse.Namespace, facts: DumpFacts) -> tuple[float, str]:
@@ -211,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
     if args.now is not None and parse_time(args.now) is None:
         raise UserError(f"--now: not an RFC 3339 time: {args.now!r}")
     pod_filter = _pod_filter(args)
+    profiles = _profiles(args)
     if args.eviction_log == "-" and "-" in args.paths:
         raise UserError("stdin cannot be both a dump and the --eviction-log")
     evictions = _eviction_messages(args.eviction_log)
@@ -229,7 +246,9 @@ def run(args: argparse.Namespace) -> int:
                 version, why = facts.kube_version(override)
                 snapshot = state.snapshot()
                 doc.update(
-                    build_report(snapshot, now=now, kube_version=version, pod_filter=pod_filter).as_dict()
+                    build_report(
+                        snapshot, now=now, kube_version=version, pod_filter=pod_filter, profiles=profiles
+                    ).as_dict()
                 )
                 doc["kube_version"] = {"version": version, "source": why}
                 doc["now"] = {"time": _iso(now), "source": now_source}
@@ -259,7 +278,12 @@ def run(args: argparse.Namespace) -> int:
     # them again and again while the analysis allocates (seconds on big dumps).
     gc.freeze()
     report = build_report(
-        snapshot, now=now, kube_version=version, pod_filter=pod_filter, eviction_messages=evictions
+        snapshot,
+        now=now,
+        kube_version=version,
+        pod_filter=pod_filter,
+        eviction_messages=evictions,
+        profiles=profiles,
     )
     if (
         args.pod

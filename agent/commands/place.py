@@ -120,7 +120,7 @@ def _from_workload(snapshot: ClusterSnapshot, ns: str, kind: str, name: str, tar
 def run(args: argparse.Namespace) -> int:
     from analyzers.simulator.schedconfig import profile_for
     from analyzers.simulator.scoring import ScoreError
-    from analyzers.simulator.scoring.placement import place, placement_json
+    from analyzers.simulator.scoring.placement import place, placement_json, rank
 
     if args.replicas is not None and args.replicas < 1:
         return _fail(args, f"--replicas: must be at least 1, got {args.replicas}", EXIT_USAGE)
@@ -163,11 +163,19 @@ def run(args: argparse.Namespace) -> int:
             + ": no scheduler would pick this pod up",
             EXIT_USAGE,
         )
+    current = pod.node_name
+    if current:
+        # "If it were scheduled now": the pod leaves its node, then is scheduled anew.
+        snapshot = snapshot.replace(remove=[("pods", pod.key)])
     try:
         result = place(snapshot, pod, args.replicas or 1, profile, kube_version=version)
     except ScoreError as exc:
         return _fail(args, f"scheduling error: {exc}", EXIT_SCHEDULING_ERROR)
     doc = placement_json(result, pod, profile, args.replicas)
+    if current:
+        doc["current_node"] = current
+        ranked = [r.node for r in rank(result.first.rows)]
+        doc["current_rank"] = ranked.index(current) + 1 if current in ranked else None
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     else:
@@ -199,6 +207,16 @@ def print_human(doc: dict[str, Any], pod: Pod, result: Any) -> None:
             shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
             out.write(f"   {len(names)} {reason}: {shown}\n")
     out.write("\n" + decided_sentence(first) + "\n")
+    if doc.get("current_node"):
+        where = doc["current_node"]
+        if doc.get("current_rank"):
+            out.write(
+                f"It runs on {where}, which would rank {doc['current_rank']} of {len(ranked)} "
+                "if it were scheduled now (its own requests taken off that node).\n"
+            )
+        else:
+            reason = next((r.reason for r in first.rows if r.node == where), "")
+            out.write(f"It runs on {where}, which would not be feasible now: {reason}\n")
     if doc["scored"] != "all":
         out.write(
             f"kube-scheduler scores only {doc['scored']} of the {len(ranked)} feasible nodes "

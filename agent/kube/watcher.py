@@ -284,7 +284,7 @@ class WatchListMode:
     (then off for every watcher that shares this object, with the reason kept).
 
     The first watcher to ask probes; the others sharing the mode wait until the server has
-    accepted (a stream opened) or refused, so a server without watch-list is asked once."""
+    accepted (a stream opened) or refused (422), so a server without watch-list is asked once."""
 
     __slots__ = ("_probing", "_settled", "decided", "enabled", "reason")
 
@@ -537,7 +537,11 @@ class KindWatcher:
         accept = self._accept
         deliver = self.sink.delta
         async with stream_cm as stream:
-            self.stats.lists += 1  # the server accepted the streaming list
+            # The server accepted the request (a server without the gate answers 422 before any
+            # event): the other watchers may ask too. One that ignores it (before 1.27) is found
+            # out by each watcher's own stream.
+            self.watch_list.accepted()
+            self.stats.lists += 1
             self.stats.watch_lists += 1
             try:
                 async for event in stream:
@@ -554,7 +558,6 @@ class KindWatcher:
                     annotations = (meta or {}).get("annotations") or {}
                     if type_ == "BOOKMARK" and annotations.get(INITIAL_EVENTS_END) == "true":
                         initial = False
-                        self.watch_list.accepted()
                         self.stats.bookmarks += 1
                         await self._complete(seen, (meta or {}).get("resourceVersion"))
                         continue

@@ -1,17 +1,17 @@
-"""``kubectl drain``'s (and ``oc adm drain``'s) refusal to start, in every wording since 1.4.
+"""``kubectl drain``'s (and ``oc adm drain``'s) refusal to start, in every wording since 1.5.
 
 Before evicting anything, drain lists the node's pods and refuses when some may not be
 deleted without a flag. Each refusal is one fatal filter message and the pods it holds:
 
-- kubernetes ``pkg/kubectl/cmd/drain.go`` (v1.4-v1.10) and ``pkg/kubectl/cmd/drain/drain.go``
-  (v1.11-v1.14): ``podStatuses.Message()`` prints ``<fatal>: <pod>, <pod>`` per kind,
+- kubernetes ``pkg/kubectl/cmd/drain.go`` (v1.5-v1.10) and ``pkg/kubectl/cmd/drain/drain.go``
+  (v1.11-v1.14; read at v1.5.8, v1.9.11, v1.13.12): ``podStatuses.Message()`` prints ``<fatal>: <pod>, <pod>`` per kind,
   the kinds joined with ``"; "``, pod names **without** namespace, lower-case ``pods``:
   ``pods not managed by ReplicationController, ReplicaSet, Job, DaemonSet or StatefulSet
-  (use --force to override)`` (v1.4: ``..., Job, or DaemonSet``), ``DaemonSet-managed pods
+  (use --force to override)`` (earlier: ``..., Job, or DaemonSet``), ``DaemonSet-managed pods
   (use --ignore-daemonsets to ignore)``, ``pods with local storage (use --delete-local-data
   to override)``; printed as ``error: <message>``.
-- ``k8s.io/kubectl pkg/drain/filters.go`` (v0.15-v0.37; kubectl 1.15+, and ``oc adm drain``,
-  which vendors it): ``cannot delete <fatal>: <ns>/<pod>, <ns>/<pod>`` per kind, aggregated
+- ``k8s.io/kubectl pkg/drain/filters.go`` (read at v0.17.0, v0.18.0, v0.20.0, v0.37.2; and
+  ``oc adm drain``, which is kubectl's drain command: openshift/oc ``pkg/cli/admin/admin.go``): ``cannot delete <fatal>: <ns>/<pod>, <ns>/<pod>`` per kind, aggregated
   (``[a, b]`` when more than one), capital ``Pods``; ``--delete-emptydir-data`` replaces
   ``--delete-local-data`` in v0.20; ``Pods that declare no controller`` replaces ``Pods not
   managed by ...`` in v0.19 (and v0.19-v0.2x print ``cannot delete`` twice before it).

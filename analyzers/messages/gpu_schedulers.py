@@ -23,7 +23,7 @@ with a simulation. Upstream texts:
   ``cache/status_updater/default_status_updater.go`` prefixes ``Node-Pool '<pool>': ``
   and writes the ``Unschedulable`` event and condition. ``no nodes`` is lower-case
   upstream; pastes capitalise it, so matching ignores case.
-- **Volcano** (``schedulerName: volcano``; v1.9-v1.15): ``pkg/scheduler/api/
+- **Volcano** (``schedulerName: volcano``; master after v1.15.1): ``pkg/scheduler/api/
   unschedule_info.go`` ``FitErrors.Error()``: ``0/<n> nodes are unavailable: <count>
   <reason>, ....`` (``In hyperNode <name>: `` before it; ``all nodes are unavailable``
   without nodes); ``pkg/scheduler/api/job_info.go`` ``FitError()``: ``pod group is not
@@ -31,13 +31,14 @@ with a simulation. Upstream texts:
   reason is <task>: <fit error>``; ``pkg/scheduler/plugins/gang/gang.go`` and
   ``cache/cache.go``: ``<n>/<total> tasks in gang unschedulable: <FitError()>`` (the
   PodGroup's ``Unschedulable`` event and condition).
-- **HAMi** (``schedulerName: hami-scheduler``, a kube-scheduler extender; v2.4-v2.10):
+- **HAMi** (``schedulerName: hami-scheduler``, a kube-scheduler extender; v2.10.0, and v2.4's
+  wording from a paste in Project-HAMi/HAMi#591):
   ``pkg/scheduler/scheduler.go`` ``FilteringFailed`` events ``no available node, <n>
   nodes do not meet`` (v2.4: ``no available node, all node scores do not meet``) and
   ``score.go`` ``recordFilteringFailures``: ``<n> nodes <Code>(<node>,<node>)`` per
   reason code of ``pkg/device/common/common.go`` (``CardInsufficientMemory``,
   ``CardInsufficientCore``, ``NodeInsufficientDevice``, ...).
-- **Kueue topology-aware scheduling** (v0.9+): ``pkg/cache/scheduler/
+- **Kueue topology-aware scheduling** (main after v0.19): ``pkg/cache/scheduler/
   tas_flavor_snapshot.go`` ``notFitMessage``: ``topology "<name>" allows to fit only
   <found> out of <required> pod(s)`` / ``slice(s)``, ``topology "<name>" doesn't allow to
   fit any of <required> pod(s)``; inside Kueue's flavor message it is read by

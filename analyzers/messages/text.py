@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from analyzers.messages.pane import join_wrapped, unframe
+
 _QUOTES: Final = "\"'`"
 _TYPOGRAPHIC: Final = str.maketrans(
     {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2026": "..."}
@@ -77,7 +79,11 @@ def _join_cells(text: str, tail: str, cell: str) -> str:
 
 def _join_lines(text: str) -> str:
     """Join the lines of a paste into one, undoing table borders and the wraps
-    inside table cells (k9s, Lens, ``column``, Markdown)."""
+    inside table cells (k9s, Lens, ``column``, Markdown); a one-column pane's wraps are
+    analyzers.messages.pane's."""
+    pane = unframe(text)
+    if pane is not None:
+        return pane
     rows: list[list[str]] = []  # a bordered row's cells; a plain line is a row of one
     tails: list[str | None] = []  # a bordered row's last cell as printed; None for a plain line
     for line in text.splitlines():
@@ -111,6 +117,9 @@ def _join_lines(text: str) -> str:
                 continue
             if prev[-1:].isalpha() and _COUNTED_LINE_RE.match(line.lstrip()) is not None:
                 out[-1] = prev + ", " + line.lstrip()
+                continue
+            if join_wrapped(prev, line):
+                out[-1] = prev + line  # a word wrap split a word the parsers know ("No p" / "reemption")
                 continue
         out.append(line)
     return " ".join(out)

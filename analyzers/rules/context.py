@@ -15,6 +15,7 @@ from analyzers.findings import ObjectRef
 from analyzers.records import Pod
 from analyzers.remedies import RemedyRenderer
 from analyzers.simulator import PodVerdict, simulate
+from analyzers.simulator.scoring.profile import Profile
 from analyzers.snapshot import ClusterSnapshot
 
 
@@ -50,6 +51,9 @@ class RuleContext:
     kube_version: str | None = None
     # Eviction failures seen outside the cluster's events (e.g. `kubectl drain` output), parsed.
     eviction_messages: tuple[Mapping[str, Any], ...] = ()
+    # The cluster's KubeSchedulerConfiguration profiles by schedulerName (--scheduler-config);
+    # None: kube-scheduler's default configuration (one profile, default-scheduler).
+    profiles: Mapping[str, Profile] | None = None
     _verdicts: dict[Any, tuple[Any, Any, PodVerdict]] = field(default_factory=dict, repr=False)
     _pending: dict[ObjectRef, tuple[Pod, ...]] | None = field(default=None, repr=False)
 
@@ -66,23 +70,37 @@ class RuleContext:
         (namespace, node name, nominated node), not its name: the pending pods
         of one template share one simulation, each getting the verdict under
         its own key."""
+        disabled = self.disabled_filters(pod)
         if snapshot is not None and snapshot is not self.snapshot:
-            return simulate(snapshot, pod, kube_version=self.version)
+            return simulate(snapshot, pod, kube_version=self.version, disabled=disabled)
         key = (pod.namespace, id(pod.spec), id(pod.labels), pod.node_name, pod.nominated_node)
         hit = self._verdicts.get(key)
         if hit is not None and hit[0] is pod.spec and hit[1] is pod.labels:
             verdict = hit[2]
             return verdict if verdict.pod == pod.key else replace(verdict, pod=pod.key)
-        verdict = simulate(self.snapshot, pod, kube_version=self.version)
+        verdict = simulate(self.snapshot, pod, kube_version=self.version, disabled=disabled)
         self._verdicts[key] = (pod.spec, pod.labels, verdict)
         return verdict
+
+    def served(self, scheduler_name: str) -> bool:
+        """Whether a profile of kube-scheduler answers to ``scheduler_name``."""
+        if self.profiles is None:
+            return scheduler_name == "default-scheduler"
+        return scheduler_name in self.profiles
+
+    def disabled_filters(self, pod: Pod) -> frozenset[str]:
+        """The filter plugins the pod's profile disables (none by default)."""
+        if self.profiles is None:
+            return frozenset()
+        profile = self.profiles.get(pod.spec.scheduler_name)
+        return profile.disabled_filters if profile is not None else frozenset()
 
     def pending_by_workload(self) -> Mapping[ObjectRef, tuple[Pod, ...]]:
         """Unscheduled pods of kube-scheduler, grouped by owning workload (oldest first)."""
         if self._pending is None:
             groups: dict[ObjectRef, list[Pod]] = {}
             for pod in self.snapshot.unscheduled_pods():
-                if pod.spec.scheduler_name != "default-scheduler":
+                if not self.served(pod.spec.scheduler_name):
                     continue
                 groups.setdefault(self.snapshot.workload_of(pod).ref, []).append(pod)
             self._pending = {

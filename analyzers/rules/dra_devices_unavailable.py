@@ -28,6 +28,8 @@ leaves too few devices on every node is the cause:
   asks (``count`` or ``allocationMode: All`` with none);
 - ``untolerated-device-taint``: the free matching devices carry a NoSchedule or
   NoExecute device taint the request does not tolerate (a toleration, verified);
+- ``shared-counters-spent``: the free matching partitions' shared counters are
+  spent by partitions already allocated (which ones);
 - ``constraint-unsatisfiable``: enough devices per node, but no set shares the
   ``matchAttribute`` value;
 - ``device-class-missing``: PreFilter's missing DeviceClass.
@@ -43,9 +45,11 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any
 
 from analyzers.findings import Finding, ObjectRef, Remedy, Severity
+from analyzers.quantity import parse_quantity
 from analyzers.records import (
     ClaimSpec,
     Device,
@@ -72,6 +76,7 @@ ALLOCATED = "devices-allocated"
 TOO_MANY = "count-exceeds-node"
 TAINTED = "untolerated-device-taint"
 CONSTRAINT = "constraint-unsatisfiable"
+COUNTERS = "shared-counters-spent"
 CLASS_MISSING = "device-class-missing"
 UNKNOWN = "cannot-allocate"
 
@@ -88,6 +93,8 @@ class Census:
     selected: dict[str, int] = field(default_factory=dict)
     free: dict[str, int] = field(default_factory=dict)
     tolerated: dict[str, int] = field(default_factory=dict)
+    counters_left: dict[str, int] = field(default_factory=dict)  # tolerated, and their counters not spent
+    spent_by: dict[str, list[str]] = field(default_factory=dict)  # counter set -> allocated partitions
     excluded_by: str = ""  # "class C selector #i" / "request selector #i"
     excluding_expression: str = ""
     devices: list[tuple[str, ResourceSlice, Device]] = field(default_factory=list)  # (node, slice, device)
@@ -145,6 +152,7 @@ def _census(
         for pool in gather_pools(node, slices, slices):
             if pool.incomplete or pool.invalid:
                 continue
+            left = _counters_left(pool, state.devices | state.shared, c.spent_by)
             for s in pool.slices:
                 for d in s.devices:
                     did = (s.driver, s.pool, d.name)
@@ -176,6 +184,12 @@ def _census(
                     if taint_prevents(d, sub):
                         continue
                     c.tolerated[name] = c.tolerated.get(name, 0) + 1
+                    if all(
+                        parse_quantity(q) <= left.get(cs, {}).get(counter, parse_quantity(q))
+                        for cs, used in d.consumes_counters
+                        for counter, q in used.items()
+                    ):
+                        c.counters_left[name] = c.counters_left.get(name, 0) + 1
     want = sub.count if sub.mode == "ExactCount" else 1
     if excluded:
         top = excluded.most_common(1)[0][0]
@@ -188,6 +202,8 @@ def _census(
         c.cause = ALLOCATED
     elif c.most(c.tolerated) < want:
         c.cause = TAINTED
+    elif c.most(c.counters_left) < want:
+        c.cause = COUNTERS
     elif claim.spec.constraints:
         c.cause = CONSTRAINT
     return c
@@ -275,6 +291,16 @@ def _finding(ctx: RuleContext, group: P.Blocked) -> Finding | None:
             f"{claim_words} asks {want}; the free matching devices carry a device taint the request does not tolerate."
         )
         remedies.extend(_tolerate(ctx, group, c))
+    elif c.cause == COUNTERS:
+        spent = "; ".join(
+            f"counter set {cs} spent by {names(parts)}" for cs, parts in sorted(c.spent_by.items())
+        )
+        parts.append(
+            f"{claim_words} asks {want}; matching partitions are free, but the shared counters they consume are "
+            f"spent by partitions already allocated ({spent or 'other partitions'}): a partitionable device's "
+            "partitions share its counters (DRAPartitionableDevices)."
+        )
+        evidence["counters_spent_by"] = c.spent_by
     elif c.cause == CONSTRAINT:
         parts.append(
             f"{claim_words}: enough devices match on some node, but no set of them satisfies the claim's "
@@ -297,6 +323,28 @@ def _finding(ctx: RuleContext, group: P.Blocked) -> Finding | None:
     )
 
 
+def _counters_left(
+    pool: Any, in_use: frozenset[tuple[str, str, str]], spent_by: dict[str, list[str]]
+) -> dict[str, dict[str, Decimal]]:
+    """The pool's counter sets less what allocated partitions consume (checkAvailableCounters)."""
+    left = {
+        cs: {n: parse_quantity(q) for n, q in counters.items()} for cs, counters in pool.counter_sets.items()
+    }
+    for group in (pool.slices, pool.others):
+        for s in group:
+            for d in s.devices:
+                if (s.driver, s.pool, d.name) not in in_use:
+                    continue
+                for cs, used in d.consumes_counters:
+                    spent_by.setdefault(cs, [])
+                    if d.name not in spent_by[cs]:
+                        spent_by[cs].append(d.name)
+                    for n, q in used.items():
+                        if n in left.get(cs, {}):
+                            left[cs][n] -= parse_quantity(q)
+    return left
+
+
 def _title(c: Census, want: str) -> str:
     return {
         NO_MATCH: f"No device matches ResourceClaim {c.claim.name} (request {c.request}, class {c.sub.class_name})",
@@ -304,6 +352,7 @@ def _title(c: Census, want: str) -> str:
         TOO_MANY: f"ResourceClaim {c.claim.name} asks {want}; no node has that many",
         TAINTED: f"The free devices for ResourceClaim {c.claim.name} are tainted",
         CONSTRAINT: f"No devices satisfy ResourceClaim {c.claim.name}'s constraints",
+        COUNTERS: f"The partitions ResourceClaim {c.claim.name} could use have their shared counters spent",
         CLASS_MISSING: f"DeviceClass {c.sub.class_name} does not exist",
     }.get(c.cause, f"No devices can be allocated for ResourceClaim {c.claim.name}")
 

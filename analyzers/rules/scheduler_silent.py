@@ -55,7 +55,7 @@ def _cause(ctx: RuleContext, pod: Pod) -> tuple[str, str] | None:
     """(cause, its detail): the scheduler's name or the missing claim; None when the
     snapshot shows no reason (a pod of kube-scheduler not tried yet is not reported:
     a dump can catch any pod between creation and its first attempt)."""
-    if pod.spec.scheduler_name != DEFAULT_SCHEDULER:
+    if not ctx.served(pod.spec.scheduler_name):
         return "unknown-scheduler", pod.spec.scheduler_name
     held = dra.claim_hold(ctx.snapshot, pod)
     if held is not None:

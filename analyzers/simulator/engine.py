@@ -18,7 +18,7 @@ from analyzers.records import EMPTY_MAP, FrozenMap, Pod
 from analyzers.simulator import codes as C
 from analyzers.simulator.basic import NodeAffinity, NodeName, NodePorts, NodeUnschedulable, TaintToleration
 from analyzers.simulator.dra import claim_hold
-from analyzers.simulator.dra.plugin import ALLOCATIONS, DynamicResources
+from analyzers.simulator.dra.plugin import ALLOCATIONS, FILTER_ERROR, DynamicResources
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
 from analyzers.simulator.interpod import InterPodAffinity
 from analyzers.simulator.nodeinfo import NodeTable, bits, has, mask_of, node_table
@@ -131,6 +131,11 @@ def simulate(
     feasible = table.all_mask & ~failing
     feasible_count = feasible.bit_count()
     fits = feasible_count > 0 and gated is None and prefilter is None
+    # A Filter that returned Error (DynamicResources' fatal allocator errors) aborts the
+    # attempt: the condition is the error, no PostFilter runs.
+    filter_error: str | None = cycle.state.get(FILTER_ERROR) if gated is None and prefilter is None else None
+    if filter_error is not None:
+        fits = False
 
     reasons: dict[str, int] = {}
     codes: dict[str, int] = {}
@@ -168,6 +173,8 @@ def simulate(
     if gated is not None:
         # A PreEnqueue rejection is never attempted: only SchedulingGates sets a condition.
         message = GATED_MESSAGE if gated.plugin == C.SCHEDULING_GATES else ""
+    elif filter_error is not None:
+        message = filter_error
     elif not fits:
         nominated = table.index.get(pod.nominated_node) if pod.nominated_node else None
         if (
@@ -218,7 +225,7 @@ def simulate(
         failing=FrozenMap(_failing_masks(table, outcomes, prefilter)),
         node_names=table.names,
         _breakdown=Breakdown(table, outcomes, prefilter),
-        allocations=FrozenMap(allocations) if pod.spec.resource_claims else None,
+        allocations=FrozenMap(allocations) if found is not None else None,
     )
 
 

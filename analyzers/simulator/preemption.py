@@ -35,8 +35,9 @@ from analyzers.simulator import codes as C
 from analyzers.simulator.framework import Cycle, Outcome, Plugin
 from analyzers.simulator.nodeinfo import bits
 from analyzers.simulator.render import (
+    DRA_DEALLOCATED,
     DRA_NO_CLAIMS,
-    DRA_STILL_UNSCHEDULABLE,
+    DRA_STILL_NOT_SCHEDULABLE,
     NO_VICTIMS,
     NOT_ELIGIBLE_NEVER,
     NOT_ELIGIBLE_TERMINATING,
@@ -168,6 +169,22 @@ def select_victims(cycle: Cycle, plugins: Sequence[Plugin], i: int) -> _Candidat
     return _Candidate(i, tuple(victims), violations)
 
 
+def _deallocates(cycle: Cycle) -> bool:
+    """DynamicResources' PostFilter deallocates one claim that is unavailable on the nodes
+    when no other pod uses it (deallocateOrDeletePodClaims): ``deallocation of
+    ResourceClaim completed``."""
+    names = cycle.state.get("dra_deallocate")
+    if not names:
+        return False
+    pod = cycle.pod
+    for claim in cycle.state.get("dra_claims") or ():
+        if claim.name in names and (
+            not claim.reserved_for or (len(claim.reserved_for) == 1 and claim.reserved_for[0].uid == pod.uid)
+        ):
+            return True
+    return False
+
+
 def preempt(
     cycle: Cycle,
     plugins: Sequence[Plugin],
@@ -195,13 +212,15 @@ def preempt(
         victims: Mapping[str, tuple[tuple[str, str], ...]] = EMPTY_MAP,
     ) -> PreemptionVerdict:
         if message and wording.dra_postfilter:
-            # DynamicResources' PostFilter runs first (1.34-1.36): a pod without claims gets
-            # "no new claims to deallocate"; one with claims none of which it may deallocate
-            # "still not schedulable" (dynamicresources.go, v1.35.4 and v1.36.5).
-            # A PreFilter rejection leaves its claims unrecorded (stateData.claims is set last).
-            has_claims = bool(cycle.pod.spec.resource_claims) and not prefilter_failed
-            dra = DRA_STILL_UNSCHEDULABLE if has_claims else DRA_NO_CLAIMS
-            message = f"{dra}, {message}"
+            # DynamicResources' PostFilter runs first (v1.34-v1.36.4 dynamicresources.go): "no new
+            # claims to deallocate" for a pod without claims, "still not schedulable" for one
+            # whose claims it did not deallocate.
+            claims = cycle.state.get("dra_claims") is not None
+            message = f"{DRA_STILL_NOT_SCHEDULABLE if claims else DRA_NO_CLAIMS}, {message}"
+        if message and wording.dra_deallocation and _deallocates(cycle):
+            if wording.dra_postfilter:
+                message = message.split(", ", 1)[1]
+            message = f"{DRA_DEALLOCATED}, {message}"
         return PreemptionVerdict(
             attempted=clause,
             eligible=eligible,

@@ -20,7 +20,8 @@ NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 DRA_NO_CLAIMS = "no new claims to deallocate"
-DRA_STILL_UNSCHEDULABLE = "still not schedulable"
+DRA_STILL_NOT_SCHEDULABLE = "still not schedulable"  # a pod with claims, none deallocated
+DRA_DEALLOCATED = "deallocation of ResourceClaim completed"
 # preemption.go Evaluator.Preempt (1.37+): the candidate DefaultPreemption chose.
 PLACEMENT_FOUND = "found a potential placement for pod on node {node}, preempting {victims} victims"
 # kube-scheduler/framework cycle_state.go ErrNotFound: DynamicResources' PostFilter found

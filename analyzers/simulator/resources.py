@@ -21,6 +21,7 @@ from itertools import combinations
 
 from analyzers.records import Pod
 from analyzers.simulator import codes as C
+from analyzers.simulator.dra.plugin import delegated_resources
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
 from analyzers.simulator.nodeinfo import bits, mask_of, pods_on
 from analyzers.simulator.results import FilterFailure
@@ -83,9 +84,12 @@ class NodeResourcesFit(Plugin):
             rows.append(
                 detail(resource="pods", requested=1, used=pods, free=allowed - pods, allocatable=allowed)
             )
+        delegated = delegated_resources(cycle)
         for r, q in self._requests(cycle):
             alloc = table.allocatable.get(r)
             a = alloc[i] if alloc is not None else 0
+            if a == 0 and r in delegated:
+                continue  # DynamicResources allocates it on this node (shouldDelegateResourceToDRA)
             used = table.requested[r][i] if r in table.requested else 0
             for p in removed:
                 used -= p.spec.requests.get(r, 0)
@@ -122,14 +126,20 @@ def resource_outcome(
         m = mask_of(too_many, n) & within
         if m:
             lists.append((TOO_MANY_PODS, C.TOO_MANY_PODS, m))
+    delegated = delegated_resources(cycle)
     for r, q in checked_requests(cycle.pod):
         col = free.get(r)
         if col is None:
+            if r in delegated:
+                continue  # no node advertises it: DynamicResources allocates it everywhere
             failing_mask = within
             if unresolvable_ok:
                 unresolvable = within
         else:
             failing_mask = mask_of([i for i, f in enumerate(col) if f < q], n) & within
+            if r in delegated:  # nodes that do not advertise it leave it to DynamicResources
+                alloc = table.allocatable[r]
+                failing_mask &= ~mask_of([i for i in bits(failing_mask) if alloc[i] == 0], n)
             if unresolvable_ok and failing_mask:
                 alloc = table.allocatable[r]
                 unresolvable |= mask_of([i for i in bits(failing_mask) if alloc[i] < q], n)

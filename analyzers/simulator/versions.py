@@ -75,6 +75,8 @@ releases we follow the patch number when the caller gives one.
   (DefaultPreemption, after it, never runs) and the message ends
   ``<PreFilter message>. not found`` with no preemption clause. The same in v1.34.4,
   v1.35.4, v1.36.4 and v1.37.2.
+- ``deallocation of ResourceClaim completed`` is written by 1.34 and later when
+  DynamicResources' PostFilter deallocates a claim (dynamicresources.go).
 """
 
 from __future__ import annotations
@@ -120,6 +122,11 @@ class Wording:
     resource_unresolvable: bool
     # DynamicResources' PostFilter texts (``no new claims to deallocate``): 1.34-1.36.
     dra_postfilter: bool
+    # DynamicResources' PostFilter deallocating a claim (1.34+; the other two texts, not 1.37).
+    dra_deallocation: bool = False
+    # DRAExtendedResource (beta, on since 1.36; GA 1.37): an extended resource a DeviceClass
+    # maps is allocated through DRA on nodes that do not advertise it.
+    dra_extended_resource: bool = False
     # VolumeRestrictions' PreFilter reads the pod's claims (ReadWriteOncePod on by default, 1.27+).
     volume_restrictions_reads_claims: bool = True
     # RunPreFilterPlugins keeps an Unschedulable PreFilter status and runs the others (kubernetes#119770).
@@ -197,6 +204,8 @@ def wording_for(kube_version: str | None) -> Wording:
         dra_postfilter=(1, 34) <= minor <= (1, 36),
         dra_postfilter_state_missing_error=minor >= (1, 34),
         volume_zone_prefilter=minor >= (1, 27),
+        dra_deallocation=minor >= (1, 34),
+        dra_extended_resource=minor >= (1, 36),
         volume_restrictions_reads_claims=minor >= (1, 27),
         prefilter_runs_past_unschedulable=minor >= PREFILTER_PAST_UNSCHEDULABLE,
         terminating_by_preemption_only=minor >= (1, 27),

@@ -128,6 +128,23 @@ async def test_on_call_flow_in_chromium(base_url: str) -> None:
             assert shot.stat().st_size > 10_000
             await page.goto(f"{base_url}/incidents")
             await page.screenshot(path=str(SCREENSHOTS / "list.png"), full_page=False)
+
+            # The pages' own state-changing forms pass the forms guard in a real browser (the
+            # Origin it sends, the form's CSRF token): a silence is created, deleted, then sign-out.
+            await page.goto(f"{base_url}/silences")
+            form = page.locator('form[action="/silences"]')
+            await form.locator("[name=namespace]").fill("ml")
+            await form.locator("[name=duration]").fill("1h")
+            await form.locator("[name=reason]").fill("set from chromium")
+            await form.locator("button[type=submit]").click()
+            await page.wait_for_url("**/silences?created=**")
+            row = page.locator("tr.created")
+            await expect(row).to_contain_text("set from chromium")
+            await row.locator("button[type=submit]").click()
+            await page.wait_for_url(f"{base_url}/silences")
+            await expect(page.locator("tr", has_text="set from chromium")).to_have_count(0)
+            await page.click("form.signout button[type=submit]")
+            await page.wait_for_url("**/login**")
             assert errors == []  # no CSP violations or script errors
         finally:
             await browser.close()

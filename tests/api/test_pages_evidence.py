@@ -181,3 +181,15 @@ def test_the_demo_offers_apply_only_where_it_changes_the_cluster(command: str, c
     before = json.dumps(cluster.get("Node", "node-1"), sort_keys=True)
     assert changes_cluster(cluster, command) is changes
     assert json.dumps(cluster.get("Node", "node-1"), sort_keys=True) == before  # nothing written
+
+
+def test_long_values_are_cut_on_the_page_and_counted() -> None:
+    from agent.api.evidence import MAX_ROWS, raw_preview
+
+    nodes = [{"node": f"n{i}", "free_cpu": i} for i in range(MAX_ROWS + 50)]
+    [table] = present({"eligible_nodes": nodes})
+    assert len(table.rows) == MAX_ROWS and table.total == MAX_ROWS + 50
+    assert table.rows[-1] == (f"n{MAX_ROWS - 1}", str(MAX_ROWS - 1))
+    preview, cut = raw_preview({"eligible_nodes": nodes, "scheduling_grid": [{}], "n": 1}, "scheduling_grid")
+    assert cut and preview == {"eligible_nodes": nodes[:MAX_ROWS], "n": 1}
+    assert raw_preview({"n": [1, 2]}, "scheduling_grid") == ({"n": [1, 2]}, False)

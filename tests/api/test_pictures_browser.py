@@ -211,6 +211,80 @@ async def test_axe_finds_no_wcag_21_aa_violation(base_url: str) -> None:  # noqa
             await audit("incident")
             await page.goto(f"{base_url}/silences")
             await audit("silences")
-            assert found == {"sign-in": [], "list": [], "incident": [], "silences": []}
+            await page.goto(f"{base_url}/trends")
+            await audit("trends")
+            assert found == {"sign-in": [], "list": [], "incident": [], "silences": [], "trends": []}
         finally:
             await browser.close()
+
+
+async def test_every_golden_rules_incident_page(
+    sessions: Any,
+    base_url: str,  # noqa: F811
+) -> None:
+    """Every finding of every golden scenario, stored as an incident: its page is screenshotted
+    (one file per rule and case), its grids and bars equal the API's, and one page per rule
+    passes axe."""
+    from datetime import UTC, datetime
+
+    from playwright.async_api import async_playwright
+
+    from storage.tracker import track
+    from tests.api.conftest import TOKEN
+    from tests.scenarios.test_golden import CASES
+    from tests.simulator.test_grid import report_of
+
+    stored: dict[str, list[str]] = {}
+    for case in CASES:
+        findings = list(report_of(case).findings)
+        if not findings:
+            continue
+        cluster = f"{case.parent.name}.{case.name}"[:253]
+        await track(sessions, cluster=cluster, findings=findings, now=datetime(2024, 5, 4, 11, tzinfo=UTC))
+        stored.setdefault(case.parent.name, []).append(cluster)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with aiohttp.ClientSession(headers=headers) as http:
+        docs = []
+        for cluster in (c for clusters in stored.values() for c in clusters):
+            async with http.get(
+                f"{base_url}/api/v1/incidents", params={"cluster": cluster, "limit": "100"}
+            ) as resp:
+                for item in (await resp.json())["items"]:
+                    async with http.get(f"{base_url}/api/v1/incidents/{item['id']}") as one:
+                        docs.append(await one.json())
+    rules = {d["rule_id"] for d in docs}
+    assert len(rules) >= 10, rules  # every rule with a golden finding
+    out = SCREENSHOTS / "rules"
+    out.mkdir(parents=True, exist_ok=True)
+    script = axe_path().read_text()
+    audited: set[str] = set()
+    violations: dict[str, list[str]] = {}
+    grids_seen = 0
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = await browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+            page = await context.new_page()
+            await page.goto(f"{base_url}/login")
+            await page.fill("#token", TOKEN)
+            await page.click("button[type=submit]")
+            await page.wait_for_selector("form.signout")
+            for doc in docs:
+                await page.goto(f"{base_url}/incidents/{doc['id']}")
+                await page.screenshot(path=str(out / f"{doc['cluster']}-{doc['id']}.png"), full_page=True)
+                want = doc["evidence"].get("scheduling_grid") or []
+                got = await _dom_grids(page)
+                assert [(g["total"], g["feasible"], [r["count"] for r in g["rows"]]) for g in got] == [
+                    (w["total_nodes"], w["feasible_nodes"], [r["count"] for r in w["rows"]]) for w in want
+                ], doc["cluster"]
+                assert [[(b["node"], b["allocatable"], b["request"]) for b in g["bars"]] for g in got] == [
+                    [(b["node"], b["allocatable"], b["request"]) for b in w["capacity"]] for w in want
+                ]
+                grids_seen += len(got)
+                if doc["rule_id"] not in audited:
+                    audited.add(doc["rule_id"])
+                    violations[doc["rule_id"]] = await axe_violations(page, script)
+        finally:
+            await browser.close()
+    assert violations == {rule: [] for rule in audited}
+    assert grids_seen >= 10

@@ -186,3 +186,22 @@ def test_seed_003_requestless_replicas_land_by_nonzero_defaults() -> None:
     assert len(doc["placements"]) == 20
     feasible = [n for n in doc["nodes"] if n["feasible"]]
     assert feasible and all("NodeResourcesFit" in n["scores"] for n in feasible)
+
+
+def test_a_running_pod_is_scheduled_as_if_now_without_its_own_requests(tmp_path: Path) -> None:
+    dump = _dump(
+        tmp_path,
+        node("a", cpu="4", memory="16Gi"),
+        node("b", cpu="4", memory="16Gi"),
+        pod("big", node_name="a", requests={"cpu": "3", "memory": "1Gi"}),
+    )
+    code, out, err = run("place", dump, "--pod", "default/big", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    rows = {n["node"]: n for n in doc["nodes"]}
+    # Its own 3 cpu are taken off node a first: both nodes are empty, so they tie.
+    assert rows["a"]["scores"]["NodeResourcesFit"] == rows["b"]["scores"]["NodeResourcesFit"]
+    assert doc["current_node"] == "a" and doc["current_rank"] in (1, 2)
+    assert sorted(doc["top"]) == ["a", "b"]
+    code, out, _ = run("place", dump, "--pod", "default/big")
+    assert code == 0 and "It runs on a, which would rank" in out

@@ -339,10 +339,19 @@ def test_dockerfile() -> None:
         if line and not line.startswith("#"):
             name, _, arg = line.partition(" ")
             first.setdefault(name.upper(), []).append(arg.strip())
-    assert first["ARG"] == ["PYTHON_IMAGE=python:3.11-slim"] and first["FROM"][-1] == "${PYTHON_IMAGE}"
+    # The base is pinned by digest (a tag moves), the same for both stages.
+    (base,) = first["ARG"]
+    assert re.fullmatch(r"PYTHON_IMAGE=python:3\.11[.0-9]*-slim(-[a-z]+)?@sha256:[0-9a-f]{64}", base), base
+    assert first["FROM"][-1] == "${PYTHON_IMAGE}" and first["FROM"][0].startswith("${PYTHON_IMAGE} ")
     assert len(first["FROM"]) == 2 and first["FROM"][0].endswith(" AS build")  # multi-stage
     # The build stage builds the wheel (as tests/deploy/test_wheel.py does) and installs it.
-    assert any("pip wheel --no-deps -w /wheels ." in run and "pip install /wheels/" in run for run in first["RUN"])
+    # Dependencies come from the hashed runtime lock, the wheel adds no resolution of its own.
+    assert any(
+        "pip wheel --no-deps -w /wheels ." in run
+        and "pip install --require-hashes -r requirements/runtime.txt" in run
+        and "pip install --no-deps /wheels/" in run
+        for run in first["RUN"]
+    )
     assert first["USER"][-1].split(":")[0] not in ("0", "root")
     assert first["ENTRYPOINT"] == ['["unstick"]'] and first["CMD"] == ['["watch"]']
     assert first["EXPOSE"] == ["8080"] and "/data" in first["VOLUME"][0]

@@ -54,6 +54,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "slack": {"existingSecret": "slack-bot", "channel": "#platform"},
         "webhook": {"urls": ["https://hooks.example.com/u"], "existingSecret": "hmac"},
     },
+    "scheduler-config": {
+        "apiTokens": {"tokens": [TOKEN]},
+        "schedulerConfig": {"configMap": "kube-scheduler-config", "key": "scheduler.yaml"},
+    },
     "networkpolicy": {
         "apiTokens": {"tokens": [TOKEN]},
         "database": {"existingSecret": "unstick-db"},
@@ -70,6 +74,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "servicemonitor": {
         "apiTokens": {"tokens": [TOKEN]},
         "serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
+    },
+    "prometheusrule": {
+        "apiTokens": {"tokens": [TOKEN]},
+        "prometheusRule": {"enabled": True, "openIncidents": {"enabled": True, "severity": "critical"}},
+        "grafanaDashboard": {"folder": "Platform"},
     },
     "sidecar": {
         "mode": "sidecar",

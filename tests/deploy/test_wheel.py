@@ -44,7 +44,9 @@ def _ignored(path: Path) -> bool:
 def test_the_dockerfile_builds_this_wheel() -> None:
     """The build stage runs the same `pip wheel` as the fixture below, on the same files."""
     assert "RUN pip wheel --no-deps -w /wheels ." in DOCKERFILE.read_text()
-    assert {"pyproject.toml", "README.md", "agent", "analyzers", "storage", "alembic"} == set(dockerfile_sources())
+    assert {
+        "pyproject.toml", "README.md", "requirements/runtime.txt", "agent", "analyzers", "storage", "alembic"
+    } == set(dockerfile_sources())
 
 
 def _copy_context(dest: Path) -> None:
@@ -53,6 +55,7 @@ def _copy_context(dest: Path) -> None:
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
 
 

@@ -415,3 +415,73 @@ def test_preemption_does_not_free_devices() -> None:
         wants,
     )
     assert v.preemption.candidates == ("a",)
+
+
+def test_postfilter_words_for_a_pod_with_claims_by_release() -> None:
+    """v1.35.4 DynamicResources PostFilter: "still not schedulable" for a pod whose claims
+    it did not deallocate ("no new claims to deallocate" is for pods without claims)."""
+    objects = [node("a"), slice_("a", []), device_class(), claim("c", [exactly()]), pod("p", "c")]
+    snap = ClusterSnapshot.from_objects(objects)
+    v = simulate(snap, snap.pods[("default", "p")], kube_version="v1.35.4")
+    assert v.message == (
+        "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, preemption: 0/1 nodes are "
+        "available: 1 Preemption is not helpful for scheduling."
+    )
+
+
+def test_postfilter_deallocates_a_claim_allocated_where_the_pod_cannot_go() -> None:
+    """The claim was allocated on node b, which is gone from the dump; no pod uses it:
+    PostFilter deallocates it (the next attempt can allocate anew)."""
+    sel = {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b"]}]}]
+    }
+    stale = claim(
+        "c",
+        [exactly()],
+        status={
+            "allocation": {
+                "nodeSelector": sel,
+                "devices": {
+                    "results": [{"request": "gpu", "driver": DRIVER, "pool": "b", "device": "gpu-0"}]
+                },
+            }
+        },
+    )
+    _, v = verdict(node("a"), slice_("a", [device("gpu-0")]), device_class(), stale, pod("p", "c"))
+    assert v.message == (
+        "0/1 nodes are available: 1 resourceclaim not available on the node. deallocation of ResourceClaim "
+        "completed, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
+
+
+def test_postfilter_writes_neither_text_in_1_37() -> None:
+    """v1.37.2 returns PostFilter's statuses without a message (a log line only)."""
+    objects = [node("a"), slice_("a", []), device_class(), claim("c", [exactly()]), pod("p", "c")]
+    _, v = verdict(*objects)
+    assert v.message == (
+        "0/1 nodes are available: 1 cannot allocate all claims. preemption: 0/1 nodes are available: "
+        "1 Preemption is not helpful for scheduling."
+    )
+
+
+def test_a_fatal_allocator_error_on_one_node_aborts_the_attempt() -> None:
+    """Seen on the real v1.37.2 scheduler (DRA differential, seed 23): 'All' devices on a
+    node whose pool is incomplete is Filter's Error, and the pod is not scheduled even
+    though another node fits; the condition is the error."""
+    s = slice_("a", [device("gpu-0")])
+    s["spec"]["pool"]["resourceSliceCount"] = 2
+    _, v = verdict(
+        node("a"),
+        node("b"),
+        s,
+        slice_("b", [device("gpu-0")]),
+        device_class(),
+        claim("c", [exactly(allocationMode="All")]),
+        pod("p", "c"),
+    )
+    assert not v.fits
+    assert v.message == (
+        'running "DynamicResources" filter plugin: claim default/c, request gpu: asks for all devices, but '
+        "resource pool gpu.example.com/a is currently being updated"
+    )
+    assert not v.preemption.attempted

@@ -122,3 +122,40 @@ def test_quiet_when_the_devices_are_free() -> None:
         )
         == []
     )
+
+
+def test_spent_shared_counters_are_named() -> None:
+    counters = slice_(
+        "a",
+        [],
+        name="a-counters",
+        sharedCounters=[{"name": "gpu-0-mem", "counters": {"memory": {"value": "80Gi"}}}],
+    )
+
+    def part(name: str, mem: str) -> dict[str, Any]:
+        return device(
+            name, consumesCounters=[{"counterSet": "gpu-0-mem", "counters": {"memory": {"value": mem}}}]
+        )
+
+    parts = slice_(
+        "a", [part("whole", "80Gi"), part("half-0", "40Gi"), part("half-1", "40Gi")], name="a-devices"
+    )
+    for s in (counters, parts):
+        s["spec"]["pool"]["resourceSliceCount"] = 2
+    held = claim(
+        "held",
+        [exactly(count=2)],
+        status={
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "gpu", "driver": DRIVER, "pool": "a", "device": "half-0"},
+                        {"request": "gpu", "driver": DRIVER, "pool": "a", "device": "half-1"},
+                    ]
+                }
+            }
+        },
+    )
+    (f,) = findings(node("a"), counters, parts, device_class(), held, claim("c", [exactly()]), pod("p", "c"))
+    assert f.evidence["cause"] == "shared-counters-spent"
+    assert f.evidence["counters_spent_by"] == {"gpu-0-mem": ["half-0", "half-1"]}

@@ -9,7 +9,8 @@ next change").
 
 What holds afterwards:
 
-* ``/readyz`` answers 503 while the server is down and 200 once it is back;
+* ``/readyz`` answers 503 while the server is down and 200 once it is back; the API answers
+  503 with ``Retry-After`` meanwhile (a store that cannot answer, not a fault: no 500);
 * every incident is opened once (one row per fingerprint, none lost);
 * every outbox row is sent, and the receiver accepted each idempotency key exactly once;
 * the recovery time (server back → ready; → everything delivered) is printed.
@@ -151,6 +152,8 @@ async def test_postgres_killed_and_restarted_mid_burst(server: RestartablePostgr
             await asyncio.sleep(0.4)
             await asyncio.to_thread(server.down)
             down_statuses = [(await client.get("/readyz")).status for _ in range(3)]
+            listing = await client.get("/api/v1/incidents", headers={"Authorization": f"Bearer {api.tokens[0].reveal()}"})
+            assert listing.status == 503 and listing.headers["Retry-After"] == "2", await listing.text()
             await asyncio.sleep(1.5)  # down, while the burst goes on
             down_statuses.append((await client.get("/readyz")).status)
             await asyncio.to_thread(server.up)

@@ -1,4 +1,4 @@
-"""Refusals nobody wrote for us: every kubectl drain wording since 1.4 (and oc adm drain's),
+"""Refusals nobody wrote for us: every kubectl drain wording since 1.5 (and oc adm drain's),
 Karpenter's disruption blockers and provisioning reasons holding JSON, and the pod named
 by any eviction wrapper. Messages are rebuilt from the upstream format strings (cited per
 table row) and from pastes in public issues."""
@@ -20,7 +20,7 @@ from analyzers.messages import (
 
 # (release range, fatal message constant, flag): the drain filters' fatal messages.
 _FATALS_OLD = [
-    # kubernetes v1.4 pkg/kubectl/cmd/drain.go kUnmanagedFatal
+    # an earlier pkg/kubectl/cmd/drain.go kUnmanagedFatal (before StatefulSet joined the list)
     (
         "pods not managed by ReplicationController, ReplicaSet, Job, or DaemonSet (use --force to override)",
         "--force",
@@ -48,7 +48,7 @@ _FATALS_NEW = [
 
 
 def old_message(kinds: list[tuple[str, list[str]]]) -> str:
-    """v1.4-v1.14 podStatuses.Message(): "<fatal>: <pod>, <pod>" joined with "; " (bare pod names)."""
+    """v1.5-v1.14 podStatuses.Message(): "<fatal>: <pod>, <pod>" joined with "; " (bare pod names)."""
     return "; ".join(f"{fatal}: {', '.join(pods)}" for fatal, pods in kinds)
 
 
@@ -82,7 +82,7 @@ def test_old_drain_refusals_in_one_line(combo: tuple[int, ...]) -> None:
 
 
 @pytest.mark.parametrize(("fatal", "flag"), _FATALS_OLD[:1])
-def test_v14_wording(fatal: str, flag: str) -> None:
+def test_the_wording_before_statefulsets(fatal: str, flag: str) -> None:
     ev = parse_message_uncached(f"error: {fatal}: etcd-0002").eviction
     assert ev is not None and ev.refusals == ((fatal.split(" (use")[0], flag, ("etcd-0002",)),)
     assert ev.pod == "etcd-0002" and ev.namespace is None

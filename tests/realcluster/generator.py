@@ -470,7 +470,7 @@ def _pv(
         "storageClassName": cls,
         "capacity": {"storage": f"{gib}Gi"},
         "accessModes": ["ReadWriteOnce"],
-        "persistentVolumeReclaimPolicy": "Delete",
+        "persistentVolumeReclaimPolicy": "Retain",
         "local" if node_affinity else "hostPath": {"path": f"/mnt/{name}"},
     }
     if node_affinity:
@@ -530,4 +530,13 @@ def make_case(rng: random.Random, index: int, probes: int | None = None) -> Case
             p["metadata"]["finalizers"] = [FINALIZER]
     count = probes if probes is not None else (LARGE_PROBES if pooled else SMALL_PROBES)
     case.probes = [make_probe(rng, index, i, nodes, claims, pools) for i in range(count)]
+    if case.in_flight:
+        # Make preemptions likely, so that later probes meet them in flight: low-priority
+        # existing pods, probes of middle or high priority.
+        for p in existing:
+            if _maybe(rng, 0.7):
+                p["spec"]["priorityClassName"] = "unstick-low"
+        for p in case.probes:
+            if _maybe(rng, 0.5):
+                p["spec"]["priorityClassName"] = rng.choice(("unstick-mid", "unstick-mid", "unstick-high"))
     return case

@@ -29,6 +29,7 @@ DRIVER = "gpu.unstick.test"
 MODELS = ("A100", "H100", "L4")
 TAINT = {"key": "unstick.test/degraded", "value": "true", "effect": "NoSchedule"}
 API = "resource.k8s.io/v1"
+EXTENDED = "unstick.test/gpu"  # served through DRA by class unstick-ext (DRAExtendedResource)
 
 
 @dataclass
@@ -38,9 +39,8 @@ class DraCase:
     slices: list[dict[str, Any]]
     classes: list[dict[str, Any]]
     holders: list[tuple[dict[str, Any], dict[str, Any]]]  # (claim, pod)
-    probes: list[tuple[dict[str, Any], dict[str, Any]]] = field(
-        default_factory=list
-    )  # (claim or template, pod)
+    # (claim or template, pod); None for a pod asking the DRA-backed extended resource
+    probes: list[tuple[dict[str, Any] | None, dict[str, Any]]] = field(default_factory=list)
 
 
 def _maybe(rng: random.Random, p: float) -> bool:
@@ -59,6 +59,15 @@ def device_classes() -> list[dict[str, Any]]:
     return [
         cls("unstick-gpu", f'device.driver == "{DRIVER}"'),
         cls("unstick-h100", f'device.driver == "{DRIVER}" && device.attributes["{DRIVER}"].model == "H100"'),
+        {
+            "apiVersion": API,
+            "kind": "DeviceClass",
+            "metadata": {"name": "unstick-ext"},
+            "spec": {
+                "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
+                "extendedResourceName": EXTENDED,
+            },
+        },
         cls(
             "unstick-big",
             f'device.driver == "{DRIVER}" && '
@@ -239,7 +248,15 @@ def make_case(rng: random.Random, index: int, probes: int) -> DraCase:
     for p in range(probes):
         spec = claim_spec(rng)
         name = f"probe-{index}-{p}"
-        if _maybe(rng, 0.25):
+        if _maybe(rng, 0.12):
+            pod = _pod(name, {"name": "unused", "resourceClaimName": "unused"})
+            del pod["spec"]["resourceClaims"]
+            amount = str(rng.randint(1, 3))
+            resources = pod["spec"]["containers"][0]["resources"]
+            resources["requests"][EXTENDED] = amount
+            resources["limits"] = {EXTENDED: amount}
+            case.probes.append((None, pod))
+        elif _maybe(rng, 0.25):
             template = {
                 "apiVersion": API,
                 "kind": "ResourceClaimTemplate",

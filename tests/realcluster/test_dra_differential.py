@@ -121,7 +121,10 @@ def create(cluster: Cluster, obj: dict[str, Any], namespaced: bool) -> dict[str,
     if namespaced:
         obj["metadata"]["namespace"] = cluster.ns
     try:
-        return dict(cluster.api.create(obj))
+        if obj["kind"] == "Pod":
+            return dict(cluster.api.create(obj))
+        collection = _path(obj, cluster.ns if namespaced else None).rsplit("/", 1)[0]
+        return dict(cluster.api.request("POST", collection, obj))
     except ApiError as exc:
         if exc.status != 409 or namespaced:
             raise
@@ -142,8 +145,18 @@ def before_scheduling(claim: dict[str, Any]) -> dict[str, Any]:
 
 
 def compare_case(
-    objects: list[dict[str, Any]], pod: dict[str, Any], claim: dict[str, Any] | None, ns: str
+    objects: list[dict[str, Any]],
+    pod: dict[str, Any],
+    claim: dict[str, Any] | None,
+    ns: str,
+    *,
+    extended: bool = False,
+    inputs: list[dict[str, Any]] | None = None,
 ) -> list[str]:
+    """``extended``: ``claim`` is the scheduler's own claim for the DRA-backed extended
+    resource -- not an input of the simulation, only the allocation to compare. ``inputs``
+    receives what was simulated (recorded with a disagreement)."""
+    inputs = [] if inputs is None else inputs
     name = pod["metadata"]["name"]
     real_fits = bool(pod["spec"].get("nodeName"))
     probe = copy.deepcopy(pod)
@@ -151,8 +164,9 @@ def compare_case(
     probe["spec"].pop("nodeName", None)
     probe["status"] = {k: v for k, v in (probe.get("status") or {}).items() if k == "resourceClaimStatuses"}
     probe["status"]["phase"] = "Pending"
-    extra = [before_scheduling(claim)] if claim is not None else []
-    verdict = simulate_objects([*objects, probe, *extra], ns, name)
+    extra = [before_scheduling(claim)] if claim is not None and not extended else []
+    inputs.extend([*objects, probe, *extra])
+    verdict = simulate_objects(inputs, ns, name)
     diffs: list[str] = []
     if verdict.fits != real_fits:
         message = (scheduled_condition(pod) or {}).get("message", "")
@@ -220,12 +234,19 @@ def test_dra_simulation_agrees_with_the_real_scheduler(control_plane: ControlPla
                 if cases >= wanted:
                     break
                 objects = cluster_objects(cluster.api, LISTS + DRA_LISTS)
-                create(cluster, obj, namespaced=True)
+                if obj is not None:
+                    create(cluster, obj, namespaced=True)
                 made = create(cluster, pod, namespaced=True)
                 name = made["metadata"]["name"]
                 real = wait_decided(cluster, name, made["metadata"]["resourceVersion"])
-                claim_name = obj["metadata"]["name"]
-                if obj["kind"] == "ResourceClaimTemplate":
+                if obj is None:  # the scheduler's own claim for the DRA-backed extended resource
+                    status = (real.get("status") or {}).get("extendedResourceClaimStatus") or {}
+                    claim_name = status.get("resourceClaimName") or ""
+                    extended = True
+                else:
+                    claim_name = obj["metadata"]["name"]
+                    extended = False
+                if obj is not None and obj["kind"] == "ResourceClaimTemplate":
                     statuses = (real.get("status") or {}).get("resourceClaimStatuses") or []
                     claim_name = next((s.get("resourceClaimName") for s in statuses), None) or ""
                     objects.append(
@@ -241,18 +262,19 @@ def test_dra_simulation_agrees_with_the_real_scheduler(control_plane: ControlPla
                     claim = cluster.api.get(
                         f"/apis/resource.k8s.io/v1/namespaces/{cluster.ns}/resourceclaims/{claim_name}"
                     )
-                diffs = compare_case(objects, real, claim, cluster.ns)
+                inputs: list[dict[str, Any]] = []
+                diffs = compare_case(objects, real, claim, cluster.ns, extended=extended, inputs=inputs)
                 cases += 1
                 fits += bool(real["spec"].get("nodeName"))
                 if diffs:
-                    folder = record(out, seed, objects, real, diffs)
+                    folder = record(out, seed, inputs, real, diffs)
                     disagreements.append(f"{folder}: " + "; ".join(diffs))
                 else:
                     agree += 1
                 cluster.api.delete(f"/api/v1/namespaces/{cluster.ns}/pods/{name}", grace=0)
                 if claim_name:
                     delete_claim(cluster, claim_name)
-                if obj["kind"] == "ResourceClaimTemplate":
+                if obj is not None and obj["kind"] == "ResourceClaimTemplate":
                     cluster.api.delete(_path(obj, cluster.ns))
                 time.sleep(0.2)  # the scheduler's claim tracker sees the deletion
     finally:

@@ -44,6 +44,19 @@ pytestmark = pytest.mark.realcluster
 HERE = Path(__file__).parent
 RECORD_DIR = Path(os.environ.get("UNSTICK_PLACE_RECORD_DIR") or HERE / "regressions" / "placement")
 PROFILES = ("place-default", "place-most", "place-weights")
+# (size of the allowed set, feasible nodes) per binding: the prediction must discriminate.
+SIZES: list[tuple[int, int]] = []
+
+
+def _discriminates(before: int) -> None:
+    sizes = SIZES[before:]
+    allowed = sum(a for a, _ in sizes) / len(sizes)
+    feasible = sum(f for _, f in sizes) / len(sizes)
+    single = sum(1 for a, _ in sizes if a == 1)
+    print(
+        f"placement: the predicted set averages {allowed:.2f} of {feasible:.1f} feasible nodes; {single} of {len(sizes)} predictions name one node"
+    )
+    assert allowed < feasible / 2
 
 
 class Scheduler:
@@ -128,6 +141,15 @@ def sync(cluster: Cluster, scheduler: Scheduler, count: int) -> None:
     raise AssertionError(f"the placement scheduler does not see {count} nodes: {last!r}")
 
 
+def clear_pods(cluster: Cluster) -> None:
+    """The previous random cluster's pods gone (names repeat from cluster to cluster)."""
+    cluster.api.delete(f"/api/v1/namespaces/{cluster.ns}/pods", grace=0)
+    deadline = time.monotonic() + 60
+    while cluster.api.get(f"/api/v1/namespaces/{cluster.ns}/pods")["items"]:
+        assert time.monotonic() < deadline, "the previous cluster's pods are not gone after 60 s"
+        time.sleep(0.3)
+
+
 def state_objects(cluster: Cluster) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for path, kind in (
@@ -146,6 +168,7 @@ def run_cluster(
 ) -> tuple[int, list[dict[str, Any]], int]:
     """(bindings checked, mismatches, bindings where only a subset was scored)."""
     rng = random.Random(seed)
+    clear_pods(cluster)
     node_objs = make_nodes(rng, nodes, prefix)
     cluster.nodes(node_objs)
     sync(cluster, scheduler, nodes)
@@ -183,6 +206,8 @@ def run_cluster(
             continue
         checked += 1
         allowed = step.top if step.scored is None else step.possible
+        feasible = sum(1 for r in step.rows if r.feasible)
+        SIZES.append((len(allowed), feasible))
         if step.scored is not None:
             subset += 1
         if node not in allowed:
@@ -218,6 +243,7 @@ def test_real_bindings_are_in_the_predicted_top_set(cluster: Cluster, scheduler_
     seed = int(os.environ.get("UNSTICK_PLACE_SEED") or time.time())
     print(f"\nplacement run seed {seed} (UNSTICK_PLACE_SEED={seed} repeats it)")
     scheduler = scheduler_factory(None)
+    before = len(SIZES)
     total = 0
     mismatches: list[dict[str, Any]] = []
     t0 = time.monotonic()
@@ -231,6 +257,7 @@ def test_real_bindings_are_in_the_predicted_top_set(cluster: Cluster, scheduler_
     print(
         f"placement: {total} bindings, {len(mismatches)} outside the prediction, {time.monotonic() - t0:.0f} s"
     )
+    _discriminates(before)
     assert total >= 160
     assert not mismatches, f"{len(mismatches)} mismatches recorded in {RECORD_DIR} (seed {seed})"
 
@@ -239,10 +266,12 @@ def test_hundred_nodes_all_scored(cluster: Cluster, scheduler_factory: Any) -> N
     seed = int(os.environ.get("UNSTICK_PLACE_SEED") or time.time())
     print(f"\nplacement 100-node run seed {seed}")
     scheduler = scheduler_factory(100)
+    before = len(SIZES)
     checked, mismatches, subset = run_cluster(
         cluster, scheduler, seed, nodes=100, existing=60, incoming=40, prefix="big"
     )
     _record(mismatches, seed)
+    _discriminates(before)
     assert subset == 0 and checked >= 40
     assert not mismatches, f"{len(mismatches)} mismatches recorded in {RECORD_DIR} (seed {seed})"
 

@@ -7,6 +7,7 @@ unstick's own evaluation finds after it."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,7 +91,68 @@ def test_every_golden_grid_is_consistent_with_the_scheduler_verdict(case: Path) 
                 assert set(states[:first]) <= {"pass"} and states.count("fail") == 1
                 assert set(states[first + 1 :]) <= {"not-evaluated", "extra-fail"}
                 assert row["failing"] == 1 + states.count("extra-fail")
-                node = verdict.node(row["nodes"][0])
-                assert node is not None and node.first is not None
-                assert row["cells"][first]["plugin"] == node.first.plugin
-                assert row["cells"][first]["reasons"] == list(node.first.reasons)
+                for name in row["nodes"]:  # every node of the row fails alike
+                    node = verdict.node(name)
+                    assert node is not None and node.first is not None
+                    assert row["cells"][first]["plugin"] == node.first.plugin
+                    assert row["cells"][first]["reasons"] == list(node.first.reasons)
+                    assert [f.plugin for f in node.filters] == [
+                        c["plugin"] for c in row["cells"] if c["state"] in ("fail", "extra-fail")
+                    ]
+
+
+def test_the_fast_grouping_equals_building_every_node() -> None:
+    """The bit-set grouping (one node built per homogeneous group) gives the grid that
+    building every node's verdict gives, on the generated 300-node cluster."""
+    from dataclasses import replace
+
+    from analyzers.grid import build_grid
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # bench/ is not a package of the wheel
+    from bench.generate import generate
+
+    state = ClusterState(None)
+    state.load(generate(nodes=300, pods=3000, workloads=30, pending=20))
+    report = build_report(state.snapshot(), now=1.8e9)
+    compared = 0
+    for p in report.pods:
+        if p.verdict.fits or not p.verdict.node_names:
+            continue
+        fast = build_grid(p.verdict, ["x"])
+        slow = build_grid(replace(p.verdict, node_names=()), ["x"])  # no bit sets: every node built
+        key = lambda r: (r["first"] or "", r["failing"], r["count"], r["nodes"])  # noqa: E731
+        assert sorted(fast["rows"], key=key) == sorted(slow["rows"], key=key)
+        assert fast["capacity"] == slow["capacity"]
+        compared += 1
+    assert compared >= 5
+
+
+def test_capacity_bars_carry_the_nodes_real_usage_where_metrics_exist() -> None:
+    case = Path(__file__).parents[1] / "scenarios" / "insufficient-resources" / "fragmented-cpu"
+    objects, expected = load_case(case)
+    nodes = [o["metadata"]["name"] for o in objects if o.get("kind") == "Node"]
+    metrics = [
+        {
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "kind": "NodeMetrics",
+            "metadata": {"name": name},
+            "timestamp": "2026-11-20T10:00:00Z",
+            "window": "10s",
+            "usage": {"cpu": f"{1200 + 100 * i}m", "memory": "2Gi"},
+        }
+        for i, name in enumerate(nodes[:-1])  # the last node has no metrics
+    ]
+    state = ClusterState(expected.get("kube_version"))
+    state.load([*objects, *metrics])
+    now = parse_time(expected["now"])
+    assert now is not None
+    report = build_report(state.snapshot(), now=now)
+    bars = [b for f in report.findings for g in f.evidence.get(GRID_KEY, ()) for b in g["capacity"]]
+    assert bars
+    want = {name: 1200 + 100 * i for i, name in enumerate(nodes[:-1])}
+    for bar in bars:
+        if bar["resource"] == "cpu" and bar["node"] in want:
+            assert bar["usage"] == want[bar["node"]] and bar["usage_text"] == f"{want[bar['node']]}m"
+        elif bar["node"] not in want:
+            assert "usage" not in bar
+    assert any("usage" in b for b in bars)

@@ -131,9 +131,11 @@ def test_upstream_plugin_scores_through_a_scheduler_configuration(case: dict[str
                 {"names": names, "sizeBytes": mib * 2**20} for names, mib in n["images"]
             ]
         objs.append(obj)
-    for k, (where, labels) in enumerate(case.get("existing", [])):
+    for k, (where, labels, *spec) in enumerate(case.get("existing", [])):
         existing = _pod(f"e{k}", [], where)
         existing["metadata"]["labels"] = labels
+        if spec:
+            existing["spec"].update(spec[0])
         objs.append(existing)
     incoming = _pod("incoming", [])
     incoming["spec"].update(case["pod"])

@@ -41,7 +41,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from analyzers.records import Node, Pod, ResourceClaim
+from analyzers.records import (
+    ClaimSpec,
+    DeviceClass,
+    DeviceRequest,
+    DeviceSubRequest,
+    Node,
+    Pod,
+    ResourceClaim,
+)
 from analyzers.simulator import codes as C
 from analyzers.simulator.dra.allocator import (
     AllocatedState,
@@ -66,6 +74,8 @@ REASON_INVALID_POOLS = "invalid resource pools were encountered"
 RESERVED_FOR_MAX_SIZE = 256  # resourceapi.ResourceClaimReservedForMaxSize
 SEARCH_BUDGET = 200_000  # allocateOne calls per node before "may time out"
 
+ERROR = "Error"  # a Filter status of code Error (statusError)
+FILTER_ERROR = "filter_error"  # Cycle.state key: the error that aborts the attempt
 ALLOCATIONS = "dra_allocations"  # Cycle.state key: node index -> tuple of Result
 
 
@@ -129,6 +139,8 @@ class DynamicResources(Plugin):
     def prefilter(self, cycle: Cycle) -> FilterFailure | None:
         pod = cycle.pod
         if not pod.spec.resource_claims:
+            if delegated_resources(cycle):
+                cycle.state["dra_claims"] = []
             return None
         snap = cycle.snapshot
         if unjudged_reason(snap, pod) is not None:
@@ -171,15 +183,17 @@ class DynamicResources(Plugin):
 
     def filter_all(self, cycle: Cycle) -> Outcome | None:
         claims: list[ResourceClaim] | None = cycle.state.get("dra_claims")
-        if not claims:
+        delegated = delegated_resources(cycle) if claims is not None else {}
+        if not claims and not delegated:
             return None
+        assert claims is not None
         snap = cycle.snapshot
         table = cycle.table
         out = Outcome(self.name)
         to_allocate = [ClaimToAllocate(c.namespace, c.name, c.spec) for c in claims if not c.allocated]
         allocated = [c for c in claims if c.allocated]
         allocator = None
-        if to_allocate:
+        if to_allocate or delegated:
             cache = snap.derived("dra_match_cache", _MatchCache)
             allocator = Allocator(
                 allocated_state(snap), snap.device_classes, list(snap.resource_slices.values()), cache
@@ -199,7 +213,7 @@ class DynamicResources(Plugin):
                 out.add_node(i, C.UNRESOLVABLE, (REASON_NOT_AVAILABLE,), (C.DRA_CLAIM_UNAVAILABLE,))
                 cycle.state.setdefault("dra_deallocate", set()).update(deallocate)
                 continue
-            if allocator is None:
+            if allocator is None:  # every claim allocated, nothing delegated
                 allocations[i] = tuple(
                     Result(r.request, r.driver, r.pool, r.device, r.admin_access)
                     for c in allocated
@@ -208,11 +222,42 @@ class DynamicResources(Plugin):
                 continue
             if earlier >> i & 1:
                 continue  # decided by an earlier filter; the allocator is not asked there
-            reason, code = self._allocate(allocator, node, to_allocate, allocations, i, allocated)
+            per_node = self._with_extended(cycle, i, to_allocate, delegated)
+            if not per_node:
+                allocations[i] = tuple(
+                    Result(r.request, r.driver, r.pool, r.device, r.admin_access)
+                    for c in allocated
+                    for r in c.allocation
+                )
+                continue
+            reason, code = self._allocate(allocator, node, per_node, allocations, i, allocated)
+            if code == ERROR:
+                # Filter's Error status aborts the scheduling attempt, whatever the other nodes
+                # say (schedule_one.go findNodesThatPassFilters): the condition is the error.
+                cycle.state.setdefault(FILTER_ERROR, f'running "{self.name}" filter plugin: {reason}')
+                code = C.UNRESOLVABLE
             if reason is not None:
                 out.add_node(i, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
         cycle.state["dra_pending"] = (allocator, to_allocate, allocated, earlier, out)
         return out
+
+    @staticmethod
+    def _with_extended(
+        cycle: Cycle, i: int, to_allocate: list[ClaimToAllocate], delegated: dict[str, DeviceClass]
+    ) -> list[ClaimToAllocate]:
+        """The claims to allocate on node ``i``: the user's, then the special claim for the
+        delegated extended resources the node does not advertise (filterExtendedResources)."""
+        if not delegated:
+            return to_allocate
+        table = cycle.table
+        wanted = {}
+        for r, cls in delegated.items():
+            alloc = table.allocatable.get(r)
+            if alloc is None or alloc[i] == 0:
+                wanted[r] = (cls, cycle.pod.spec.requests[r])
+        if not wanted:
+            return to_allocate
+        return [*to_allocate, extended_claim(cycle.pod, wanted)]
 
     def filter_node(self, cycle: Cycle, i: int, removed: Sequence[Pod]) -> FilterFailure | None:
         """Preemption's dry run: removing pods from a node frees none of their devices
@@ -228,7 +273,9 @@ class DynamicResources(Plugin):
         late: dict[int, FilterFailure | None] = cycle.state.setdefault("dra_late", {})
         if i not in late:
             node = cycle.snapshot.nodes[cycle.table.names[i]]
-            reason, code = self._allocate(allocator, node, to_allocate, {}, i, allocated)
+            per_node = self._with_extended(cycle, i, to_allocate, delegated_resources(cycle))
+            reason, code = self._allocate(allocator, node, per_node, {}, i, allocated) if per_node else (None, "")
+            code = C.UNRESOLVABLE if code == ERROR else code
             late[i] = None if reason is None else failure(self.name, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
         return late[i]
 
@@ -246,9 +293,9 @@ class DynamicResources(Plugin):
         except InvalidPools:
             return REASON_INVALID_POOLS, C.UNRESOLVABLE
         except Timeout:
-            return f"node {node.name}: timed out trying to allocate devices", C.UNSCHEDULABLE
+            return f"node {node.name}: timed out trying to allocate devices", ERROR
         except AllocationError as exc:
-            return str(exc), C.UNRESOLVABLE
+            return str(exc), ERROR
         if found is None:
             return REASON_CANNOT_ALLOCATE, C.UNRESOLVABLE
         held = [
@@ -297,3 +344,76 @@ def without_pods(snapshot: ClusterSnapshot, pods: Sequence[Pod]) -> ClusterSnaps
                 replace(claim, reserved_for=(), allocated=False, allocation=(), allocation_node_selector=None)
             )
     return snapshot.replace(*changed, remove=removals)
+
+
+IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"  # resourceapi.ResourceDeviceClassPrefix
+
+
+def extended_resource_classes(snapshot: ClusterSnapshot) -> dict[str, DeviceClass]:
+    """Extended resource name -> the DeviceClass that backs it through DRA
+    (k8s.io/dynamic-resource-allocation deviceclass/extendedresourcecache, v0.37.2):
+    ``spec.extendedResourceName`` (the newest class wins a name two classes share; at
+    the same time, the smaller name) and the implicit
+    ``deviceclass.resource.kubernetes.io/<class>`` of every class. Empty unless the
+    classes and slices were collected (otherwise nothing is delegated, never guessed)."""
+
+    def build() -> dict[str, DeviceClass]:
+        if not (snapshot.holds_every("DeviceClass", "") and snapshot.holds_every("ResourceSlice", "")):
+            return {}
+        out: dict[str, DeviceClass] = {}
+        for cls in snapshot.device_classes.values():
+            if cls.problem:
+                continue
+            out[IMPLICIT_PREFIX + cls.name] = cls
+        explicit: dict[str, DeviceClass] = {}
+        for cls in snapshot.device_classes.values():
+            name = cls.extended_resource_name
+            if not name or cls.problem:
+                continue
+            held = explicit.get(name)
+            if held is None or (cls.created or 0.0, _neg(cls.name)) > (held.created or 0.0, _neg(held.name)):
+                explicit[name] = cls
+        out.update(explicit)
+        return out
+
+    found: dict[str, DeviceClass] = snapshot.derived("dra_extended_resource_classes", build)
+    return found
+
+
+def _neg(name: str) -> tuple[int, ...]:
+    return (*(-ord(c) for c in name), 0)
+
+
+def delegated_resources(cycle: Cycle) -> dict[str, DeviceClass]:
+    """The pod's extended resources NodeResourcesFit leaves to DynamicResources on nodes
+    that do not advertise them (shouldDelegateResourceToDRA, noderesources/fit.go)."""
+    if not cycle.wording.dra_extended_resource:
+        return {}
+    cached: dict[str, DeviceClass] | None = cycle.state.get("dra_delegated")
+    if cached is None:
+        classes = extended_resource_classes(cycle.snapshot)
+        cached = {
+            r: classes[r] for r, q in cycle.pod.spec.requests.items() if q > 0 and "/" in r and r in classes
+        }
+        cycle.state["dra_delegated"] = cached
+    return cached
+
+
+def extended_claim(pod: Pod, resources: dict[str, tuple[DeviceClass, int]]) -> ClaimToAllocate:
+    """The special claim for the extended resources DRA serves on one node
+    (createRequestsAndMappings, extendeddynamicresources.go): one request per resource,
+    ``container-<i>-request-<j>`` (``j`` the resource's index among the container's
+    sorted request names), sorted by name. Container requests are not kept per
+    container here: the pod's requests stand for container 0's."""
+    keys = sorted(pod.spec.requests)
+    requests = sorted(
+        (
+            DeviceRequest(
+                f"container-0-request-{keys.index(r)}",
+                DeviceSubRequest(f"container-0-request-{keys.index(r)}", cls.name, count=count),
+            )
+            for r, (cls, count) in sorted(resources.items())
+        ),
+        key=lambda req: req.name,
+    )
+    return ClaimToAllocate(pod.namespace, f"{pod.name}-extended-resources", ClaimSpec(tuple(requests)))

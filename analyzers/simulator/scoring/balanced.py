@@ -6,9 +6,8 @@ pod). Score, over the plain requests (``useRequested``): the fractions f_r =
 min(requested_r / allocatable_r, 1) with and without the pod; std = |f1-f2|/2
 for two resources, the population standard deviation for more;
 balanced(f) = int64((1 - std) * 100); the score is
-50 + (50 + balanced(with) - balanced(without)) / 2 (Go integer division) --
-v1.37 scores the change the pod makes; earlier releases returned
-balanced(with) alone (unverified here for each release: see docs/placement.md).
+50 + (50 + balanced(with) - balanced(without)) / 2 (Go integer division):
+v1.37.2 scores the change the pod makes (other releases' code not compared).
 No NormalizeScore.
 """
 

@@ -15,6 +15,8 @@ No NormalizeScore.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState, go_div, go_round
 from analyzers.simulator.scoring.profile import (
     LEAST_ALLOCATED,
@@ -47,6 +49,8 @@ class NodeResourcesFit(ScorePlugin):
         cols = columns(st.snapshot, st.table, st.pod, profile.fit_resources, use_requested=False)
         strategy = profile.fit_strategy
         shape = tuple((u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in profile.shape)
+        if strategy in (LEAST_ALLOCATED, MOST_ALLOCATED):
+            return _allocated(st.nodes, cols, strategy == LEAST_ALLOCATED)
         out = []
         for i in st.nodes:
             total = 0
@@ -76,6 +80,46 @@ class NodeResourcesFit(ScorePlugin):
             else:
                 out.append(go_div(total, weights))
         return out
+
+
+def _allocated(
+    nodes: Sequence[int], cols: list[tuple[int, int, list[int], list[int]]], least: bool
+) -> list[int]:
+    """LeastAllocated / MostAllocated with the per-resource arithmetic inlined
+    (the same integer steps as the general loop above, per node)."""
+    if len(cols) == 2 and all(a for _, _, _, col in cols for a in (col[i] for i in nodes)):
+        # The default two resources, both reported by every node: unpacked once.
+        (r0, w0, u0, a0), (r1, w1, u1, a1) = cols
+        m = MAX_NODE_SCORE
+        ws = w0 + w1
+        out2 = []
+        for i in nodes:
+            x, y = a0[i], a1[i]
+            p, q = u0[i] + r0, u1[i] + r1
+            if least:
+                s0 = 0 if p > x else (x - p) * m // x
+                s1 = 0 if q > y else (y - q) * m // y
+            else:
+                s0 = (x if p > x else p) * m // x
+                s1 = (y if q > y else q) * m // y
+            out2.append((s0 * w0 + s1 * w1) // ws)
+        return out2
+    out = []
+    for i in nodes:
+        total = 0
+        weights = 0
+        for req, w, used, alloc in cols:
+            a = alloc[i]
+            if a == 0:
+                continue
+            r = used[i] + req
+            if least:
+                total += (0 if r > a else (a - r) * MAX_NODE_SCORE // a) * w
+            else:
+                total += ((a if r > a else r) * MAX_NODE_SCORE // a) * w
+            weights += w
+        out.append(total // weights if weights else 0)
+    return out
 
 
 __all__ = ["MOST_ALLOCATED", "NodeResourcesFit", "broken_linear"]

@@ -20,9 +20,11 @@ from collections.abc import Mapping
 
 from analyzers.records import Pod, PodAffinityTerm
 from analyzers.simulator.interpod import IncomingTerm, existing_term_matches
+from analyzers.simulator.nodeinfo import NodeTable
 from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState
 from analyzers.simulator.scoring.profile import INTER_POD_AFFINITY
 from analyzers.simulator.scoring.resource_allocation import aggregates
+from analyzers.snapshot import ClusterSnapshot
 
 Scores = dict[str, dict[str, int]]
 
@@ -35,6 +37,25 @@ def _resolve(st: ScoreState, term: PodAffinityTerm) -> IncomingTerm:
         snapshot = st.snapshot
 
     return resolve_term(_CycleView(), term)  # type: ignore[arg-type]
+
+
+def affinity_groups(snapshot: ClusterSnapshot, table: NodeTable) -> list[tuple[Pod, dict[int, int]]]:
+    """Existing pods with affinity terms, grouped by (spec, namespace) -- pods of one
+    template match alike -- with how many of each group run on each node (per snapshot)."""
+
+    def build() -> list[tuple[Pod, dict[int, int]]]:
+        groups: dict[tuple[int, str], tuple[Pod, dict[int, int]]] = {}
+        for i, others in aggregates(snapshot, table).affinity_pods.items():
+            for other in others:
+                key = (id(other.spec), other.namespace)
+                entry = groups.get(key)
+                if entry is None:
+                    entry = groups[key] = (other, {})
+                entry[1][i] = entry[1].get(i, 0) + 1
+        return list(groups.values())
+
+    found: list[tuple[Pod, dict[int, int]]] = snapshot.derived("scoring.affinity_groups", build)
+    return found
 
 
 def _matching_terms(other: Pod, pod: Pod, hard: int, ns_labels: Mapping[str, str]) -> list[tuple[str, int]]:
@@ -102,21 +123,19 @@ class InterPodAffinity(ScorePlugin):
         # Existing pods' terms against the incoming pod.
         hard = profile.hard_pod_affinity_weight
         ns_labels = st.namespace_labels
-        memo: dict[tuple[int, str], list[tuple[str, int]]] = {}
-        for i, others in aggregates(st.snapshot, table).affinity_pods.items():
-            node_labels = labels[i]
-            if not node_labels:
+        for other, per_node in affinity_groups(st.snapshot, table):
+            found = _matching_terms(other, pod, hard, ns_labels)
+            if not found:
                 continue
-            for other in others:
-                key = (id(other.spec), other.namespace)
-                found = memo.get(key)
-                if found is None:
-                    found = memo[key] = _matching_terms(other, pod, hard, ns_labels)
+            for i, n in per_node.items():
+                node_labels = labels[i]
+                if not node_labels:
+                    continue
                 for topology_key, w in found:
                     value = node_labels.get(topology_key)
                     if value is not None:
                         touched = True
-                        _add(scores, topology_key, value, w)
+                        _add(scores, topology_key, value, w * n)
         if not touched:
             return False
         st.data[self.name] = scores
