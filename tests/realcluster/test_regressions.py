@@ -30,7 +30,14 @@ from tests.realcluster.test_differential import (
     settle,
     verdict_of,
 )
-from tests.realcluster.verdicts import Comparison, cluster_objects, cluster_objects_with_workloads, compare
+from tests.realcluster.verdicts import (
+    LISTS,
+    Comparison,
+    cluster_objects,
+    cluster_objects_with_workloads,
+    compare,
+    simulate_objects,
+)
 
 pytestmark = pytest.mark.realcluster
 ZONE = "topology.kubernetes.io/zone"
@@ -294,3 +301,62 @@ def test_an_unbound_immediate_claim_ends_the_message_with_not_found(cluster: Clu
     )
     for cmp in (c1, c2):
         assert cmp.agrees, cmp.differences()
+
+
+def test_a_claim_of_a_missing_device_class_is_followed_by_preemption(cluster: Cluster) -> None:
+    """Found by the DRA differential on v1.37.2 (seed 708245): DynamicResources' own PreFilter
+    rejection (``request gpu: device class unstick-none does not exist``) leaves its state written,
+    so its PostFilter does not err and DefaultPreemption's clause follows (on 1.34-1.36 after
+    ``no new claims to deallocate``); the simulator had printed the PostFilter error instead."""
+    from tests.realcluster.test_dra_differential import DRA_LISTS
+
+    cluster.nodes([node("n-1"), node("n-2")])
+    # A published device and a class, so the simulation judges DRA (it stays silent on a dump
+    # without them: were they collected?).
+    published = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{cluster.ns}-n-1"},
+        "spec": {
+            "driver": "gpu.unstick.test",
+            "nodeName": "n-1",
+            "pool": {"name": "n-1", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0"}],
+        },
+    }
+    cluster.api.create(published)
+    gpu_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": f"{cluster.ns}-gpu"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.unstick.test"'}}]},
+    }
+    cluster.api.create(gpu_class)
+    cluster.api.create(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "gpu", "namespace": cluster.ns},
+            "spec": {
+                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "unstick-none"}}]}
+            },
+        }
+    )
+    probe = _probe("wants-gpu")
+    probe["metadata"]["namespace"] = cluster.ns
+    probe["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
+    objects = cluster_objects(cluster.api, LISTS + DRA_LISTS)
+    created = cluster.api.create(probe)
+    real = verdict_of(cluster, "wants-gpu", created["metadata"]["resourceVersion"])
+    created["apiVersion"], created["kind"] = "v1", "Pod"
+    dra = "no new claims to deallocate, " if 34 <= int(KUBE_VERSION.lstrip("v").split(".")[1]) <= 36 else ""
+    expected = (
+        "0/2 nodes are available: request gpu: device class unstick-none does not exist. "
+        f"{dra}preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
+    try:
+        assert _message(real) == expected
+        assert simulate_objects([*objects, created], cluster.ns, "wants-gpu").message == expected
+    finally:
+        cluster.api.delete(f"/apis/resource.k8s.io/v1/resourceslices/{cluster.ns}-n-1")
+        cluster.api.delete(f"/apis/resource.k8s.io/v1/deviceclasses/{cluster.ns}-gpu")
