@@ -181,8 +181,11 @@ def simulate(
             total
             and prefilter is not None
             and prefilter.code == C.UNRESOLVABLE
+            and prefilter.plugin != C.DYNAMIC_RESOURCES
             and wording.dra_postfilter_state_missing_error
         ):
+            # (DynamicResources' own PreFilter rejection comes after it wrote its state:
+            # PostFilter finds no claims recorded and DefaultPreemption runs, v1.36.5/v1.37.2.)
             # DynamicResources' PostFilter errs (its PreFilter never ran): DefaultPreemption
             # does not run, the error text is the PostFilter message (versions.py).
             preemption = PreemptionVerdict(attempted=False, eligible=True, message=DRA_STATE_NOT_FOUND)

@@ -165,3 +165,37 @@ def test_node_declared_features_rejections_are_read(text: str) -> None:
     assert [(r.count, r.code, r.plugin) for r in parsed.reasons] == [
         (2, "node-features-missing", "NodeDeclaredFeatures")
     ]
+
+
+@pytest.mark.parametrize(
+    ("version", "note"),
+    [
+        ("1.35.4", "no new claims to deallocate, "),
+        ("1.36.5", "no new claims to deallocate, "),
+        ("1.37.2", ""),
+    ],
+)
+def test_dynamic_resources_own_prefilter_rejection_still_runs_preemption(version: str, note: str) -> None:
+    # Found by the DRA differential on v1.37.2 (seed 708245, probe-1-3): DynamicResources'
+    # PreFilter writes its state first (dynamicresources.go v1.37.2 line 591, v1.36.5 line 470)
+    # and records the claims last (s.claims = claims), so after its own "device class ... does
+    # not exist" its PostFilter finds no claims, and DefaultPreemption runs.
+    from analyzers.snapshot import ClusterSnapshot
+    from tests.dra.test_dra_allocation import claim, device, device_class, exactly, slice_
+    from tests.dra.test_dra_allocation import node as dra_node
+    from tests.dra.test_dra_allocation import pod as dra_pod
+
+    snap = ClusterSnapshot.from_objects(
+        [
+            dra_node("a"),
+            slice_("a", [device("gpu-0")]),
+            device_class(),
+            claim("c", [exactly(cls="unstick-none")]),
+            dra_pod("p", "c"),
+        ]
+    )
+    v = simulate(snap, snap.pods[("default", "p")], kube_version=version)
+    assert v.message == (
+        f"0/1 nodes are available: request gpu: device class unstick-none does not exist. {note}"
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
