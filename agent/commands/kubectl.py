@@ -31,7 +31,7 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -131,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
     p.add_argument(
         "--request-timeout", metavar="SECONDS", type=float, default=30.0, help="per request (default 30)"
+    )
+    p.add_argument(
+        "--scheduler-config",
+        metavar="FILE",
+        help="the cluster's KubeSchedulerConfiguration: its profiles (schedulerName) and disabled filters",
     )
     return p
 
@@ -354,7 +359,12 @@ def claim_notes(snapshot: ClusterSnapshot, reads: Reads) -> list[str]:
 
 
 def report_for(
-    state: ClusterState, target: Target, *, kube_version: str | None, now: float
+    state: ClusterState,
+    target: Target,
+    *,
+    kube_version: str | None,
+    now: float,
+    profiles: Mapping[str, Any] | None = None,
 ) -> tuple[Report, int]:
     from analyzers.findings import ObjectRef
     from analyzers.report import build_report
@@ -372,7 +382,9 @@ def report_for(
         dep = next(iter(d for d in snapshot.deployments.values() if d.name == target.name), None)
         if dep is not None:
             scope = frozenset({ObjectRef("Deployment", dep.namespace, dep.name)})
-    report = build_report(snapshot, now=now, kube_version=kube_version, pod_filter=pod_filter, scope=scope)
+    report = build_report(
+        snapshot, now=now, kube_version=kube_version, pod_filter=pod_filter, scope=scope, profiles=profiles
+    )
     if scope is not None:
         findings = tuple(f for f in report.findings if f.subject in scope)
         deployments = tuple(
@@ -395,6 +407,14 @@ async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str]]:
     target = parse_target(args.target)
     if args.all_namespaces and target.kind is not None:
         raise PluginError("a resource cannot be retrieved by name across all namespaces")
+    profiles = None
+    if args.scheduler_config:
+        from agent.scheduler_config import SchedulerConfigError, load_scheduler_config
+
+        try:
+            profiles = load_scheduler_config(args.scheduler_config)
+        except SchedulerConfigError as exc:
+            raise PluginError(f"error: --scheduler-config {exc}") from None
     notes: list[str] = []
     gw = Gateway(
         args.kubeconfig, args.context, request_timeout=args.request_timeout, user_agent="kubectl-unstick/0.1"
@@ -425,7 +445,7 @@ async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str]]:
     finally:
         await gw.close()
     notes.extend(claim_notes(state.snapshot(), reads))
-    report, nodes = report_for(state, target, kube_version=version, now=time.time())
+    report, nodes = report_for(state, target, kube_version=version, now=time.time(), profiles=profiles)
     return report, nodes, notes
 
 
