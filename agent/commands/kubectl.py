@@ -41,7 +41,7 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -184,6 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-color",
         action="store_true",
         help="plain ASCII text output: the grid without box drawing (also when stdout is not UTF-8)",
+    )
+    p.add_argument(
+        "--scheduler-config",
+        metavar="FILE",
+        help="the cluster's KubeSchedulerConfiguration: its profiles (schedulerName) and disabled filters",
     )
     return p
 
@@ -516,6 +521,7 @@ def report_for(
     now: float,
     namespace: str | None = None,
     owned_jobs: tuple[str, ...] = (),
+    profiles: Mapping[str, Any] | None = None,
 ) -> tuple[Report, int]:
     from analyzers.findings import ObjectRef
     from analyzers.report import build_report
@@ -535,7 +541,9 @@ def report_for(
             scope = frozenset({ObjectRef("Deployment", dep.namespace, dep.name)})
     elif target.kind in (*_SELECTOR_KINDS, "CronJob"):
         scope = _scope_of(snapshot, target, namespace or "default", owned_jobs)
-    report = build_report(snapshot, now=now, kube_version=kube_version, pod_filter=pod_filter, scope=scope)
+    report = build_report(
+        snapshot, now=now, kube_version=kube_version, pod_filter=pod_filter, scope=scope, profiles=profiles
+    )
     if target.kind == "PodDisruptionBudget":
         from dataclasses import replace as replaced
 
@@ -570,6 +578,14 @@ async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str], li
     target = parse_target(args.target)
     if args.all_namespaces and target.kind is not None:
         raise PluginError("a resource cannot be retrieved by name across all namespaces")
+    profiles = None
+    if args.scheduler_config:
+        from agent.scheduler_config import SchedulerConfigError, load_scheduler_config
+
+        try:
+            profiles = load_scheduler_config(args.scheduler_config)
+        except SchedulerConfigError as exc:
+            raise PluginError(f"error: --scheduler-config {exc}") from None
     notes: list[str] = []
     gw = Gateway(
         args.kubeconfig, args.context, request_timeout=args.request_timeout, user_agent="kubectl-unstick/0.1"
@@ -601,7 +617,13 @@ async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str], li
         await gw.close()
     notes.extend(claim_notes(state.snapshot(), reads))
     report, nodes = report_for(
-        state, target, kube_version=version, now=time.time(), namespace=namespace, owned_jobs=reads.owned_jobs
+        state,
+        target,
+        kube_version=version,
+        now=time.time(),
+        namespace=namespace,
+        owned_jobs=reads.owned_jobs,
+        profiles=profiles,
     )
     from analyzers.gpu_capacity import gpu_capacity
 

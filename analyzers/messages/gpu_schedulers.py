@@ -140,6 +140,23 @@ _MARKERS: Final = (
 )
 
 
+# The markers as printed (first letters left out where pastes capitalise them): a plain
+# substring test per marker is the cheapest rejection of the many messages that are none of these.
+_FAST_MARKERS: Final = (
+    "o nodes with enough resources were found",
+    "for gang scheduling",
+    "nable to schedule pod",
+    "ot enough resources for the workload",
+    "esources were not found for pod",
+    "tasks in gang unschedulable",
+    "nodes are unavailable",
+    "pod group is",
+    "o available node",
+    "allow to fit",
+    "allows to fit",
+)
+
+
 def _kai_reason(text: str, count: int | None) -> Reason:
     match = _KAI_ENOUGH_RE.match(text)
     if match is not None:
@@ -357,9 +374,14 @@ def tas_gang(text: str) -> Gang | None:
 def parse_gpu_scheduler(text: str) -> ParsedMessage | None:
     """Parse a cleaned verdict of KAI-Scheduler, Volcano, HAMi or Kueue TAS; None when
     ``text`` is none of theirs."""
+    for marker in _FAST_MARKERS:
+        if marker in text:
+            break
+    else:
+        # HAMi's "<n> nodes <Code>(<nodes>)" alone (never beside kube-scheduler's header).
+        if " nodes " not in text or " nodes are " in text or _HAMI_REASON_RE.search(text) is None:
+            return None
     lower = text.lower()
-    if not any(marker in lower for marker in _MARKERS) and _HAMI_REASON_RE.search(text) is None:
-        return None
     return (
         _kai(text)
         or _volcano(text)

@@ -35,6 +35,7 @@ from analyzers.messages.reasons import CATALOGUE
 _BORDERS: Final = "|│┃║╎╏┆┇┊┋"
 _BOX_CHARS: Final = "".join(chr(c) for c in range(0x2500, 0x2580))
 _RULE_RE: Final = re.compile(r"[\s" + _BOX_CHARS + r"+|=:-]*")
+_RULE_CHAR_RE: Final = re.compile(r"[" + _BOX_CHARS + r"+=-]")
 # The narrowest pane worth the name: a row that short is a line of its own, not a wrap.
 MIN_WIDTH: Final = 40
 
@@ -182,11 +183,7 @@ def _strip_borders(lines: list[str]) -> tuple[list[str], bool, bool] | None:
 def unframe(text: str) -> str | None:
     """``text`` as one line when it is a wrapped one-column pane; None when it is not."""
     lines = [line for line in text.splitlines() if line.strip()]
-    lines = [
-        line
-        for line in lines
-        if not (any(ch in _BOX_CHARS + "+-=" for ch in line) and _RULE_RE.fullmatch(line))
-    ]
+    lines = [line for line in lines if _RULE_CHAR_RE.search(line) is None or _RULE_RE.fullmatch(line) is None]
     if len(lines) < 2:
         return None
     framed = _strip_borders(lines)

@@ -20,7 +20,8 @@ workload of such pods. Without NodeMetrics and PodMetrics it says nothing.
 The prediction: where the next 20 replicas of a new Deployment whose pods
 request nothing would land (analyzers/simulator/scoring: filters, every score
 plugin, each replica bound before the next; ties broken uniformly), today and
-after the proposed requests; the evidence holds both distributions.
+after the proposed requests; the evidence holds both distributions. Clusters
+of more than PREDICT_MAX_NODES nodes are not predicted (said in the explanation).
 
 Remedies: requests for the workload sized from the highest observed usage of
 its pods plus ``thresholds.request_headroom`` (``kubectl set resources``;
@@ -71,6 +72,9 @@ _STEP = {"cpu": 50, "memory": 64 * 1024 * 1024}
 # How many new request-less replicas the placement prediction follows.
 PREDICTED_REPLICAS = 20
 PROBE = "unstick-next-pods"
+# Above this many nodes the prediction (20 sequential placements, twice) is left to
+# `unstick place`: it would cost seconds per analysis pass (bench/bench_scoring.py).
+PREDICT_MAX_NODES = 150
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +206,11 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
     hot_nodes = sorted({h.node for h in hot_here})
     before = predict_next(snap, ref.namespace)
     remedies, after = _remedies(ctx, ref, workload_pods, sized, hot_here, items, before)
+    if before is None and len(snap.nodes) > PREDICT_MAX_NODES:
+        explanation += (
+            f" (Where the next pods would land is not predicted here for {len(snap.nodes)} nodes; "
+            f"`unstick place` predicts it for a workload.)"
+        )
     if before is not None:
         on_hot = _on(before[0], hot_nodes)
         explanation += (
@@ -410,9 +419,12 @@ def predict_next(snap: ClusterSnapshot, namespace: str) -> Prediction | None:
     container requests nothing would land: the expected replicas per node
     (ties broken uniformly) and whether that is exact. The probe's ReplicaSet is
     added to a what-if snapshot so the system default spread constraints see
-    its replicas as kube-scheduler would. None when no node is feasible."""
+    its replicas as kube-scheduler would. None when no node is feasible, or the
+    cluster has more than PREDICT_MAX_NODES nodes (too slow for every pass)."""
     from analyzers.simulator.scoring.placement import place
 
+    if len(snap.nodes) > PREDICT_MAX_NODES:
+        return None
     labels = FrozenMap({"app": PROBE})
     spec = PodSpec(
         container_count=1,

@@ -350,20 +350,22 @@ def with_nominated_pods(
     A node failing the first pass reports the first pass's statuses.
 
     Upstream adds a node's nominated pods to that node alone. When the pod's verdict
-    on a node depends on no other node's pods (no topology spread constraint, no
-    inter-pod term of its own or of a nominated pod), one pass with every nominated
-    pod bound gives each node that answer; otherwise one pass per node. The passes
+    on a node depends on no other node's pods (no topology spread constraint, and
+    InterPodAffinity skipped at PreFilter), one pass with every nominated pod bound
+    gives each node that answer; otherwise one pass per node. A skipped
+    InterPodAffinity stays skipped in the passes with nominated pods. The passes
     with nominated pods are kept (``cycle.state``) for preemption's dry run, which
     runs the same two passes (SelectVictimsOnNode calls RunFilterPluginsWithNominatedPods)."""
     holders = nominated_holders(cycle)
     if not holders:
         return by_plugin
     table = cycle.table
-    topological = (
-        "spread" in cycle.state
-        or "interpod" in cycle.state
-        or any(p.spec.pod_anti_affinity for pods in holders.values() for p in pods)
-    )
+    # InterPodAffinity's PreFilter ran on the cluster without nominated pods: with no
+    # existing anti-affinity term matching the pod and no term of its own it returned
+    # Skip (filtering.go PreFilter, v1.35.4 and v1.37.2), and its Filter -- AddPod
+    # included -- is skipped for the whole cycle, nominated pods' terms or not.
+    interpod_skipped = "interpod" not in cycle.state
+    topological = "spread" in cycle.state or not interpod_skipped
     groups: list[list[int]] = [[i] for i in holders] if topological else [list(holders)]
     cycles: dict[int, Cycle] = {}
     overrides: list[tuple[int, dict[str, Outcome], Outcome | None]] = []
@@ -378,6 +380,9 @@ def with_nominated_pods(
             namespace_labels=cycle.namespace_labels,
         )
         _, absent, outs = filter_pass(held, filters=filters)
+        if interpod_skipped:
+            held.state.pop("interpod", None)
+            outs.pop(C.INTER_POD_AFFINITY, None)
         where = mask_of(nodes, table.size)
         failed = absent.mask if absent is not None else 0
         for out in outs.values():

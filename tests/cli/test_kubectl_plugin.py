@@ -216,3 +216,42 @@ async def test_a_pod_kueue_gates_reads_its_workloads_words(tmp_path: Path) -> No
     [finding] = [f for f in findings if f["rule_id"] == "scheduling-gated"]
     assert finding["evidence"]["kueue_workload"] == "pod-embeddings-worker-6f4d8c7b95-9r58l-69c4e"
     assert finding["evidence"]["kueue_reasons"] == ["queue-quota-in-use"]
+
+
+async def test_scheduler_config_decides_the_filters(tmp_path: Path) -> None:
+    """--scheduler-config: a profile that disables NodeAffinity's filter finds the pod
+    feasible (no node-selector finding); a bad file is a kubectl-style error naming it."""
+    cluster, kubeconfig, _ = await started("gpu-selector-typo", tmp_path)
+    try:
+        pending = next(p for p in cluster.objects("Pod") if not p["spec"].get("nodeName"))
+        ns, name = pending["metadata"]["namespace"], pending["metadata"]["name"]
+        config = tmp_path / "sched.yaml"
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "KubeSchedulerConfiguration",
+                    "profiles": [
+                        {
+                            "schedulerName": "default-scheduler",
+                            "plugins": {"filter": {"disabled": [{"name": "NodeAffinity"}]}},
+                        }
+                    ],
+                }
+            )
+        )
+        args = (PLUGIN, f"pod/{name}", "-n", ns, "--kubeconfig", str(kubeconfig), "-o", "json")
+        code, out, err = await run(*args)
+        assert code == 0, err
+        assert "node-selector-mismatch" in [f["rule_id"] for f in json.loads(out)["findings"]]
+        code, out, err = await run(*args, "--scheduler-config", str(config))
+        assert code == 0, err
+        report = json.loads(out)
+        assert "node-selector-mismatch" not in [f["rule_id"] for f in report["findings"]]
+        assert [p["scheduling"]["fits"] for p in report["pods"]] == [True]
+        config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: Nope\n")
+        code, out, err = await run(*args, "--scheduler-config", str(config))
+        assert code == 1 and out == ""
+        assert err.startswith("error: --scheduler-config ") and str(config) in err and "kind" in err
+    finally:
+        await cluster.stop()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from analyzers.ingest import parse_time
 from analyzers.rules import requests_missing_load_skew
 from analyzers.rules.context import RuleContext, Thresholds
@@ -191,3 +193,12 @@ def test_seed_003_predicts_the_next_pods_and_verifies_the_remedy_by_re_predictin
     assert requests_remedy.verified
     assert f"{before:g} \u2192 {after:g} on node2 and node3" in requests_remedy.verification
     assert f"Predicted: {before:g} of the next 20 pods without requests" in finding.explanation
+
+
+def test_large_clusters_are_not_predicted_and_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(requests_missing_load_skew, "PREDICT_MAX_NODES", 1)
+    snap = ClusterSnapshot.from_objects(cluster(app_requests=None))
+    ctx = RuleContext(snapshot=snap, now=NOW, thresholds=Thresholds())
+    (finding,) = requests_missing_load_skew.analyze(ctx)
+    assert "predicted_placement" not in finding.evidence
+    assert "not predicted here for 2 nodes" in finding.explanation

@@ -90,7 +90,9 @@ def test_the_second_pass_without_nominated_pods_must_pass_too() -> None:
 
 def test_anti_affinity_of_the_nominated_pod_binds_its_node_only() -> None:
     """The nominated pod's required anti-affinity (zone) rejects the probe on its own
-    node, but upstream adds it to that node alone: another node of the zone is fine."""
+    node, but upstream adds it to that node alone: another node of the zone is fine.
+    (A bound pod's matching anti-affinity in another zone keeps InterPodAffinity's
+    PreFilter from skipping.)"""
     anti = {
         "podAntiAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -105,6 +107,8 @@ def test_anti_affinity_of_the_nominated_pod_binds_its_node_only() -> None:
     objs = [
         node("n-a", labels=zone),
         node("n-b", labels=zone),
+        node("n-c", labels={"topology.kubernetes.io/zone": "zb"}),
+        pod("guard", node_name="n-c", affinity=anti, labels={"app": "db"}, priority=0),
         pod("lonely", affinity=anti, labels={"app": "db"}, priority=100, nominated="n-b"),
         pod("web", labels={"app": "web"}, priority=100),
     ]
@@ -138,3 +142,33 @@ def test_preemption_counts_the_nominated_pod_after_evicting_victims() -> None:
     snap = snapshot(*objs)
     verdict = simulate(snap, pod_of(snap, "next"), kube_version=V)
     assert verdict.preemption.candidates == ("n-b",)
+
+
+def test_a_skipped_inter_pod_affinity_ignores_a_nominated_pods_anti_affinity() -> None:
+    """Found by the differential run on v1.37.2 (seed 5151, c19-p7): InterPodAffinity's
+    PreFilter sees no existing anti-affinity term matching the pod and the pod has no
+    term of its own, so it returns Skip (interpodaffinity/filtering.go, v1.35.4 and
+    v1.37.2); the nominated preemptor's hostname anti-affinity against the pod's app is
+    then never checked, and the pod fits the preemptor's node."""
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    objs = [
+        node("n0"),
+        pod("preemptor", labels={"app": "db"}, affinity=anti, priority=500, nominated="n0"),
+        pod("probe", labels={"app": "db"}, priority=10),
+    ]
+    snap = snapshot(*objs)
+    assert simulate(snap, pod_of(snap, "probe"), kube_version="1.37.2").fits
+    # With an existing pod's matching anti-affinity bound somewhere, PreFilter does not
+    # skip, and the nominated pod's term counts on its node.
+    objs.append(node("n1"))
+    objs.append(pod("bound-anti", node_name="n1", labels={"app": "db"}, affinity=anti, priority=0))
+    snap = snapshot(*objs)
+    verdict = simulate(snap, pod_of(snap, "probe"), kube_version="1.37.2")
+    assert not verdict.fits
+    assert verdict.node("n0").filters[0].plugin == "InterPodAffinity"
