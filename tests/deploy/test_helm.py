@@ -23,8 +23,8 @@ from agent.settings import LeaderSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "unstick"
-# The release tests/realcluster pins for the real control plane (same minor).
-KUBE_RELEASE = "v1.35.4"
+# The release tests/realcluster pins for the real control plane (its one pin file).
+KUBE_RELEASE = (ROOT / "tests" / "realcluster" / "kube-version").read_text().strip()
 TOKEN = "0123456789abcdef0123456789abcdef"
 NS = "unstick"
 
