@@ -588,7 +588,7 @@ async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str], li
             raise PluginError(f"error: --scheduler-config {exc}") from None
     notes: list[str] = []
     gw = Gateway(
-        args.kubeconfig, args.context, request_timeout=args.request_timeout, user_agent="kubectl-unstick/0.1"
+        args.kubeconfig, args.context, request_timeout=request_timeout(args), user_agent="kubectl-unstick/0.1"
     )
     try:
         try:
@@ -630,6 +630,15 @@ async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str], li
     return report, nodes, notes, gpu_capacity(state.snapshot())
 
 
+def request_timeout(args: argparse.Namespace) -> float:
+    """``--request-timeout`` in seconds (a bounded duration; raises bounds.OutOfBounds)."""
+    from analyzers import bounds
+
+    if isinstance(args.request_timeout, float):
+        return args.request_timeout  # already parsed by main()
+    return bounds.seconds("--request-timeout", args.request_timeout, minimum=0.001, maximum=3600.0)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from agent.commands.analyze import print_gpu_capacity, print_human
@@ -637,9 +646,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from analyzers import bounds
 
     try:
-        args.request_timeout = bounds.seconds(
-            "--request-timeout", args.request_timeout, minimum=0.001, maximum=3600.0
-        )
+        args.request_timeout = request_timeout(args)
     except bounds.OutOfBounds as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
