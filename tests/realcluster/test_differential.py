@@ -139,7 +139,8 @@ def set_up(cluster: Cluster, case: Case) -> None:
         cluster.api.create(pdb)
     for name in case.terminating:
         cluster.api.delete(f"/api/v1/namespaces/{ns}/pods/{name}", grace=0)
-    settle(cluster)
+    if case.pdbs or case.storage:
+        settle(cluster)  # PDB statuses and claim bindings are written by controllers
 
 
 def _ready(pod: dict[str, Any]) -> bool:
@@ -152,7 +153,7 @@ def _ready(pod: dict[str, Any]) -> bool:
 def settle(cluster: Cluster, *, timeout: float = 20.0) -> None:
     """Wait until the namespace stops changing: every bound pod Running, claims naming a
     volume or named by one Bound, every PDB's status current (the disruption controller's
-    count of healthy pods matches the pods), and two listings 0.3 s apart alike."""
+    count of healthy pods matches the pods), and two listings 0.1 s apart alike."""
     ns = cluster.ns
     deadline = time.monotonic() + timeout
     last: tuple[Any, ...] | None = None
@@ -161,7 +162,8 @@ def settle(cluster: Cluster, *, timeout: float = 20.0) -> None:
         pvcs = cluster.api.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
         pdbs = cluster.api.get(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets")["items"]
         pvs = cluster.api.get("/api/v1/persistentvolumes")["items"]
-        ready = all(
+        # (Running pods matter to PDBs only: the disruption controller counts ready pods.)
+        ready = not pdbs or all(
             p.get("status", {}).get("phase") == "Running"
             for p in pods
             if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
@@ -199,7 +201,7 @@ def settle(cluster: Cluster, *, timeout: float = 20.0) -> None:
         if ready and signature == last:
             return
         last = signature if ready else None
-        time.sleep(0.3)
+        time.sleep(0.1)
     raise AssertionError(f"namespace {ns} did not settle in {timeout:.0f} s")
 
 
