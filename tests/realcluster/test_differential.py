@@ -285,16 +285,19 @@ def test_simulator_agrees_with_the_real_scheduler_on_random_clusters(
     disagreements: list[str] = []
     known: list[str] = []  # refusals of remedies with a regression case (verdicts.KNOWN_REFUSALS)
     fits = preempted = in_flight = 0
+    setup_seconds = 0.0  # clearing and creating clusters, waiting for them to settle
     index = 0
     previous: Case | None = None
     try:
         while STATS["cases"] < wanted:
             case = make_case(rng, index)
             index += 1
+            t0 = time.monotonic()
             clear_case(cluster, previous)
             previous = case
             set_up(cluster, case)
             objects = cluster_objects(cluster.api)
+            setup_seconds += time.monotonic() - t0
             nominations = 0
             for probe in case.probes:
                 if STATS["cases"] >= wanted:
@@ -351,7 +354,8 @@ def test_simulator_agrees_with_the_real_scheduler_on_random_clusters(
     print(
         f"differential run: seed {seed}: {STATS['cases']} cases on {index} clusters, {STATS['agree']} agree "
         f"({fits} fit, {preempted} preempted, {in_flight} judged with a preemption in flight), "
-        f"{STATS.get('remedies', 0)} remedies dry-run, {STATS['seconds']:.1f} s"
+        f"{STATS.get('remedies', 0)} remedies dry-run, {STATS['seconds']:.1f} s "
+        f"({setup_seconds:.1f} s setting clusters up)"
     )
     STATS["known_refusals"] = len(known)
     for line in known:
