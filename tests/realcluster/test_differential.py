@@ -25,6 +25,8 @@ import os
 import random
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +69,17 @@ def ensure_priority_classes(plane: ControlPlane) -> None:
                 raise
 
 
+def _each(fn: Callable[[Any], object], items: list[Any]) -> None:
+    """``fn`` over ``items``, a few API requests at a time (the order among them is free)."""
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(fn, items))
+
+
 def clear_pods(cluster: Cluster) -> None:
     """Every pod of the namespace gone: finalizers lifted, then deleted at once."""
     base = f"/api/v1/namespaces/{cluster.ns}/pods"
-    for pod in cluster.api.get(base)["items"]:
+
+    def gone(pod: dict[str, Any]) -> None:
         name = pod["metadata"]["name"]
         if pod["metadata"].get("finalizers"):
             try:
@@ -79,6 +88,8 @@ def clear_pods(cluster: Cluster) -> None:
                 if exc.status != 404:
                     raise
         cluster.api.delete(f"{base}/{name}", grace=0)
+
+    _each(gone, cluster.api.get(base)["items"])
 
 
 def clear_case(cluster: Cluster, previous: Case | None) -> None:
@@ -130,10 +141,9 @@ def set_up(cluster: Cluster, case: Case) -> None:
                 "blockOwnerDeletion": True,
             }
         ]
-        cluster.api.create(pod)
     for pod in case.existing:
         pod["metadata"]["namespace"] = ns
-        cluster.api.create(pod)
+    _each(cluster.api.create, [*case.daemon_pods, *case.existing])
     for pdb in case.pdbs:
         pdb["metadata"]["namespace"] = ns
         cluster.api.create(pdb)
