@@ -499,14 +499,14 @@ def _pvc(name: str, cls: str, gib: int) -> dict[str, Any]:
 
 
 def make_case(rng: random.Random, index: int, probes: int | None = None) -> Case:
-    """One cluster: small (2-6 nodes, ``SMALL_PROBES`` probes) or, one time in four,
+    """One cluster: small (2-6 nodes, ``SMALL_PROBES`` probes) or, one time in ten,
     pooled (20-120 nodes, ``LARGE_PROBES`` probes); ``probes`` overrides the count."""
-    pooled = _maybe(rng, 0.25)
+    pooled = _maybe(rng, 0.1)
     pools: list[str] = []
     if pooled:
         nodes, pools = make_pooled_nodes(rng, index)
         existing = [
-            make_existing(rng, index, i, nodes) for i in range(rng.randint(len(nodes) // 2, len(nodes)))
+            make_existing(rng, index, i, nodes) for i in range(rng.randint(len(nodes) // 4, len(nodes) // 2))
         ]
     else:
         nodes = [make_node(rng, index, i) for i in range(rng.randint(2, 6))]
