@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -646,24 +646,16 @@ class Decoder:
         selector = self.node_selector({"nodeSelectorTerms": [preference or {}]})
         return list(selector.terms) if selector is not None else [NodeSelectorTerm()]
 
-    def _nonzero_requests(self, spec: Mapping[str, Any]) -> FrozenMap[int]:
-        """cpu and memory as the Score phase counts them: PodRequests with
-        NonMissingContainerRequests = {cpu: 100m, memory: 200Mi}, i.e. each container
-        (and init container) lacking a cpu or memory request counts as requesting
-        schedutil.DefaultMilliCPURequest / DefaultMemoryRequest
-        (pkg/scheduler/util/pod_resources.go, v1.37.2; applied by
-        k8s.io/component-helpers/resource/helpers.go applyNonMissing and
-        pkg/scheduler/framework/types.go CalculateResource); pod-level requests then
-        override, and overhead is added."""
-        defaults = {"cpu": DEFAULT_MILLI_CPU_REQUEST, "memory": DEFAULT_MEMORY_REQUEST}
-
-        def of(c: Mapping[str, Any]) -> dict[str, int]:
-            req = self._container_requests(c)
-            return {k: req.get(k, v) for k, v in defaults.items()}
-
-        total = {"cpu": 0, "memory": 0}
-        for c in spec.get("containers") or ():
-            _add(total, of(c))
+    def _add_init_and_pod_level(
+        self,
+        spec: Mapping[str, Any],
+        total: dict[str, int],
+        of: Callable[[Mapping[str, Any]], Mapping[str, int]],
+    ) -> None:
+        """PodRequests' second half on ``total`` (the containers' sum, each request
+        read by ``of``): restartable init containers add to it, the max with each
+        init container (plus the restartable ones before it) wins, then pod-level
+        cpu/memory requests override (k8s.io/component-helpers/resource/helpers.go)."""
         restartable: dict[str, int] = {}
         init_max: dict[str, int] = {}
         for c in spec.get("initContainers") or ():
@@ -685,6 +677,26 @@ class Decoder:
         for k in ("cpu", "memory"):
             if k in pod_level:
                 total[k] = pod_level[k]
+
+    def _nonzero_requests(self, spec: Mapping[str, Any]) -> FrozenMap[int]:
+        """cpu and memory as the Score phase counts them: PodRequests with
+        NonMissingContainerRequests = {cpu: 100m, memory: 200Mi}, i.e. each container
+        (and init container) lacking a cpu or memory request counts as requesting
+        schedutil.DefaultMilliCPURequest / DefaultMemoryRequest
+        (pkg/scheduler/util/pod_resources.go, v1.37.2; applied by
+        k8s.io/component-helpers/resource/helpers.go applyNonMissing and
+        pkg/scheduler/framework/types.go CalculateResource); pod-level requests then
+        override, and overhead is added."""
+        defaults = {"cpu": DEFAULT_MILLI_CPU_REQUEST, "memory": DEFAULT_MEMORY_REQUEST}
+
+        def of(c: Mapping[str, Any]) -> dict[str, int]:
+            req = self._container_requests(c)
+            return {k: req.get(k, v) for k, v in defaults.items()}
+
+        total = {"cpu": 0, "memory": 0}
+        for c in spec.get("containers") or ():
+            _add(total, of(c))
+        self._add_init_and_pod_level(spec, total, of)
         overhead = self._resource_map(spec.get("overhead"))
         for k in ("cpu", "memory"):
             total[k] += overhead.get(k, 0)
@@ -733,27 +745,7 @@ class Decoder:
                 without += 1
             _add(total, req)
             _add(limits, self._resource_map((c.get("resources") or {}).get("limits")))
-        restartable: dict[str, int] = {}
-        init_max: dict[str, int] = {}
-        for c in spec.get("initContainers") or ():
-            req = self._container_requests(c)
-            if c.get("restartPolicy") == "Always":
-                _add(total, req)
-                _add(restartable, req)
-                effective = dict(restartable)
-            else:
-                effective = dict(req)
-                _add(effective, restartable)
-            for k, v in effective.items():
-                if v > init_max.get(k, 0):
-                    init_max[k] = v
-        for k, v in init_max.items():
-            if v > total.get(k, 0):
-                total[k] = v
-        pod_level = self._resource_map((spec.get("resources") or {}).get("requests"))
-        for k in ("cpu", "memory"):
-            if k in pod_level:
-                total[k] = pod_level[k]
+        self._add_init_and_pod_level(spec, total, self._container_requests)
         _add(total, self._resource_map(spec.get("overhead")))
         return self.resources_from_units(total), self.resources_from_units(limits), without, len(containers)
 
