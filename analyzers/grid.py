@@ -33,18 +33,19 @@ from typing import Any
 
 from analyzers.quantity import format_units
 from analyzers.simulator import codes as C
-from analyzers.simulator.engine import FILTERS
+from analyzers.simulator.engine import filter_order
 from analyzers.simulator.nodeinfo import bits
 from analyzers.simulator.results import NodeVerdict, PodVerdict
+from analyzers.simulator.versions import wording_for
 
-PLUGIN_ORDER: tuple[str, ...] = tuple(p.name for p in FILTERS)
 MAX_NAMES_PER_ROW = 300  # names kept per row (the count is always exact)
 MAX_CAPACITY_NODES = 20  # nodes with capacity bars, nearest first
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 
 
-def _plugins(nodes: tuple[NodeVerdict, ...]) -> list[str]:
-    order = list(PLUGIN_ORDER)
+def _plugins(nodes: tuple[NodeVerdict, ...], kube_version: str) -> list[str]:
+    """The filter plugins as columns, in the release's order (1.37 runs NodeName first)."""
+    order = [p.name for p in filter_order(wording_for(kube_version))]
     for node in nodes:
         for f in node.filters:
             if f.plugin not in order:
@@ -195,7 +196,7 @@ def build_grid(
     """The grid of ``verdict`` (one pod's simulated scheduling), for the pods ``pods`` that share it;
     ``usage`` (node → resource → units, from NodeMetrics) adds the real usage to capacity bars."""
     groups = _node_groups(verdict)
-    plugins = _plugins(tuple(g.first for g in groups))
+    plugins = _plugins(tuple(g.first for g in groups), verdict.kube_version)
     rows: list[dict[str, Any]] = []
     members: dict[int, _Group] = {}
     victims = verdict.preemption.victims

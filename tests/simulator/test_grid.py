@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.grid import GRID_KEY, PLUGIN_ORDER
+from analyzers.grid import GRID_KEY
 from analyzers.ingest import parse_time
 from analyzers.report import build_report
+from analyzers.simulator.engine import filter_order
+from analyzers.simulator.versions import wording_for
 from analyzers.snapshot import ClusterState
 from tests.scenarios.test_golden import CASES, load_case
 
@@ -30,11 +32,28 @@ def report_of(case: Path):  # type: ignore[no-untyped-def]
     return build_report(state.snapshot(), now=now)
 
 
+def test_columns_follow_the_release_order() -> None:
+    """1.37 runs NodeName before NodeUnschedulable (default_plugins.go, v1.37.0); the grid's
+    columns are the filters in the order the dump's release runs them."""
+    objects, expected = load_case(GPU_TRACKER)
+    for version, first in (("1.36", "NodeUnschedulable"), ("1.37", "NodeName")):
+        state = ClusterState(version)
+        state.load(objects)
+        now = parse_time(expected["now"])
+        assert now is not None
+        [finding] = [
+            f for f in build_report(state.snapshot(), now=now).findings if f.rule_id == "rollout-surge-deadlock"
+        ]
+        [grid] = finding.evidence[GRID_KEY]
+        plugins = list(grid["plugins"])
+        assert plugins[:2] == [first, ({"NodeName", "NodeUnschedulable"} - {first}).pop()], version
+
+
 def test_the_gpu_deadlock_grid_marks_the_first_failure_and_the_plugins_never_run() -> None:
     [finding] = [f for f in report_of(GPU_TRACKER).findings if f.rule_id == "rollout-surge-deadlock"]
     [grid] = finding.evidence[GRID_KEY]
     assert grid["total_nodes"] == 10 and grid["feasible_nodes"] == 0
-    assert tuple(grid["plugins"]) == PLUGIN_ORDER
+    assert tuple(grid["plugins"]) == tuple(p.name for p in filter_order(wording_for("1.30")))
     near, far = grid["rows"]  # nearest first: one failing filter before two
     assert (near["count"], near["nodes"], near["failing"], near["first"]) == (
         1,
