@@ -205,7 +205,7 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
     )
     hot_nodes = sorted({h.node for h in hot_here})
     before = predict_next(snap, ref.namespace)
-    remedies, after = _remedies(ctx, ref, workload_pods, sized, hot_here, items, before)
+    remedies, after, chosen = _remedies(ctx, ref, workload_pods, sized, hot_here, items, before)
     if before is None and len(snap.nodes) > PREDICT_MAX_NODES:
         explanation += (
             f" (Where the next pods would land is not predicted here for {len(snap.nodes)} nodes; "
@@ -247,7 +247,8 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
             }
             for i in items
         ],
-        "proposed_requests": {res: _q(res, v) for res, v in sized.items()},
+        # What the requests remedy proposes (without headroom when the headroom would not fit).
+        "proposed_requests": {res: _q(res, v) for res, v in chosen.items()},
         "least_allocated_rank": _ranks(snap, nodes),
     }
     if before is not None:
@@ -471,17 +472,20 @@ def _remedies(
     hot: Sequence[_Hot],
     items: Sequence[_Hidden],
     before: Prediction | None,
-) -> tuple[list[Remedy], Prediction | None]:
+) -> tuple[list[Remedy], Prediction | None, dict[str, int]]:
+    """The remedies, the re-predicted placement, and the requests the first remedy proposes
+    (``sized`` when there is no requests remedy)."""
     out: list[Remedy] = []
     after: Prediction | None = None
+    chosen = sized
     workload = ctx.snapshot.workload_of(pods[0]).record if pods else None
     if sized and isinstance(workload, Deployment | StatefulSet):
-        remedy, after = _set_requests(ctx, ref, workload, pods, sized, hot, before)
+        remedy, after, chosen = _set_requests(ctx, ref, workload, pods, sized, hot, before)
         out.append(remedy)
     limit_range = _limit_range(ctx, ref, items)
     if limit_range is not None:
         out.append(limit_range)
-    return out, after
+    return out, after, chosen
 
 
 def _set_requests(
@@ -492,7 +496,7 @@ def _set_requests(
     sized: dict[str, int],
     hot: Sequence[_Hot],
     predicted: Prediction | None,
-) -> tuple[Remedy, Prediction | None]:
+) -> tuple[Remedy, Prediction | None, dict[str, int]]:
     snap = ctx.snapshot
     kind = "deployment" if isinstance(workload, Deployment) else "statefulset"
     headroom = ctx.thresholds.request_headroom
@@ -574,7 +578,7 @@ def _set_requests(
         note=note,
         verified=verified,
         verification=verification,
-    ), repredicted
+    ), repredicted, chosen
 
 
 def _delta(pods: Sequence[Pod], requests: Mapping[str, int]) -> dict[str, dict[str, int]]:
