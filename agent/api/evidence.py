@@ -12,6 +12,7 @@ stored incident.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,8 +38,18 @@ _WORDS = {
 }
 
 
+_FIELD_NAME = re.compile(r"[a-z]+(?:_[a-z0-9]+)*")
+
+
 def label(key: str) -> str:
-    """``blocked_pods`` → ``Blocked pods``; ``drain_retry_seconds`` → ``Drain retry seconds``."""
+    """``blocked_pods`` → ``Blocked pods``; ``drain_retry_seconds`` → ``Drain retry seconds``.
+
+    Only a field name (lower-case words joined by ``_``) becomes words; a key that is
+    data — a node name (``gpu-a``, ``node1``), an attribute value (``A100-80GB``), a
+    resource (``nvidia.com/gpu``) — is shown exactly as written."""
+    key = str(key)
+    if not _FIELD_NAME.fullmatch(key) or ("_" not in key and any(ch.isdigit() for ch in key)):
+        return key
     words = [_WORDS.get(w, w) for w in str(key).replace("-", "_").split("_") if w]
     if not words:
         return str(key)
@@ -133,7 +144,7 @@ def present_value(key: str, value: Any) -> Block:
         return Block(key=key, label=label(key), kind="text", text=inline(value))
     if isinstance(value, Mapping):
         if value and all(isinstance(v, Mapping) for v in value.values()):
-            return _table(key, list(value.values()), first=("Name", [str(k) for k in value]))
+            return _table(key, list(value.values()), first=("Name", [label(k) for k in value]))
         pairs = list(value.items())
         return Block(
             key=key,

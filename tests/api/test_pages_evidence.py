@@ -17,7 +17,7 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestClient
 
-from agent.api.evidence import label, present
+from agent.api.evidence import label, present, present_value
 from agent.api.remedy_view import apply_manifest, parse_patch_command, remedy_views
 from agent.fakecluster import FakeCluster
 from agent.fakecluster.remedies import changes_cluster
@@ -73,6 +73,16 @@ def test_every_evidence_value_becomes_a_sentence_a_list_or_a_table() -> None:
 def test_labels_read_as_words() -> None:
     assert label("eviction_status_code") == "Eviction status code"
     assert label("pdbs") == "PDBs" and label("gpus_free") == "GPUs free"
+
+
+def test_keys_that_are_data_are_shown_as_written() -> None:
+    """Node names, attribute values and resource names are data, not field names: a per-node
+    table keeps ``gpu-a`` (not "GPU a") and an attribute value keeps ``A100-80GB``."""
+    for data in ("gpu-a", "node1", "A100-80GB", "nvidia.com/gpu", "ip-10-0-1-7.ec2.internal"):
+        assert label(data) == data
+    block = present_value("devices_per_node", {"in_pools": {"gpu-a": 2, "gpu-b": 1}, "free": {"gpu-a": 0}})
+    assert block.columns == ("Name", "gpu-a", "gpu-b")
+    assert [row[0] for row in block.rows] == ["In pools", "Free"]
 
 
 async def test_the_page_shows_evidence_as_tables_with_the_raw_json_one_click_away(
