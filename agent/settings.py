@@ -26,7 +26,7 @@ import argparse
 import ipaddress
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -543,35 +543,26 @@ class StreamSettings:
             raw = flags.get(flag)
             return raw if raw is not None else env.get(name)
 
-        def count(flag: str, name: str, default: int, maximum: int) -> int:
+        def bounded(parse: Callable[..., Any], flag: str, name: str, default: Any, **limits: Any) -> Any:
+            """The flag (else the environment variable) through ``parse``; a bad value is
+            collected as one error naming both, and the default stands in."""
             raw = value(flag, name)
             if raw is None or raw == "":
                 return default
             try:
-                return bounds.count(_option(flag, name), raw, minimum=1, maximum=maximum)
+                return parse(_option(flag, name), raw, **limits)
             except bounds.OutOfBounds as exc:
                 errors.append(str(exc))
                 return default
+
+        def count(flag: str, name: str, default: int, maximum: int) -> int:
+            return int(bounded(bounds.count, flag, name, default, minimum=1, maximum=maximum))
 
         def secs(flag: str, name: str, default: float, *, minimum: float, maximum: float) -> float:
-            raw = value(flag, name)
-            if raw is None or raw == "":
-                return default
-            try:
-                return bounds.seconds(_option(flag, name), raw, minimum=minimum, maximum=maximum)
-            except bounds.OutOfBounds as exc:
-                errors.append(str(exc))
-                return default
+            return float(bounded(bounds.seconds, flag, name, default, minimum=minimum, maximum=maximum))
 
         def size(flag: str, name: str, default: int, maximum: int) -> int:
-            raw = value(flag, name)
-            if raw is None or raw == "":
-                return default
-            try:
-                return bounds.size(_option(flag, name), raw, minimum=1, maximum=maximum)
-            except bounds.OutOfBounds as exc:
-                errors.append(str(exc))
-                return default
+            return int(bounded(bounds.size, flag, name, default, minimum=1, maximum=maximum))
 
         brokers: list[str] = []
         url = flags.get("publish") or flags.get("broker") or env.get("UNSTICK_KAFKA_BROKERS")
