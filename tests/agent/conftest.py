@@ -4,6 +4,7 @@ kubernetes-asyncio client over HTTP, with a real SQLite database."""
 from __future__ import annotations
 
 import asyncio
+import collections
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -80,10 +81,28 @@ async def start_unstick(
         stderr=asyncio.subprocess.PIPE,
     )
     assert proc.stderr is not None
+    said: collections.deque[str] = collections.deque(maxlen=200)
     async with asyncio.timeout(60):
         while True:
             line = (await proc.stderr.readline()).decode()
-            assert line, f"unstick {args[0]} exited before serving"
+            assert line, f"unstick {args[0]} exited before serving:\n{''.join(said)}"
+            said.append(line)
             match = re.search(r"API and pages on (http://\S+)", line)
             if match:
-                return proc, match.group(1)
+                break
+    # Keep reading what the child says: an unread pipe fills (64 KiB) and the child's
+    # next log line blocks it. The last lines stay on STDERR_TAILS for a failing test.
+    STDERR_TAILS[proc.pid] = said
+    drain = asyncio.create_task(_drain(proc.stderr, said))
+    _DRAINS.add(drain)
+    drain.add_done_callback(_DRAINS.discard)
+    return proc, match.group(1)
+
+
+STDERR_TAILS: dict[int, collections.deque[str]] = {}
+_DRAINS: set[asyncio.Task[None]] = set()
+
+
+async def _drain(stream: asyncio.StreamReader, said: collections.deque[str]) -> None:
+    while line := await stream.readline():
+        said.append(line.decode(errors="replace"))
