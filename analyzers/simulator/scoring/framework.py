@@ -11,8 +11,11 @@ An Error status (e.g. a preferred node-affinity term that does not parse) is
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from types import MappingProxyType
 from typing import Any
 
 from analyzers.records import EMPTY_MAP, Pod
@@ -20,6 +23,7 @@ from analyzers.simulator.nodeinfo import NodeTable
 from analyzers.simulator.scoring.profile import Profile
 from analyzers.snapshot import ClusterSnapshot
 
+NO_PLACED: Mapping[int, int] = MappingProxyType({})  # no copies placed
 MAX_NODE_SCORE = 100  # k8s.io/kube-scheduler/framework MaxNodeScore
 MIN_FEASIBLE_NODES_TO_FIND = 100  # schedule_one.go minFeasibleNodesToFind
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5  # schedule_one.go minFeasibleNodesPercentageToFind
@@ -54,7 +58,17 @@ class ScoreState:
     profile: Profile
     nodes: Sequence[int]  # the feasible nodes being scored, by table index
     namespace_labels: Mapping[str, str] = EMPTY_MAP
+    # Copies of ``pod`` already bound by a placement, per node index (each counts as
+    # a pod on that node: requests, spread and inter-pod counts).
+    placed: Mapping[int, int] = NO_PLACED
     data: dict[str, Any] = field(default_factory=dict)
+
+    def positions(self) -> dict[int, int]:
+        """Node index -> its position in ``nodes`` (built once per phase)."""
+        found: dict[int, int] | None = self.data.get("positions")
+        if found is None:
+            found = self.data["positions"] = dict(zip(self.nodes, range(len(self.nodes)), strict=True))
+        return found
 
 
 class ScorePlugin:
@@ -80,8 +94,12 @@ def default_normalize(scores: list[int], reverse: bool) -> list[int]:
     top = max(scores, default=0)
     if top <= 0:
         return [MAX_NODE_SCORE] * len(scores) if reverse else list(scores)
-    out = [MAX_NODE_SCORE * s // top for s in scores]  # scores >= 0: // is Go's /
-    return [MAX_NODE_SCORE - s for s in out] if reverse else out
+    # Scores take few distinct values: each is mapped once (scores >= 0: // is Go's /).
+    if reverse:
+        mapped = {s: MAX_NODE_SCORE - MAX_NODE_SCORE * s // top for s in set(scores)}
+    else:
+        mapped = {s: MAX_NODE_SCORE * s // top for s in set(scores)}
+    return [mapped[s] for s in scores]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,15 +142,15 @@ def run_score_plugins(plugins: Sequence[tuple[ScorePlugin, int]], st: ScoreState
     totals = [0] * len(st.nodes)
     for plugin, weight in active:
         scores = plugin.normalize(st, plugin.score(st))
-        for s in scores:
-            if s > MAX_NODE_SCORE or s < 0:
-                raise ScoreError(
-                    plugin.name,
-                    f"returns an invalid score {s}, it should in the range of [0, {MAX_NODE_SCORE}] "
-                    "after normalizing",
-                )
-        for k, s in enumerate(scores):
-            totals[k] += s * weight
+        if scores and (max(scores) > MAX_NODE_SCORE or min(scores) < 0):
+            s = next(s for s in scores if s > MAX_NODE_SCORE or s < 0)
+            raise ScoreError(
+                plugin.name,
+                f"returns an invalid score {s}, it should in the range of [0, {MAX_NODE_SCORE}] "
+                "after normalizing",
+            )
+        weighted = scores if weight == 1 else map(operator.mul, scores, repeat(weight))
+        totals = list(map(operator.add, totals, weighted))
         names.append(plugin.name)
         weights.append(weight)
         all_scores.append(tuple(scores))
