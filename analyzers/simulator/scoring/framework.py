@@ -60,7 +60,7 @@ class ScoreState:
     namespace_labels: Mapping[str, str] = EMPTY_MAP
     # Copies of ``pod`` already bound by a placement, per node index (each counts as
     # a pod on that node: requests, spread and inter-pod counts).
-    placed: Mapping[int, int] = NO_PLACED
+    placed: Mapping[int, int] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
 
     def positions(self) -> dict[int, int]:
