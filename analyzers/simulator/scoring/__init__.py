@@ -59,9 +59,24 @@ def score_pod(
     snapshot's node table). ``placed``: copies of ``pod`` already bound, per node
     index, counted as pods of those nodes (placement's later replicas). Raises
     :class:`ScoreError` on a plugin's Error."""
+    return run_score_plugins(profile_plugins(profile), score_state(snapshot, pod, nodes, profile, placed))
+
+
+def profile_plugins(profile: Profile) -> list[tuple[ScorePlugin, int]]:
+    """The profile's score plugins (those modelled), with their weights, in its order."""
+    return [(SCORE_PLUGINS[name], w) for name, w in profile.score_plugins if name in SCORE_PLUGINS]
+
+
+def score_state(
+    snapshot: ClusterSnapshot,
+    pod: Pod,
+    nodes: Sequence[int],
+    profile: Profile,
+    placed: Mapping[int, int] | None = None,
+) -> ScoreState:
     table = node_table(snapshot)
     ns = snapshot.namespaces.get(pod.namespace)
-    st = ScoreState(
+    return ScoreState(
         snapshot=snapshot,
         table=table,
         pod=pod,
@@ -70,8 +85,6 @@ def score_pod(
         namespace_labels=ns.labels if ns is not None else EMPTY_MAP,
         placed=placed or {},
     )
-    plugins = [(SCORE_PLUGINS[name], w) for name, w in profile.score_plugins if name in SCORE_PLUGINS]
-    return run_score_plugins(plugins, st)
 
 
 __all__ = [

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState, go_div
+from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, PLACED_NODE, ScorePlugin, ScoreState, go_div
 from analyzers.simulator.scoring.profile import BALANCED_ALLOCATION
 from analyzers.simulator.scoring.resource_allocation import columns, pod_request
 
@@ -35,6 +35,7 @@ def balanced_score(fractions: list[float]) -> int:
 
 class NodeResourcesBalancedAllocation(ScorePlugin):
     name = BALANCED_ALLOCATION
+    placed = PLACED_NODE
 
     def prescore(self, st: ScoreState) -> bool:
         return any(pod_request(st.pod, r.name, True) != 0 for r in st.profile.balanced_resources)

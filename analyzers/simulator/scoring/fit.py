@@ -17,7 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState, go_div, go_round
+from analyzers.simulator.scoring.framework import (
+    MAX_NODE_SCORE,
+    PLACED_NODE,
+    ScorePlugin,
+    ScoreState,
+    go_div,
+    go_round,
+)
 from analyzers.simulator.scoring.profile import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
@@ -43,6 +50,7 @@ def broken_linear(shape: tuple[tuple[int, int], ...], p: int) -> int:
 
 class NodeResourcesFit(ScorePlugin):
     name = NODE_RESOURCES_FIT
+    placed = PLACED_NODE
 
     def score(self, st: ScoreState) -> list[int]:
         profile = st.profile

@@ -71,10 +71,21 @@ class ScoreState:
         return found
 
 
+# What a plugin's scores depend on among the copies of the pod a placement bound
+# (ScoreState.placed): nothing; only a node's own copies (its raw score, with no
+# NormalizeScore); or any copy anywhere (domains, normalization).
+PLACED_NONE = "none"
+PLACED_NODE = "node"
+PLACED_ANY = "any"
+
+
 class ScorePlugin:
-    """Base of the score plugins; ``name`` is kube-scheduler's plugin name."""
+    """Base of the score plugins; ``name`` is kube-scheduler's plugin name;
+    ``placed`` what its PreScore, Score and NormalizeScore read of
+    ``ScoreState.placed`` (:func:`placed_totals`)."""
 
     name = ""
+    placed = PLACED_ANY
 
     def prescore(self, st: ScoreState) -> bool:
         """PreScore: False means Skip (the plugin gives no score for this pod)."""
@@ -141,14 +152,7 @@ def run_score_plugins(plugins: Sequence[tuple[ScorePlugin, int]], st: ScoreState
             skipped.append(plugin.name)
     totals = [0] * len(st.nodes)
     for plugin, weight in active:
-        scores = plugin.normalize(st, plugin.score(st))
-        if scores and (max(scores) > MAX_NODE_SCORE or min(scores) < 0):
-            s = next(s for s in scores if s > MAX_NODE_SCORE or s < 0)
-            raise ScoreError(
-                plugin.name,
-                f"returns an invalid score {s}, it should in the range of [0, {MAX_NODE_SCORE}] "
-                "after normalizing",
-            )
+        scores = _checked(plugin, plugin.normalize(st, plugin.score(st)))
         weighted = scores if weight == 1 else map(operator.mul, scores, repeat(weight))
         totals = list(map(operator.add, totals, weighted))
         names.append(plugin.name)
@@ -162,6 +166,93 @@ def run_score_plugins(plugins: Sequence[tuple[ScorePlugin, int]], st: ScoreState
         totals=tuple(totals),
         skipped=tuple(skipped),
     )
+
+
+def _checked(plugin: ScorePlugin, scores: list[int]) -> list[int]:
+    """normalizeScores' range check: a score outside [0, 100] is the plugin's Error."""
+    if scores and (max(scores) > MAX_NODE_SCORE or min(scores) < 0):
+        s = next(s for s in scores if s > MAX_NODE_SCORE or s < 0)
+        raise ScoreError(
+            plugin.name,
+            f"returns an invalid score {s}, it should in the range of [0, {MAX_NODE_SCORE}] after normalizing",
+        )
+    return scores
+
+
+class PlacedCache:
+    """The part of a Score phase that copies placed on other nodes leave alone,
+    kept across the states of one placement while the scored nodes are the same
+    list: the weighted sum of the PLACED_NONE and PLACED_NODE plugins' scores
+    without copies, and the PLACED_NODE plugins' raw scores to patch."""
+
+    __slots__ = ("node_plugins", "nodes", "positions", "static_total")
+
+    def __init__(self) -> None:
+        self.nodes: Sequence[int] | None = None
+        self.static_total: list[int] = []
+        self.node_plugins: list[tuple[ScorePlugin, int, list[int]]] = []
+        self.positions: dict[int, int] = {}
+
+
+def placed_totals(
+    plugins: Sequence[tuple[ScorePlugin, int]], st: ScoreState, cache: PlacedCache
+) -> list[int]:
+    """The weighted totals :func:`run_score_plugins` gives ``st`` (copies placed on
+    ``st.placed``), from ``cache`` where the copies change nothing: a PLACED_NONE
+    plugin's column is reused, a PLACED_NODE plugin's is patched on the nodes
+    holding copies, a PLACED_ANY plugin runs whole. (A plugin's Error is raised
+    when the column is computed, which may be before another plugin's.)"""
+    if cache.nodes is None or (cache.nodes is not st.nodes and cache.nodes != st.nodes):
+        cache.nodes = st.nodes
+        cache.positions = st.positions()
+        base = ScoreState(
+            snapshot=st.snapshot,
+            table=st.table,
+            pod=st.pod,
+            profile=st.profile,
+            nodes=st.nodes,
+            namespace_labels=st.namespace_labels,
+            data={"positions": cache.positions},
+        )
+        total = [0] * len(st.nodes)
+        cache.node_plugins = []
+        for plugin, weight in plugins:
+            if plugin.placed == PLACED_ANY or not plugin.prescore(base):
+                continue
+            raw = plugin.score(base)
+            scores = _checked(plugin, plugin.normalize(base, raw))
+            weighted = scores if weight == 1 else map(operator.mul, scores, repeat(weight))
+            total = list(map(operator.add, total, weighted))
+            if plugin.placed == PLACED_NODE:
+                cache.node_plugins.append((plugin, weight, raw))
+        cache.static_total = total
+    st.data["positions"] = cache.positions
+    totals = cache.static_total
+    for plugin, weight in plugins:
+        if plugin.placed != PLACED_ANY or not plugin.prescore(st):
+            continue
+        scores = _checked(plugin, plugin.normalize(st, plugin.score(st)))
+        weighted = scores if weight == 1 else map(operator.mul, scores, repeat(weight))
+        totals = list(map(operator.add, totals, weighted))
+    at = [(k, i) for i in st.placed if (k := cache.positions.get(i)) is not None]
+    if at and cache.node_plugins:
+        if totals is cache.static_total:
+            totals = list(totals)
+        sub = ScoreState(
+            snapshot=st.snapshot,
+            table=st.table,
+            pod=st.pod,
+            profile=st.profile,
+            nodes=[i for _, i in at],
+            namespace_labels=st.namespace_labels,
+            placed=st.placed,
+        )
+        for plugin, weight, raw in cache.node_plugins:
+            plugin.prescore(sub)
+            patched = _checked(plugin, plugin.normalize(sub, plugin.score(sub)))
+            for (k, _), s in zip(at, patched, strict=True):
+                totals[k] += weight * (s - raw[k])
+    return totals
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:

@@ -9,7 +9,7 @@ also count, are not modelled.)
 from __future__ import annotations
 
 from analyzers.simulator.nodeinfo import NodeTable
-from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState
+from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, PLACED_NONE, ScorePlugin, ScoreState
 from analyzers.simulator.scoring.profile import IMAGE_LOCALITY
 
 MB = 1024 * 1024
@@ -45,6 +45,7 @@ def calculate_priority(sum_scores: int, image_count: int) -> int:
 
 class ImageLocality(ScorePlugin):
     name = IMAGE_LOCALITY
+    placed = PLACED_NONE
 
     def score(self, st: ScoreState) -> list[int]:
         table = st.table

@@ -30,8 +30,13 @@ from analyzers.simulator.engine import nominated_pods, simulate
 from analyzers.simulator.nodeinfo import bits, host_port_triples, node_table
 from analyzers.simulator.resources import checked_requests
 from analyzers.simulator.results import PodVerdict
-from analyzers.simulator.scoring import score_pod
-from analyzers.simulator.scoring.framework import PhaseResult, num_feasible_nodes_to_find
+from analyzers.simulator.scoring import profile_plugins, score_pod, score_state
+from analyzers.simulator.scoring.framework import (
+    PhaseResult,
+    PlacedCache,
+    num_feasible_nodes_to_find,
+    placed_totals,
+)
 from analyzers.simulator.scoring.profile import DEFAULT_PROFILE, Profile
 from analyzers.snapshot import ClusterSnapshot
 
@@ -208,6 +213,8 @@ class Placer:
         self.check_resources = C.NODE_RESOURCES_FIT not in disabled
         self.check_ports = C.NODE_PORTS_PLUGIN not in disabled and bool(host_port_triples(pod))
         self.requests = checked_requests(self.unbound)
+        self.plugins = profile_plugins(profile)
+        self.cache = PlacedCache()
 
     def top(self, chosen: tuple[str, ...]) -> tuple[str, ...]:
         """The nodes sharing the best total once copies are bound to ``chosen``."""
@@ -226,8 +233,18 @@ class Placer:
         feasible = [i for i in self.feasible if i not in dropped] if dropped else self.feasible
         if not feasible:
             return ()
-        phase = score_pod(self.snapshot, self.unbound, feasible, self.profile, placed=placed)
-        return tuple(self.table.names[i] for i in phase.top())
+        st = score_state(self.snapshot, self.unbound, feasible, self.profile, placed)
+        totals = placed_totals(self.plugins, st, self.cache)
+        best = max(totals)
+        names = self.table.names
+        top = []
+        k = totals.index(best)
+        while True:
+            top.append(names[feasible[k]])
+            try:
+                k = totals.index(best, k + 1)
+            except ValueError:
+                return tuple(top)
 
     def fits(self, i: int, copies: int) -> bool:
         """Whether node ``i`` (feasible for the pod) still passes the filters a bound
@@ -349,6 +366,11 @@ def _sampled(placer: Placer, replicas: int, seed: int) -> tuple[dict[str, float]
             if k < replicas:
                 chosen = _grown(chosen, node)
         runs.append(counts)
+    return estimate(runs)
+
+
+def estimate(runs: list[dict[str, int]]) -> tuple[dict[str, float], bool, dict[str, float]]:
+    """The mean replicas per node over seeded ``runs``, not exact, and its standard errors."""
     names = sorted({n for r in runs for n in r})
     dist: dict[str, float] = {}
     err: dict[str, float] = {}

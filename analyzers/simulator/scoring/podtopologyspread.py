@@ -17,7 +17,9 @@ nodes (all 100 when max is 0).
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Mapping, Sequence
 
 from analyzers.records import LabelSelector, Pod, TopologySpreadConstraint
 from analyzers.simulator.basic import first_untolerated
@@ -46,7 +48,7 @@ def default_selector(snapshot: ClusterSnapshot, pod: Pod) -> LabelSelector | Non
 
 
 class _Soft:
-    __slots__ = ("key", "max_skew", "per_node", "policy_affinity", "policy_taints", "selector")
+    __slots__ = ("base", "key", "max_skew", "per_node", "policy_affinity", "policy_taints", "selector")
 
     def __init__(self, c: TopologySpreadConstraint, selector: LabelSelector | None) -> None:
         self.key = c.topology_key
@@ -54,7 +56,8 @@ class _Soft:
         self.selector = selector
         self.policy_affinity = c.node_affinity_policy == "Honor"
         self.policy_taints = c.node_taints_policy == "Honor"
-        self.per_node: dict[int, int] = {}
+        self.per_node: dict[int, int] = {}  # matching pods per node, placed copies included
+        self.base: dict[int, int] = {}  # the same without the copies (the table's memo)
 
 
 def label_classes(table: NodeTable, keys: tuple[str, ...]) -> tuple[list[int], list[tuple[str | None, ...]]]:
@@ -75,17 +78,55 @@ def label_classes(table: NodeTable, keys: tuple[str, ...]) -> tuple[list[int], l
     return found
 
 
-def _counts_with_placed(st: ScoreState, selector: LabelSelector | None) -> dict[int, int]:
-    """Matching pods per node, the placed copies of the pod included when they match."""
-    pod = st.pod
-    if selector is None:
+def _counted_copies(st: ScoreState, selector: LabelSelector | None) -> Mapping[int, int]:
+    """The placed copies of the pod that ``selector`` counts (per node)."""
+    if not st.placed or selector is None or selector.is_empty or not selector.matches(st.pod.labels):
         return {}
-    counts = matching_pods_per_node(st.table, pod.namespace, selector)
-    if st.placed and not selector.is_empty and selector.matches(pod.labels):
-        counts = dict(counts)
-        for i, copies in st.placed.items():
-            counts[i] = counts.get(i, 0) + copies
-    return counts
+    return st.placed
+
+
+def _class_sums(table: NodeTable, counts: dict[int, int], column: list[int]) -> dict[int, int]:
+    """``counts`` (a memoised per-node count) summed per node class, once per table."""
+    key = ("scoring.spread.class_sums", id(counts), id(column))
+    found: tuple[dict[int, int], list[int], dict[int, int]] | None = table.memo.get(key)
+    if found is None or found[0] is not counts or found[1] is not column:
+        sums: dict[int, int] = {}
+        for i, n in counts.items():
+            k = column[i]
+            sums[k] = sums.get(k, 0) + n
+        found = table.memo[key] = (counts, column, sums)
+    return found[2]
+
+
+def _own_keys(
+    table: NodeTable, prep: _Prepared, hostname: list[int]
+) -> tuple[list[int], list[tuple[int, tuple[int, ...]]]]:
+    """Every node's (class, own matching pods per constraint) pair as an index into
+    the list of distinct pairs -- without placed copies, once per table: a node's
+    score is a function of its pair."""
+    bases = tuple(prep.soft[j].base for j in hostname)
+    key = ("scoring.spread.own_keys", id(prep.column), tuple(id(b) for b in bases))
+    found = table.memo.get(key)
+    if (
+        found is None
+        or found[0] is not prep.column
+        or any(a is not b for a, b in zip(found[1], bases, strict=True))
+    ):
+        width = len(prep.soft)
+        zero = (0,) * width
+        ids: dict[tuple[int, tuple[int, ...]], int] = {}
+        per_class = [ids.setdefault((k, zero), len(ids)) for k in range(len(prep.classes))]
+        column = prep.column
+        key_column = [per_class[k] for k in column]
+        holders: set[int] = set()
+        for b in bases:
+            holders.update(i for i, n in b.items() if n)
+        for i in holders:
+            own = tuple(prep.soft[j].base.get(i, 0) if j in hostname else 0 for j in range(width))
+            key_column[i] = ids.setdefault((column[i], own), len(ids))
+        found = table.memo[key] = (prep.column, bases, key_column, list(ids))
+    pairs: tuple[list[int], list[tuple[int, tuple[int, ...]]]] = (found[2], found[3])
+    return pairs
 
 
 class _Prepared:
@@ -168,11 +209,31 @@ class PodTopologySpread(ScorePlugin):
         if spec.required_node_affinity is not None:
             affinity &= table.selector_mask(spec.required_node_affinity)
         for j, c in enumerate(soft):
-            counts = _counts_with_placed(st, c.selector)
+            base = matching_pods_per_node(table, pod.namespace, c.selector) if c.selector is not None else {}
+            copies = _counted_copies(st, c.selector)
+            counts = base
+            if copies:
+                counts = dict(base)
+                for i, n in copies.items():
+                    counts[i] = counts.get(i, 0) + n
+            c.base = base
             c.per_node = counts
             if c.key == HOSTNAME:
                 continue
             dom = domains[j]
+            if (not c.policy_affinity or affinity == table.all_mask) and not c.policy_taints:
+                # No per-node policy: a node's domain and eligibility follow from its class.
+                by_class = _class_sums(table, base, column)
+                for k, n in itertools.chain(by_class.items(), ((column[i], n) for i, n in copies.items())):
+                    values = classes[k]
+                    if require_all and None in values:
+                        continue
+                    value = values[j]
+                    if value is None:
+                        value = ""
+                    if value in dom:
+                        dom[value] += n
+                continue
             for i, n in counts.items():
                 node_labels = labels[i]
                 if require_all and not all(s.key in node_labels for s in soft):
@@ -195,7 +256,7 @@ class PodTopologySpread(ScorePlugin):
         soft, domains, weights = prep.soft, prep.domains, prep.weights
         hostname = [j for j, c in enumerate(soft) if c.key == HOSTNAME]
 
-        def total(values: tuple[str | None, ...], own: list[int]) -> int:
+        def total(values: tuple[str | None, ...], own: Sequence[int]) -> int:
             acc = 0.0
             for j, c in enumerate(soft):
                 value = values[j]
@@ -205,23 +266,18 @@ class PodTopologySpread(ScorePlugin):
                 acc += float(cnt) * weights[j] + float(c.max_skew - 1)
             return go_round(acc)
 
-        ignored = prep.ignored
-        column, classes = prep.column, prep.classes
-        none = [0] * len(soft)
-        by_class = [0] * len(classes)  # ignored classes score 0
-        for k in prep.present:
-            by_class[k] = total(classes[k], none)
-        out = [by_class[column[i]] for i in st.nodes]
-        holders: set[int] = set()
-        for j in hostname:
-            holders.update(i for i, n in soft[j].per_node.items() if n)
-        if holders:
+        column, classes, present = prep.column, prep.classes, prep.present
+        key_column, pairs = _own_keys(st.table, prep, hostname)
+        # Ignored nodes (classes not present) score 0.
+        by_pair = [total(classes[k], own) if k in present else 0 for k, own in pairs]
+        out = [by_pair[key_column[i]] for i in st.nodes]
+        if st.placed and hostname:
             at = st.positions()
-            for i in holders:
+            for i in st.placed:
                 where = at.get(i)
-                if where is None or i in ignored:
+                if where is None or column[i] not in present:
                     continue
-                own = [soft[j].per_node.get(i, 0) if j in hostname else 0 for j in range(len(soft))]
+                own = tuple(soft[j].per_node.get(i, 0) if j in hostname else 0 for j in range(len(soft)))
                 out[where] = total(classes[column[i]], own)
         return out
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from analyzers.records import Taint
 from analyzers.simulator.basic import tolerates
 from analyzers.simulator.nodeinfo import NodeTable
-from analyzers.simulator.scoring.framework import ScorePlugin, ScoreState, default_normalize
+from analyzers.simulator.scoring.framework import PLACED_NONE, ScorePlugin, ScoreState, default_normalize
 from analyzers.simulator.scoring.profile import TAINT_TOLERATION
 
 
@@ -28,6 +28,7 @@ def taint_classes(table: NodeTable) -> tuple[list[int], list[tuple[Taint, ...]]]
 
 class TaintToleration(ScorePlugin):
     name = TAINT_TOLERATION
+    placed = PLACED_NONE
 
     def score(self, st: ScoreState) -> list[int]:
         tolerations = [t for t in st.pod.spec.tolerations if t.effect in ("", "PreferNoSchedule")]
