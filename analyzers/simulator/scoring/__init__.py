@@ -10,7 +10,7 @@ one or more replicas (:mod:`analyzers.simulator.scoring.placement`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from analyzers.records import EMPTY_MAP, Pod
 from analyzers.simulator.nodeinfo import node_table
@@ -48,22 +48,43 @@ SCORE_PLUGINS: dict[str, ScorePlugin] = {
 
 
 def score_pod(
-    snapshot: ClusterSnapshot, pod: Pod, nodes: Sequence[int], profile: Profile = DEFAULT_PROFILE
+    snapshot: ClusterSnapshot,
+    pod: Pod,
+    nodes: Sequence[int],
+    profile: Profile = DEFAULT_PROFILE,
+    *,
+    placed: Mapping[int, int] | None = None,
 ) -> PhaseResult:
     """The Score phase of ``pod`` over the feasible ``nodes`` (indices of the
-    snapshot's node table). Raises :class:`ScoreError` on a plugin's Error."""
+    snapshot's node table). ``placed``: copies of ``pod`` already bound, per node
+    index, counted as pods of those nodes (placement's later replicas). Raises
+    :class:`ScoreError` on a plugin's Error."""
+    return run_score_plugins(profile_plugins(profile), score_state(snapshot, pod, nodes, profile, placed))
+
+
+def profile_plugins(profile: Profile) -> list[tuple[ScorePlugin, int]]:
+    """The profile's score plugins (those modelled), with their weights, in its order."""
+    return [(SCORE_PLUGINS[name], w) for name, w in profile.score_plugins if name in SCORE_PLUGINS]
+
+
+def score_state(
+    snapshot: ClusterSnapshot,
+    pod: Pod,
+    nodes: Sequence[int],
+    profile: Profile,
+    placed: Mapping[int, int] | None = None,
+) -> ScoreState:
     table = node_table(snapshot)
     ns = snapshot.namespaces.get(pod.namespace)
-    st = ScoreState(
+    return ScoreState(
         snapshot=snapshot,
         table=table,
         pod=pod,
         profile=profile,
         nodes=list(nodes),
         namespace_labels=ns.labels if ns is not None else EMPTY_MAP,
+        placed=placed or {},
     )
-    plugins = [(SCORE_PLUGINS[name], w) for name, w in profile.score_plugins if name in SCORE_PLUGINS]
-    return run_score_plugins(plugins, st)
 
 
 __all__ = [

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState, go_div
+from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, PLACED_NODE, ScorePlugin, ScoreState, go_div
 from analyzers.simulator.scoring.profile import BALANCED_ALLOCATION
 from analyzers.simulator.scoring.resource_allocation import columns, pod_request
 
@@ -35,16 +35,21 @@ def balanced_score(fractions: list[float]) -> int:
 
 class NodeResourcesBalancedAllocation(ScorePlugin):
     name = BALANCED_ALLOCATION
+    placed = PLACED_NODE
 
     def prescore(self, st: ScoreState) -> bool:
         return any(pod_request(st.pod, r.name, True) != 0 for r in st.profile.balanced_resources)
 
     def score(self, st: ScoreState) -> list[int]:
-        cols = columns(st.snapshot, st.table, st.pod, st.profile.balanced_resources, use_requested=True)
+        resources = st.profile.balanced_resources
+        cols = columns(st.snapshot, st.table, st.pod, resources, use_requested=True, placed=st.placed)
         out = []
         half = MAX_NODE_SCORE // 2
         if len(cols) == 2:
-            return self._two(st, cols)
+            base = (
+                columns(st.snapshot, st.table, st.pod, resources, use_requested=True) if st.placed else cols
+            )
+            return self._two(st, cols, base)
         for i in st.nodes:
             with_pod: list[float] = []
             without: list[float] = []
@@ -60,21 +65,53 @@ class NodeResourcesBalancedAllocation(ScorePlugin):
         return out
 
     @staticmethod
-    def _two(st: ScoreState, cols: list[tuple[int, int, list[int], list[int]]]) -> list[int]:
+    def _two(
+        st: ScoreState,
+        cols: list[tuple[int, int, list[int], list[int]]],
+        base: list[tuple[int, int, list[int], list[int]]],
+    ) -> list[int]:
         """The same arithmetic for the usual two resources, without per-node lists:
-        std = |f1 - f2| / 2 with both fractions present, 0 with one, none: 100."""
+        std = |f1 - f2| / 2 with both fractions present, 0 with one, none: 100.
+        The node's own balance (without the pod) is a column of the snapshot
+        (``base``: the columns without placed copies), recomputed on placed nodes."""
         (r0, _, u0, a0), (r1, _, u1, a1) = cols
+        without_col = _without_column(st, base)
+        if st.placed:
+            without_col = list(without_col)
+            for i in st.placed:
+                without_col[i] = _balance(u0[i], u1[i], a0[i], a1[i])
         out = []
         for i in st.nodes:
             x, y = a0[i], a1[i]
             if x and y:
                 f0, f1 = (u0[i] + r0) / x, (u1[i] + r1) / y
-                g0, g1 = u0[i] / x, u1[i] / y
-                f0, f1, g0, g1 = min(f0, 1.0), min(f1, 1.0), min(g0, 1.0), min(g1, 1.0)
-                with_pod = int((1 - abs((f0 - f1) / 2)) * 100.0)
-                without = int((1 - abs((g0 - g1) / 2)) * 100.0)
+                f0 = 1.0 if f0 > 1 else f0
+                f1 = 1.0 if f1 > 1 else f1
+                d = 50 + int((1 - abs((f0 - f1) / 2)) * 100.0) - without_col[i]
             else:
-                with_pod = without = 100
-            d = 50 + with_pod - without
+                d = 50
             out.append(50 + (d // 2 if d >= 0 else -((-d) // 2)))
         return out
+
+
+def _balance(u0: int, u1: int, x: int, y: int) -> int:
+    """balanced(f) of a node's own requests (u0, u1) over allocatable (x, y)."""
+    if not (x and y):
+        return 100
+    g0, g1 = u0 / x, u1 / y
+    g0 = 1.0 if g0 > 1 else g0
+    g1 = 1.0 if g1 > 1 else g1
+    return int((1 - abs((g0 - g1) / 2)) * 100.0)
+
+
+def _without_column(st: ScoreState, base: list[tuple[int, int, list[int], list[int]]]) -> list[int]:
+    """Every node's balance without the pod, once per node table and resource pair
+    (the columns are the table's own lists, so their identity keys the memo)."""
+    (_, _, u0, a0), (_, _, u1, a1) = base
+    key = ("scoring.balanced.without", id(u0), id(a0), id(u1), id(a1))
+    found = st.table.memo.get(key)
+    if found is None or found[0] is not u0 or found[1] is not u1 or found[2] is not a0 or found[3] is not a1:
+        found = (u0, u1, a0, a1, list(map(_balance, u0, u1, a0, a1)))
+        st.table.memo[key] = found
+    column: list[int] = found[4]
+    return column

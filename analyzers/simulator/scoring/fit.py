@@ -17,7 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState, go_div, go_round
+from analyzers.simulator.scoring.framework import (
+    MAX_NODE_SCORE,
+    PLACED_NODE,
+    ScorePlugin,
+    ScoreState,
+    go_div,
+    go_round,
+)
 from analyzers.simulator.scoring.profile import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
@@ -43,10 +50,13 @@ def broken_linear(shape: tuple[tuple[int, int], ...], p: int) -> int:
 
 class NodeResourcesFit(ScorePlugin):
     name = NODE_RESOURCES_FIT
+    placed = PLACED_NODE
 
     def score(self, st: ScoreState) -> list[int]:
         profile = st.profile
-        cols = columns(st.snapshot, st.table, st.pod, profile.fit_resources, use_requested=False)
+        cols = columns(
+            st.snapshot, st.table, st.pod, profile.fit_resources, use_requested=False, placed=st.placed
+        )
         strategy = profile.fit_strategy
         shape = tuple((u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in profile.shape)
         if strategy in (LEAST_ALLOCATED, MOST_ALLOCATED):
@@ -82,12 +92,17 @@ class NodeResourcesFit(ScorePlugin):
         return out
 
 
+def _reported(alloc: list[int], nodes: Sequence[int]) -> bool:
+    """Every node of ``nodes`` reports the resource (allocatable > 0)."""
+    return min(alloc, default=1) > 0 or all(alloc[i] for i in nodes)
+
+
 def _allocated(
     nodes: Sequence[int], cols: list[tuple[int, int, list[int], list[int]]], least: bool
 ) -> list[int]:
     """LeastAllocated / MostAllocated with the per-resource arithmetic inlined
     (the same integer steps as the general loop above, per node)."""
-    if len(cols) == 2 and all(a for _, _, _, col in cols for a in (col[i] for i in nodes)):
+    if len(cols) == 2 and all(_reported(col, nodes) for _, _, _, col in cols):
         # The default two resources, both reported by every node: unpacked once.
         (r0, w0, u0, a0), (r1, w1, u1, a1) = cols
         m = MAX_NODE_SCORE

@@ -11,8 +11,11 @@ An Error status (e.g. a preferred node-affinity term that does not parse) is
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from types import MappingProxyType
 from typing import Any
 
 from analyzers.records import EMPTY_MAP, Pod
@@ -20,6 +23,7 @@ from analyzers.simulator.nodeinfo import NodeTable
 from analyzers.simulator.scoring.profile import Profile
 from analyzers.snapshot import ClusterSnapshot
 
+NO_PLACED: Mapping[int, int] = MappingProxyType({})  # no copies placed
 MAX_NODE_SCORE = 100  # k8s.io/kube-scheduler/framework MaxNodeScore
 MIN_FEASIBLE_NODES_TO_FIND = 100  # schedule_one.go minFeasibleNodesToFind
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5  # schedule_one.go minFeasibleNodesPercentageToFind
@@ -54,13 +58,34 @@ class ScoreState:
     profile: Profile
     nodes: Sequence[int]  # the feasible nodes being scored, by table index
     namespace_labels: Mapping[str, str] = EMPTY_MAP
+    # Copies of ``pod`` already bound by a placement, per node index (each counts as
+    # a pod on that node: requests, spread and inter-pod counts).
+    placed: Mapping[int, int] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
+
+    def positions(self) -> dict[int, int]:
+        """Node index -> its position in ``nodes`` (built once per phase)."""
+        found: dict[int, int] | None = self.data.get("positions")
+        if found is None:
+            found = self.data["positions"] = dict(zip(self.nodes, range(len(self.nodes)), strict=True))
+        return found
+
+
+# What a plugin's scores depend on among the copies of the pod a placement bound
+# (ScoreState.placed): nothing; only a node's own copies (its raw score, with no
+# NormalizeScore); or any copy anywhere (domains, normalization).
+PLACED_NONE = "none"
+PLACED_NODE = "node"
+PLACED_ANY = "any"
 
 
 class ScorePlugin:
-    """Base of the score plugins; ``name`` is kube-scheduler's plugin name."""
+    """Base of the score plugins; ``name`` is kube-scheduler's plugin name;
+    ``placed`` what its PreScore, Score and NormalizeScore read of
+    ``ScoreState.placed`` (:func:`placed_totals`)."""
 
     name = ""
+    placed = PLACED_ANY
 
     def prescore(self, st: ScoreState) -> bool:
         """PreScore: False means Skip (the plugin gives no score for this pod)."""
@@ -80,8 +105,12 @@ def default_normalize(scores: list[int], reverse: bool) -> list[int]:
     top = max(scores, default=0)
     if top <= 0:
         return [MAX_NODE_SCORE] * len(scores) if reverse else list(scores)
-    out = [MAX_NODE_SCORE * s // top for s in scores]  # scores >= 0: // is Go's /
-    return [MAX_NODE_SCORE - s for s in out] if reverse else out
+    # Scores take few distinct values: each is mapped once (scores >= 0: // is Go's /).
+    if reverse:
+        mapped = {s: MAX_NODE_SCORE - MAX_NODE_SCORE * s // top for s in set(scores)}
+    else:
+        mapped = {s: MAX_NODE_SCORE * s // top for s in set(scores)}
+    return [mapped[s] for s in scores]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,16 +152,9 @@ def run_score_plugins(plugins: Sequence[tuple[ScorePlugin, int]], st: ScoreState
             skipped.append(plugin.name)
     totals = [0] * len(st.nodes)
     for plugin, weight in active:
-        scores = plugin.normalize(st, plugin.score(st))
-        for s in scores:
-            if s > MAX_NODE_SCORE or s < 0:
-                raise ScoreError(
-                    plugin.name,
-                    f"returns an invalid score {s}, it should in the range of [0, {MAX_NODE_SCORE}] "
-                    "after normalizing",
-                )
-        for k, s in enumerate(scores):
-            totals[k] += s * weight
+        scores = _checked(plugin, plugin.normalize(st, plugin.score(st)))
+        weighted = scores if weight == 1 else map(operator.mul, scores, repeat(weight))
+        totals = list(map(operator.add, totals, weighted))
         names.append(plugin.name)
         weights.append(weight)
         all_scores.append(tuple(scores))
@@ -144,6 +166,93 @@ def run_score_plugins(plugins: Sequence[tuple[ScorePlugin, int]], st: ScoreState
         totals=tuple(totals),
         skipped=tuple(skipped),
     )
+
+
+def _checked(plugin: ScorePlugin, scores: list[int]) -> list[int]:
+    """normalizeScores' range check: a score outside [0, 100] is the plugin's Error."""
+    if scores and (max(scores) > MAX_NODE_SCORE or min(scores) < 0):
+        s = next(s for s in scores if s > MAX_NODE_SCORE or s < 0)
+        raise ScoreError(
+            plugin.name,
+            f"returns an invalid score {s}, it should in the range of [0, {MAX_NODE_SCORE}] after normalizing",
+        )
+    return scores
+
+
+class PlacedCache:
+    """The part of a Score phase that copies placed on other nodes leave alone,
+    kept across the states of one placement while the scored nodes are the same
+    list: the weighted sum of the PLACED_NONE and PLACED_NODE plugins' scores
+    without copies, and the PLACED_NODE plugins' raw scores to patch."""
+
+    __slots__ = ("node_plugins", "nodes", "positions", "static_total")
+
+    def __init__(self) -> None:
+        self.nodes: Sequence[int] | None = None
+        self.static_total: list[int] = []
+        self.node_plugins: list[tuple[ScorePlugin, int, list[int]]] = []
+        self.positions: dict[int, int] = {}
+
+
+def placed_totals(
+    plugins: Sequence[tuple[ScorePlugin, int]], st: ScoreState, cache: PlacedCache
+) -> list[int]:
+    """The weighted totals :func:`run_score_plugins` gives ``st`` (copies placed on
+    ``st.placed``), from ``cache`` where the copies change nothing: a PLACED_NONE
+    plugin's column is reused, a PLACED_NODE plugin's is patched on the nodes
+    holding copies, a PLACED_ANY plugin runs whole. (A plugin's Error is raised
+    when the column is computed, which may be before another plugin's.)"""
+    if cache.nodes is None or (cache.nodes is not st.nodes and cache.nodes != st.nodes):
+        cache.nodes = st.nodes
+        cache.positions = st.positions()
+        base = ScoreState(
+            snapshot=st.snapshot,
+            table=st.table,
+            pod=st.pod,
+            profile=st.profile,
+            nodes=st.nodes,
+            namespace_labels=st.namespace_labels,
+            data={"positions": cache.positions},
+        )
+        total = [0] * len(st.nodes)
+        cache.node_plugins = []
+        for plugin, weight in plugins:
+            if plugin.placed == PLACED_ANY or not plugin.prescore(base):
+                continue
+            raw = plugin.score(base)
+            scores = _checked(plugin, plugin.normalize(base, raw))
+            weighted = scores if weight == 1 else map(operator.mul, scores, repeat(weight))
+            total = list(map(operator.add, total, weighted))
+            if plugin.placed == PLACED_NODE:
+                cache.node_plugins.append((plugin, weight, raw))
+        cache.static_total = total
+    st.data["positions"] = cache.positions
+    totals = cache.static_total
+    for plugin, weight in plugins:
+        if plugin.placed != PLACED_ANY or not plugin.prescore(st):
+            continue
+        scores = _checked(plugin, plugin.normalize(st, plugin.score(st)))
+        weighted = scores if weight == 1 else map(operator.mul, scores, repeat(weight))
+        totals = list(map(operator.add, totals, weighted))
+    at = [(k, i) for i in st.placed if (k := cache.positions.get(i)) is not None]
+    if at and cache.node_plugins:
+        if totals is cache.static_total:
+            totals = list(totals)
+        sub = ScoreState(
+            snapshot=st.snapshot,
+            table=st.table,
+            pod=st.pod,
+            profile=st.profile,
+            nodes=[i for _, i in at],
+            namespace_labels=st.namespace_labels,
+            placed=st.placed,
+        )
+        for plugin, weight, raw in cache.node_plugins:
+            plugin.prescore(sub)
+            patched = _checked(plugin, plugin.normalize(sub, plugin.score(sub)))
+            for (k, _), s in zip(at, patched, strict=True):
+                totals[k] += weight * (s - raw[k])
+    return totals
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:

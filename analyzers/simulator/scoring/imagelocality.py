@@ -9,7 +9,7 @@ also count, are not modelled.)
 from __future__ import annotations
 
 from analyzers.simulator.nodeinfo import NodeTable
-from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState
+from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, PLACED_NONE, ScorePlugin, ScoreState
 from analyzers.simulator.scoring.profile import IMAGE_LOCALITY
 
 MB = 1024 * 1024
@@ -45,23 +45,36 @@ def calculate_priority(sum_scores: int, image_count: int) -> int:
 
 class ImageLocality(ScorePlugin):
     name = IMAGE_LOCALITY
+    placed = PLACED_NONE
 
     def score(self, st: ScoreState) -> list[int]:
         table = st.table
         images = st.pod.spec.images
+        count = len(images)
+        if count == 0:
+            return [0] * len(st.nodes)
         states = image_states(table)
         total_nodes = table.size
-        sums = dict.fromkeys(st.nodes, 0)
+        # Nodes holding none of the pod's images all score calculate_priority(0):
+        # only the nodes reporting one of them are summed.
+        sums: dict[int, int] = {}
         for image in images:
             state = states.get(image)
             if state is None:
                 continue
-            size, count, nodes = state
-            scaled = int(float(size) * (float(count) / float(total_nodes)))
+            size, holders, nodes = state
+            scaled = int(float(size) * (float(holders) / float(total_nodes)))
             for i in nodes:
-                if i in sums:
-                    sums[i] += scaled
-        count = len(images)
-        if count == 0:
-            return [0] * len(st.nodes)
-        return [calculate_priority(sums[i], count) for i in st.nodes]
+                sums[i] = sums.get(i, 0) + scaled
+        out = [calculate_priority(0, count)] * len(st.nodes)
+        if sums:
+            at = st.positions()
+            priorities: dict[int, int] = {}
+            for i, total in sums.items():
+                k = at.get(i)
+                if k is not None:
+                    p = priorities.get(total)
+                    if p is None:
+                        p = priorities[total] = calculate_priority(total, count)
+                    out[k] = p
+        return out

@@ -23,7 +23,7 @@ from analyzers.simulator.interpod import IncomingTerm, existing_term_matches
 from analyzers.simulator.nodeinfo import NodeTable
 from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState
 from analyzers.simulator.scoring.profile import INTER_POD_AFFINITY
-from analyzers.simulator.scoring.resource_allocation import aggregates
+from analyzers.simulator.scoring.resource_allocation import aggregates, has_affinity
 from analyzers.snapshot import ClusterSnapshot
 
 Scores = dict[str, dict[str, int]]
@@ -120,10 +120,20 @@ class InterPodAffinity(ScorePlugin):
                                     continue
                                 touched = True
                                 _add(scores, term.topology_key, value, sign * w * n)
+                    # Copies of the pod already placed are existing pods too.
+                    if st.placed and term.matches(pod.namespace, pod.labels):
+                        for i, n in st.placed.items():
+                            value = labels[i].get(term.topology_key)
+                            if value is not None:
+                                touched = True
+                                _add(scores, term.topology_key, value, sign * w * n)
         # Existing pods' terms against the incoming pod.
         hard = profile.hard_pod_affinity_weight
         ns_labels = st.namespace_labels
-        for other, per_node in affinity_groups(st.snapshot, table):
+        existing = affinity_groups(st.snapshot, table)
+        if st.placed and has_affinity(pod):
+            existing = [*existing, (pod, dict(st.placed))]
+        for other, per_node in existing:
             found = _matching_terms(other, pod, hard, ns_labels)
             if not found:
                 continue

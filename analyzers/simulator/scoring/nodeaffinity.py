@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from analyzers.records import NodeSelectorTerm
-from analyzers.simulator.scoring.framework import ScoreError, ScorePlugin, ScoreState, default_normalize
+from analyzers.simulator.scoring.framework import (
+    PLACED_NONE,
+    ScoreError,
+    ScorePlugin,
+    ScoreState,
+    default_normalize,
+)
 from analyzers.simulator.scoring.profile import NODE_AFFINITY
 from analyzers.simulator.selectors import node_term_matches, node_term_valid
 
@@ -22,6 +28,7 @@ def usable_terms(terms: Sequence[tuple[int, NodeSelectorTerm]]) -> list[tuple[in
 
 class NodeAffinity(ScorePlugin):
     name = NODE_AFFINITY
+    placed = PLACED_NONE
 
     def prescore(self, st: ScoreState) -> bool:
         own = st.pod.spec.preferred_node_affinity

@@ -24,11 +24,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from analyzers.records import Pod
-from analyzers.simulator.engine import simulate
-from analyzers.simulator.nodeinfo import bits, node_table
+from analyzers.simulator import codes as C
+from analyzers.simulator.dra.plugin import extended_resource_classes
+from analyzers.simulator.engine import nominated_pods, simulate
+from analyzers.simulator.nodeinfo import bits, host_port_triples, node_table
+from analyzers.simulator.resources import checked_requests
 from analyzers.simulator.results import PodVerdict
-from analyzers.simulator.scoring import score_pod
-from analyzers.simulator.scoring.framework import PhaseResult, num_feasible_nodes_to_find
+from analyzers.simulator.scoring import profile_plugins, score_pod, score_state
+from analyzers.simulator.scoring.framework import (
+    PhaseResult,
+    PlacedCache,
+    num_feasible_nodes_to_find,
+    placed_totals,
+)
 from analyzers.simulator.scoring.profile import DEFAULT_PROFILE, Profile
 from analyzers.snapshot import ClusterSnapshot
 
@@ -156,113 +164,213 @@ def place(
     bindings (first node of each tie, in name order), and the expected number of
     replicas per node with ties broken uniformly at random."""
     first = attempt(snapshot, pod, profile, kube_version=kube_version)
-    dist, exact, err, steps = _distribution(snapshot, pod, replicas, profile, kube_version, first, seed)
+    placer = Placer(snapshot, pod, profile, first, kube_version=kube_version)
+    dist, exact, err, steps = _distribution(placer, replicas, seed)
     return Placement(first, tuple(steps), dist, exact, err)
 
 
-def _first_branch(
-    snapshot: ClusterSnapshot,
-    pod: Pod,
-    replicas: int,
-    profile: Profile,
-    kube_version: str | None,
-    first: Step,
-) -> list[tuple[str, ...]]:
+class Placer:
+    """The top set of the next replica after copies of ``pod`` were bound to a
+    multiset of nodes (a state: the sorted tuple of their names), memoised per
+    state, so tie branches and seeded runs that reach the same state share it.
+
+    A copy bound to node b changes what kube-scheduler knows exactly as the
+    framework's AddPod extensions do for an assumed or nominated pod
+    (pkg/scheduler/framework/interface.go PreFilterExtensions.AddPod, v1.37.2):
+    b's requests and pod count (noderesources/fit.go), its host ports
+    (nodeports/node_ports.go), the spread counts of b's domains
+    (podtopologyspread/filtering.go and scoring.go count matching pods per
+    domain) and the inter-pod counts of b's topology values
+    (interpodaffinity/filtering.go updateWithPod, scoring.go). When the pod's
+    own filters reach beyond b -- required pod (anti-)affinity, DoNotSchedule
+    spread, volumes, resource claims, DRA-backed extended resources -- or pods
+    nominated to nodes take part, a state is simulated anew on a snapshot with
+    the copies bound (:func:`bind`). Otherwise (the usual Deployment) the
+    filters are re-checked on the nodes holding copies only, and the Score
+    phase runs over the feasible nodes with the copies counted
+    (``ScoreState.placed``): no snapshot is rebuilt and no other node is filtered again."""
+
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        pod: Pod,
+        profile: Profile,
+        first: Step,
+        *,
+        kube_version: str | None = None,
+    ) -> None:
+        self.snapshot = snapshot
+        self.pod = pod
+        self.unbound = replace(pod, node_name="", phase="Pending", spec=replace(pod.spec, node_name=""))
+        self.profile = profile
+        self.kube_version = kube_version
+        self.table = node_table(snapshot)
+        self.feasible = feasible_nodes(first.verdict, self.table.size)
+        self.local = node_local(snapshot, self.unbound, profile)
+        self.tops: dict[tuple[str, ...], tuple[str, ...]] = {(): first.top}
+        self.snapshots: dict[tuple[str, ...], ClusterSnapshot] = {(): snapshot}
+        disabled = profile.disabled_filters
+        self.check_resources = C.NODE_RESOURCES_FIT not in disabled
+        self.check_ports = C.NODE_PORTS_PLUGIN not in disabled and bool(host_port_triples(pod))
+        self.requests = checked_requests(self.unbound)
+        self.plugins = profile_plugins(profile)
+        self.cache = PlacedCache()
+
+    def top(self, chosen: tuple[str, ...]) -> tuple[str, ...]:
+        """The nodes sharing the best total once copies are bound to ``chosen``."""
+        found = self.tops.get(chosen)
+        if found is None:
+            found = self.tops[chosen] = self._incremental(chosen) if self.local else self._rebuilt(chosen)
+        return found
+
+    def _incremental(self, chosen: tuple[str, ...]) -> tuple[str, ...]:
+        index = self.table.index
+        placed: dict[int, int] = {}
+        for name in chosen:
+            i = index[name]
+            placed[i] = placed.get(i, 0) + 1
+        dropped = {i for i, copies in placed.items() if not self.fits(i, copies)}
+        feasible = [i for i in self.feasible if i not in dropped] if dropped else self.feasible
+        if not feasible:
+            return ()
+        st = score_state(self.snapshot, self.unbound, feasible, self.profile, placed)
+        totals = placed_totals(self.plugins, st, self.cache)
+        best = max(totals)
+        names = self.table.names
+        top = []
+        k = totals.index(best)
+        while True:
+            top.append(names[feasible[k]])
+            try:
+                k = totals.index(best, k + 1)
+            except ValueError:
+                return tuple(top)
+
+    def fits(self, i: int, copies: int) -> bool:
+        """Whether node ``i`` (feasible for the pod) still passes the filters a bound
+        copy can change there, with ``copies`` copies bound to it: fitsRequest
+        (noderesources/fit.go: the pod count, then each request against allocatable
+        minus requested) and NodePorts (a copy holds the pod's own host ports)."""
+        table = self.table
+        if self.check_ports:
+            return False
+        if not self.check_resources:
+            return True
+        if table.pod_count[i] + copies + 1 > table.allowed_pods[i]:
+            return False
+        for r, q in self.requests:
+            alloc = table.allocatable.get(r)
+            used = table.requested[r][i] if r in table.requested else 0
+            if q > (alloc[i] if alloc is not None else 0) - used - copies * q:
+                return False
+        return True
+
+    def _rebuilt(self, chosen: tuple[str, ...]) -> tuple[str, ...]:
+        return attempt(
+            self._snapshot(chosen), self.pod, self.profile, kube_version=self.kube_version, rows=False
+        ).top
+
+    def _snapshot(self, chosen: tuple[str, ...]) -> ClusterSnapshot:
+        """The snapshot with copies bound to ``chosen`` (built from the state less its
+        last node; copy k is named after the number of copies, so names never clash)."""
+        found = self.snapshots.get(chosen)
+        if found is None:
+            found = bind(self._snapshot(chosen[:-1]), self.pod, chosen[-1], len(chosen))
+            self.snapshots[chosen] = found
+        return found
+
+
+def node_local(snapshot: ClusterSnapshot, pod: Pod, profile: Profile) -> bool:
+    """Whether a bound copy of ``pod`` changes no filter verdict of the pod but on
+    the node it is bound to (see :class:`Placer`)."""
+    spec = pod.spec
+    if spec.pod_affinity or spec.pod_anti_affinity or spec.pvc_names or spec.resource_claims:
+        return False
+    constraints = spec.topology_spread or profile.default_constraints()
+    if any(c.when_unsatisfiable != "ScheduleAnyway" for c in constraints):
+        return False
+    if any("/" in r for r in spec.requests) and extended_resource_classes(snapshot):
+        return False
+    return not nominated_pods(snapshot)
+
+
+def _grown(chosen: tuple[str, ...], node: str) -> tuple[str, ...]:
+    return tuple(sorted((*chosen, node)))
+
+
+def _first_branch(placer: Placer, replicas: int) -> list[tuple[str, ...]]:
     """The top set of each replica, always binding the first node of a tie."""
     steps: list[tuple[str, ...]] = []
-    snap, step = snapshot, first
+    chosen: tuple[str, ...] = ()
     for k in range(1, replicas + 1):
-        if not step.top:
+        top = placer.top(chosen)
+        if not top:
             break
-        steps.append(step.top)
+        steps.append(top)
         if k == replicas:
             break
-        snap = bind(snap, pod, step.top[0], k)
-        step = attempt(snap, pod, profile, kube_version=kube_version, rows=False)
+        chosen = _grown(chosen, top[0])
     return steps
 
 
 def _distribution(
-    snapshot: ClusterSnapshot,
-    pod: Pod,
-    replicas: int,
-    profile: Profile,
-    kube_version: str | None,
-    first: Step,
-    seed: int,
+    placer: Placer, replicas: int, seed: int
 ) -> tuple[dict[str, float], bool, dict[str, float], list[tuple[str, ...]]]:
     """The expected distribution, whether exact, its standard errors (estimates
     only) and the first branch's top sets (computed along the way)."""
     steps: list[tuple[str, ...]] = []
     branch: tuple[str, ...] = ()
-    # state: multiset of chosen nodes (sorted tuple) -> (probability, snapshot, next step)
-    states: dict[tuple[str, ...], tuple[float, ClusterSnapshot, Step]] = {(): (1.0, snapshot, first)}
+    # state: multiset of chosen nodes (sorted tuple) -> probability
+    states: dict[tuple[str, ...], float] = {(): 1.0}
     for k in range(1, replicas + 1):
-        on_branch = states.get(branch)
-        if on_branch is not None and on_branch[2].top:
-            steps.append(on_branch[2].top)
-            branch = tuple(sorted((*branch, on_branch[2].top[0])))
-        if k < replicas and sum(max(1, len(st.top)) for _, _, st in states.values()) > MAX_STATES:
+        if branch in states:
+            top = placer.top(branch)
+            if top:
+                steps.append(top)
+                branch = _grown(branch, top[0])
+        if k < replicas and sum(max(1, len(placer.top(c))) for c in states) > MAX_STATES:
             # Too many tie branches to follow exactly: a seeded estimate instead.
-            sampled = _sampled(snapshot, pod, replicas, profile, kube_version, first, seed)
-            return (*sampled, _first_branch(snapshot, pod, replicas, profile, kube_version, first))
-        nxt: dict[tuple[str, ...], tuple[float, ClusterSnapshot, Step | None]] = {}
-        for chosen, (p, snap, step) in states.items():
-            if not step.top:
-                key = chosen
-                old = nxt.get(key)
-                nxt[key] = (p + (old[0] if old else 0.0), snap, step)
+            return (*_sampled(placer, replicas, seed), _first_branch(placer, replicas))
+        nxt: dict[tuple[str, ...], float] = {}
+        for chosen, p in states.items():
+            top = placer.top(chosen)
+            if not top:
+                nxt[chosen] = p + nxt.get(chosen, 0.0)
                 continue
-            share = p / len(step.top)
-            for node in step.top:
-                key = tuple(sorted((*chosen, node)))
-                old = nxt.get(key)
-                if old is not None:
-                    nxt[key] = (old[0] + share, old[1], old[2])
-                else:
-                    nxt[key] = (share, bind(snap, pod, node, k), None)
+            share = p / len(top)
+            for node in top:
+                key = _grown(chosen, node)
+                nxt[key] = nxt.get(key, 0.0) + share
             if len(nxt) > MAX_STATES:
-                sampled = _sampled(snapshot, pod, replicas, profile, kube_version, first, seed)
-                return (*sampled, _first_branch(snapshot, pod, replicas, profile, kube_version, first))
-        states = {}
-        for key, (p, snap, step_or_none) in nxt.items():
-            if step_or_none is None:
-                step_or_none = (
-                    attempt(snap, pod, profile, kube_version=kube_version, rows=False)
-                    if k < replicas
-                    else first
-                )
-            states[key] = (p, snap, step_or_none)
+                return (*_sampled(placer, replicas, seed), _first_branch(placer, replicas))
+        states = nxt
     dist: dict[str, float] = {}
-    for chosen, (p, _, _) in states.items():
+    for chosen, p in states.items():
         for node in chosen:
             dist[node] = dist.get(node, 0.0) + p
     return {n: round(v, 6) for n, v in sorted(dist.items())}, True, {}, steps
 
 
-def _sampled(
-    snapshot: ClusterSnapshot,
-    pod: Pod,
-    replicas: int,
-    profile: Profile,
-    kube_version: str | None,
-    first: Step,
-    seed: int,
-) -> tuple[dict[str, float], bool, dict[str, float]]:
+def _sampled(placer: Placer, replicas: int, seed: int) -> tuple[dict[str, float], bool, dict[str, float]]:
     rng = random.Random(seed)
     runs: list[dict[str, int]] = []
     for _ in range(SAMPLES):
-        snap, step = snapshot, first
+        chosen: tuple[str, ...] = ()
         counts: dict[str, int] = {}
         for k in range(1, replicas + 1):
-            if not step.top:
+            top = placer.top(chosen)
+            if not top:
                 break
-            node = rng.choice(step.top)
+            node = rng.choice(top)
             counts[node] = counts.get(node, 0) + 1
             if k < replicas:
-                snap = bind(snap, pod, node, k)
-                step = attempt(snap, pod, profile, kube_version=kube_version, rows=False)
+                chosen = _grown(chosen, node)
         runs.append(counts)
+    return estimate(runs)
+
+
+def estimate(runs: list[dict[str, int]]) -> tuple[dict[str, float], bool, dict[str, float]]:
+    """The mean replicas per node over seeded ``runs``, not exact, and its standard errors."""
     names = sorted({n for r in runs for n in r})
     dist: dict[str, float] = {}
     err: dict[str, float] = {}

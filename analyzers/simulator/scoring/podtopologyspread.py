@@ -17,11 +17,13 @@ nodes (all 100 when max is 0).
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Mapping, Sequence
 
 from analyzers.records import LabelSelector, Pod, TopologySpreadConstraint
 from analyzers.simulator.basic import first_untolerated
-from analyzers.simulator.nodeinfo import has
+from analyzers.simulator.nodeinfo import NodeTable, has
 from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState, go_round
 from analyzers.simulator.scoring.profile import POD_TOPOLOGY_SPREAD
 from analyzers.simulator.spread import effective_selector, matching_pods_per_node
@@ -46,7 +48,7 @@ def default_selector(snapshot: ClusterSnapshot, pod: Pod) -> LabelSelector | Non
 
 
 class _Soft:
-    __slots__ = ("key", "max_skew", "per_node", "policy_affinity", "policy_taints", "selector")
+    __slots__ = ("base", "key", "max_skew", "per_node", "policy_affinity", "policy_taints", "selector")
 
     def __init__(self, c: TopologySpreadConstraint, selector: LabelSelector | None) -> None:
         self.key = c.topology_key
@@ -54,7 +56,102 @@ class _Soft:
         self.selector = selector
         self.policy_affinity = c.node_affinity_policy == "Honor"
         self.policy_taints = c.node_taints_policy == "Honor"
-        self.per_node: dict[int, int] = {}
+        self.per_node: dict[int, int] = {}  # matching pods per node, placed copies included
+        self.base: dict[int, int] = {}  # the same without the copies (the table's memo)
+
+
+def label_classes(table: NodeTable, keys: tuple[str, ...]) -> tuple[list[int], list[tuple[str | None, ...]]]:
+    """Nodes grouped by their values of ``keys`` (once per node table and keys):
+    each node's class, and each class's values (None: the node lacks the key; the
+    hostname key only says whether the node has it, "" then). Nodes of a class
+    with no matching pod of their own score alike."""
+    memo_key = ("scoring.label_classes", keys)
+    found: tuple[list[int], list[tuple[str | None, ...]]] | None = table.memo.get(memo_key)
+    if found is None:
+        ids: dict[tuple[str | None, ...], int] = {}
+        column = []
+        for labels in table.labels:
+            values = tuple(("" if k in labels else None) if k == HOSTNAME else labels.get(k) for k in keys)
+            column.append(ids.setdefault(values, len(ids)))
+        found = (column, list(ids))
+        table.memo[memo_key] = found
+    return found
+
+
+def _counted_copies(st: ScoreState, selector: LabelSelector | None) -> Mapping[int, int]:
+    """The placed copies of the pod that ``selector`` counts (per node)."""
+    if not st.placed or selector is None or selector.is_empty or not selector.matches(st.pod.labels):
+        return {}
+    return st.placed
+
+
+def _class_sums(table: NodeTable, counts: dict[int, int], column: list[int]) -> dict[int, int]:
+    """``counts`` (a memoised per-node count) summed per node class, once per table."""
+    key = ("scoring.spread.class_sums", id(counts), id(column))
+    found: tuple[dict[int, int], list[int], dict[int, int]] | None = table.memo.get(key)
+    if found is None or found[0] is not counts or found[1] is not column:
+        sums: dict[int, int] = {}
+        for i, n in counts.items():
+            k = column[i]
+            sums[k] = sums.get(k, 0) + n
+        found = table.memo[key] = (counts, column, sums)
+    return found[2]
+
+
+def _own_keys(
+    table: NodeTable, prep: _Prepared, hostname: list[int]
+) -> tuple[list[int], list[tuple[int, tuple[int, ...]]]]:
+    """Every node's (class, own matching pods per constraint) pair as an index into
+    the list of distinct pairs -- without placed copies, once per table: a node's
+    score is a function of its pair."""
+    bases = tuple(prep.soft[j].base for j in hostname)
+    key = ("scoring.spread.own_keys", id(prep.column), tuple(id(b) for b in bases))
+    found = table.memo.get(key)
+    if (
+        found is None
+        or found[0] is not prep.column
+        or any(a is not b for a, b in zip(found[1], bases, strict=True))
+    ):
+        width = len(prep.soft)
+        zero = (0,) * width
+        ids: dict[tuple[int, tuple[int, ...]], int] = {}
+        per_class = [ids.setdefault((k, zero), len(ids)) for k in range(len(prep.classes))]
+        column = prep.column
+        key_column = [per_class[k] for k in column]
+        holders: set[int] = set()
+        for b in bases:
+            holders.update(i for i, n in b.items() if n)
+        for i in holders:
+            own = tuple(prep.soft[j].base.get(i, 0) if j in hostname else 0 for j in range(width))
+            key_column[i] = ids.setdefault((column[i], own), len(ids))
+        found = table.memo[key] = (prep.column, bases, key_column, list(ids))
+    pairs: tuple[list[int], list[tuple[int, tuple[int, ...]]]] = (found[2], found[3])
+    return pairs
+
+
+class _Prepared:
+    """PreScore's state: the constraints, their domains and weights, the ignored
+    nodes, and the node classes (:func:`label_classes`) of the constraints' keys."""
+
+    __slots__ = ("classes", "column", "domains", "ignored", "present", "soft", "weights")
+
+    def __init__(
+        self,
+        soft: list[_Soft],
+        domains: list[dict[str, int]],
+        weights: list[float],
+        ignored: set[int],
+        column: list[int],
+        classes: list[tuple[str | None, ...]],
+        present: set[int],
+    ) -> None:
+        self.soft = soft
+        self.domains = domains
+        self.weights = weights
+        self.ignored = ignored
+        self.column = column
+        self.classes = classes
+        self.present = present  # classes of the scored nodes that are not ignored
 
 
 class PodTopologySpread(ScorePlugin):
@@ -84,16 +181,21 @@ class PodTopologySpread(ScorePlugin):
             return False
         require_all = bool(own) or st.profile.spread_defaulting_type != "System"
         labels = table.labels
-        ignored: set[int] = set()
+        column, classes = label_classes(table, tuple(c.key for c in soft))
+        present = set(map(column.__getitem__, st.nodes))
+        ignored_classes = {k for k in present if require_all and None in classes[k]}
+        ignored: set[int] = (
+            {i for i in st.nodes if column[i] in ignored_classes} if ignored_classes else set()
+        )
         domains: list[dict[str, int]] = [{} for _ in soft]
-        for i in st.nodes:
-            if require_all and not all(c.key in labels[i] for c in soft):
-                ignored.add(i)
-                continue
+        present -= ignored_classes
+        for k in present:
+            values = classes[k]
             for j, c in enumerate(soft):
                 if c.key == HOSTNAME:
                     continue
-                domains[j].setdefault(labels[i].get(c.key, ""), 0)
+                value = values[j]
+                domains[j].setdefault("" if value is None else value, 0)
         weights = []
         for j, c in enumerate(soft):
             size = len(st.nodes) - len(ignored) if c.key == HOSTNAME else len(domains[j])
@@ -107,13 +209,31 @@ class PodTopologySpread(ScorePlugin):
         if spec.required_node_affinity is not None:
             affinity &= table.selector_mask(spec.required_node_affinity)
         for j, c in enumerate(soft):
-            counts = (
-                matching_pods_per_node(table, pod.namespace, c.selector) if c.selector is not None else {}
-            )
+            base = matching_pods_per_node(table, pod.namespace, c.selector) if c.selector is not None else {}
+            copies = _counted_copies(st, c.selector)
+            counts = base
+            if copies:
+                counts = dict(base)
+                for i, n in copies.items():
+                    counts[i] = counts.get(i, 0) + n
+            c.base = base
             c.per_node = counts
             if c.key == HOSTNAME:
                 continue
             dom = domains[j]
+            if (not c.policy_affinity or affinity == table.all_mask) and not c.policy_taints:
+                # No per-node policy: a node's domain and eligibility follow from its class.
+                by_class = _class_sums(table, base, column)
+                for k, n in itertools.chain(by_class.items(), ((column[i], n) for i, n in copies.items())):
+                    values = classes[k]
+                    if require_all and None in values:
+                        continue
+                    value = values[j]
+                    if value is None:
+                        value = ""
+                    if value in dom:
+                        dom[value] += n
+                continue
             for i, n in counts.items():
                 node_labels = labels[i]
                 if require_all and not all(s.key in node_labels for s in soft):
@@ -125,38 +245,51 @@ class PodTopologySpread(ScorePlugin):
                 value = node_labels.get(c.key, "")
                 if value in dom:
                     dom[value] += n
-        st.data[self.name] = (soft, domains, weights, ignored)
+        st.data[self.name] = _Prepared(soft, domains, weights, ignored, column, classes, present)
         return True
 
     def score(self, st: ScoreState) -> list[int]:
-        soft, domains, weights, ignored = st.data[self.name]
-        labels = st.table.labels
-        out = []
-        for i in st.nodes:
-            if i in ignored:
-                out.append(0)
-                continue
-            total = 0.0
+        """Per node: sum over constraints of count * weight + (maxSkew - 1), rounded.
+        A node's score depends on its class and its own (hostname) counts: each
+        class is scored once, then the nodes that hold matching pods themselves."""
+        prep: _Prepared = st.data[self.name]
+        soft, domains, weights = prep.soft, prep.domains, prep.weights
+        hostname = [j for j, c in enumerate(soft) if c.key == HOSTNAME]
+
+        def total(values: tuple[str | None, ...], own: Sequence[int]) -> int:
+            acc = 0.0
             for j, c in enumerate(soft):
-                value = labels[i].get(c.key)
+                value = values[j]
                 if value is None:
                     continue
-                cnt = c.per_node.get(i, 0) if c.key == HOSTNAME else domains[j][value]
-                total += float(cnt) * weights[j] + float(c.max_skew - 1)
-            out.append(go_round(total))
+                cnt = own[j] if c.key == HOSTNAME else domains[j][value]
+                acc += float(cnt) * weights[j] + float(c.max_skew - 1)
+            return go_round(acc)
+
+        column, classes, present = prep.column, prep.classes, prep.present
+        key_column, pairs = _own_keys(st.table, prep, hostname)
+        # Ignored nodes (classes not present) score 0.
+        by_pair = [total(classes[k], own) if k in present else 0 for k, own in pairs]
+        out = [by_pair[key_column[i]] for i in st.nodes]
+        if st.placed and hostname:
+            at = st.positions()
+            for i in st.placed:
+                where = at.get(i)
+                if where is None or column[i] not in present:
+                    continue
+                own = tuple(soft[j].per_node.get(i, 0) if j in hostname else 0 for j in range(len(soft)))
+                out[where] = total(classes[column[i]], own)
         return out
 
     def normalize(self, st: ScoreState, scores: list[int]) -> list[int]:
-        ignored = st.data[self.name][3]
-        kept = [s for i, s in zip(st.nodes, scores, strict=True) if i not in ignored]
+        ignored = st.data[self.name].ignored
+        kept = [s for i, s in zip(st.nodes, scores, strict=True) if i not in ignored] if ignored else scores
         lo = min(kept, default=0)
         hi = max(kept, default=0)
-        out = []
-        for i, s in zip(st.nodes, scores, strict=True):
-            if i in ignored:
-                out.append(0)
-            elif hi == 0:
-                out.append(MAX_NODE_SCORE)
-            else:
-                out.append(MAX_NODE_SCORE * (hi + lo - s) // hi)
-        return out
+        if hi == 0:
+            mapped = dict.fromkeys(set(scores), MAX_NODE_SCORE)
+        else:
+            mapped = {s: MAX_NODE_SCORE * (hi + lo - s) // hi for s in set(scores)}
+        if not ignored:
+            return [mapped[s] for s in scores]
+        return [0 if i in ignored else mapped[s] for i, s in zip(st.nodes, scores, strict=True)]

@@ -13,10 +13,11 @@ calculatePodResourceRequest and calculateResourceAllocatableRequest.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from analyzers.records import Pod
 from analyzers.simulator.nodeinfo import NodeTable
+from analyzers.simulator.scoring.framework import NO_PLACED
 from analyzers.simulator.scoring.profile import ResourceSpec
 from analyzers.snapshot import ClusterSnapshot, bound_node
 
@@ -107,10 +108,12 @@ def columns(
     pod: Pod,
     resources: Sequence[ResourceSpec],
     use_requested: bool,
+    placed: Mapping[int, int] = NO_PLACED,
 ) -> list[tuple[int, int, list[int], list[int]]]:
     """Per resource kept: (pod request, weight, node allocated, node allocatable),
     the last two as per-node columns; a resource a node lacks has allocatable 0
-    there (calculateNodeAllocatableRequest skips it)."""
+    there (calculateNodeAllocatableRequest skips it). ``placed`` copies of ``pod``
+    (per node) count among the node's pods."""
     out = []
     zeros = [0] * table.size
     for spec in resources:
@@ -128,5 +131,9 @@ def columns(
             used = agg.cpu if r == "cpu" else agg.memory
         else:
             used = table.requested.get(r, zeros)
+        if placed and req:
+            used = list(used)
+            for i, copies in placed.items():
+                used[i] += copies * req
         out.append((req, spec.weight, used, alloc))
     return out
