@@ -99,7 +99,7 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 def render() -> str:
     from agent import cli
-    from agent.commands import kubectl
+    from agent.commands import kubectl, kubectl_place
 
     parser = cli.build_parser()
     out = [HEADER, "## `unstick` (before any command)", ""]
@@ -108,6 +108,7 @@ def render() -> str:
     for name, child in subcommands(parser).items():
         out += _sections(f"unstick {name}", child)
     out += _sections("kubectl unstick", kubectl.build_parser())
+    out += _sections("kubectl unstick place", kubectl_place.build_place_parser())
     return "\n".join(out).rstrip("\n") + "\n"
 
 

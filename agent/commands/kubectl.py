@@ -157,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
             "  kubectl unstick statefulset.apps/cassandra -n db\n"
             "  kubectl unstick pdb/web -n shop           # which evictions it blocks, and why\n"
             "  kubectl unstick node/gpu-node-1          # why draining it hangs\n"
-            "  kubectl unstick -A                       # everything stuck, every namespace"
+            "  kubectl unstick -A                       # everything stuck, every namespace\n"
+            "  kubectl unstick place deploy/web -n shop --replicas 20   # where the next pods land, and why"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -172,14 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-n", "--namespace", help="namespace (default: the kubeconfig context's)")
     p.add_argument("-A", "--all-namespaces", action="store_true", help="everything stuck in every namespace")
-    p.add_argument(
-        "--kubeconfig", metavar="PATH", help="kubeconfig file (env KUBECONFIG; default ~/.kube/config)"
-    )
-    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
+    add_connection_options(p)
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="output format")
-    p.add_argument(
-        "--request-timeout", metavar="SECONDS", default="30", help="per request: 30, 1.5, 2m (default 30)"
-    )
     p.add_argument(
         "--no-color",
         action="store_true",
@@ -191,6 +186,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="the cluster's KubeSchedulerConfiguration: its profiles (schedulerName) and disabled filters",
     )
     return p
+
+
+def add_connection_options(p: argparse.ArgumentParser) -> None:
+    """kubectl's connection flags, shared by ``kubectl unstick`` and ``kubectl unstick place``."""
+    p.add_argument(
+        "--kubeconfig", metavar="PATH", help="kubeconfig file (env KUBECONFIG; default ~/.kube/config)"
+    )
+    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
+    p.add_argument(
+        "--request-timeout", metavar="SECONDS", default="30", help="per request: 30, 1.5, 2m (default 30)"
+    )
 
 
 def parse_target(words: Sequence[str]) -> Target:
@@ -640,6 +646,11 @@ def request_timeout(args: argparse.Namespace) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["place"]:  # kubectl unstick place ...: agent/commands/kubectl_place.py
+        from agent.commands.kubectl_place import main as place_main
+
+        return place_main(argv[1:])
     args = build_parser().parse_args(argv)
     from agent.commands.analyze import print_gpu_capacity, print_human
     from agent.logs import configure_logging

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -46,40 +47,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _fail(args: argparse.Namespace, message: str, code: int) -> int:
-    if args.json:
-        sys.stdout.buffer.write(orjson.dumps({"error": message}) + b"\n")
-    print(f"unstick: {message}", file=sys.stderr)
+    emit_error(message, as_json=args.json, prefix="unstick: ")
     return code
 
 
-def target_pod(snapshot: ClusterSnapshot, target: str) -> Pod:
-    """The pod to place: an existing pod, or one as a workload would create it now."""
+def target_pod(snapshot: ClusterSnapshot, target: str, label: str | None = None) -> Pod:
+    """The pod to place: an existing pod, or one as a workload would create it now.
+    ``label`` names the target in messages (default ``--pod TARGET``)."""
+    label = label or f"--pod {target}"
     parts = target.split("/")
     if len(parts) == 2 and all(parts):
         ns, name = parts
         pod = snapshot.pods.get((ns, name))
         if pod is None:
-            raise UserError(f"--pod {target}: no such pod in the dump")
+            raise UserError(f"{label}: no such pod in the dump")
         if pod.deleted is not None:
-            raise UserError(f"--pod {target}: the pod is terminating (deletionTimestamp is set)")
+            raise UserError(f"{label}: the pod is terminating (deletionTimestamp is set)")
         return pod
     if len(parts) == 3 and all(parts):
         ns, kind, name = parts
-        return _from_workload(snapshot, ns, kind, name, target)
+        return _from_workload(snapshot, ns, kind, name, label)
     raise UserError(f"--pod: expected NAMESPACE/NAME or NAMESPACE/deploy|sts|rs/NAME, got {target!r}")
 
 
-def _from_workload(snapshot: ClusterSnapshot, ns: str, kind: str, name: str, target: str) -> Pod:
+def _from_workload(snapshot: ClusterSnapshot, ns: str, kind: str, name: str, label: str) -> Pod:
     kinds = {"deploy": "deployment", "deployment": "deployment", "sts": "statefulset", "statefulset": "statefulset",
              "rs": "replicaset", "replicaset": "replicaset"}  # fmt: skip
     which = kinds.get(kind.lower())
     if which is None:
-        raise UserError(f"--pod {target}: {kind!r} is not deploy, sts or rs")
+        raise UserError(f"{label}: {kind!r} is not deploy, sts or rs")
     owner: OwnerRef | None
     if which == "deployment":
         dep = snapshot.deployments.get((ns, name))
         if dep is None:
-            raise UserError(f"--pod {target}: no such Deployment in the dump")
+            raise UserError(f"{label}: no such Deployment in the dump")
         # The newest ReplicaSet whose template is the Deployment's: its pods carry its hash label.
         owned = [
             rs
@@ -98,13 +99,13 @@ def _from_workload(snapshot: ClusterSnapshot, ns: str, kind: str, name: str, tar
     elif which == "statefulset":
         sts = snapshot.statefulsets.get((ns, name))
         if sts is None:
-            raise UserError(f"--pod {target}: no such StatefulSet in the dump")
+            raise UserError(f"{label}: no such StatefulSet in the dump")
         labels, spec = sts.template_labels, sts.template
         owner = OwnerRef("StatefulSet", sts.name, sts.uid, "apps/v1")
     else:
         found = snapshot.replicasets.get((ns, name))
         if found is None:
-            raise UserError(f"--pod {target}: no such ReplicaSet in the dump")
+            raise UserError(f"{label}: no such ReplicaSet in the dump")
         labels, spec = found.template_labels, found.template
         owner = OwnerRef("ReplicaSet", found.name, found.uid, "apps/v1")
     return Pod(
@@ -117,13 +118,95 @@ def _from_workload(snapshot: ClusterSnapshot, ns: str, kind: str, name: str, tar
     )
 
 
-def run(args: argparse.Namespace) -> int:
+class PlaceError(Exception):
+    """A placement question that cannot be answered: one line, and the exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What ``place`` prints: the JSON contract's document, the pod placed and the
+    simulation behind it (the human rendering reads its rows and phase)."""
+
+    doc: dict[str, Any]
+    pod: Pod
+    result: Any
+
+
+def answer(
+    snapshot: ClusterSnapshot,
+    target: str,
+    *,
+    replicas: int | None,
+    profiles: Mapping[str, Any] | None,
+    config_name: str | None,
+    kube_version: str | None,
+    label: str | None = None,
+) -> Answer:
+    """Place ``target`` (``NS/NAME`` or ``NS/deploy|sts|rs/NAME``) on ``snapshot``:
+    the one code path of ``unstick place`` (dumps) and ``kubectl unstick place``
+    (live). Raises :class:`PlaceError` with the exit code."""
     from analyzers.simulator.schedconfig import profile_for
     from analyzers.simulator.scoring import ScoreError
     from analyzers.simulator.scoring.placement import place, placement_json, rank
 
-    if args.replicas is not None and args.replicas < 1:
-        return _fail(args, f"--replicas: must be at least 1, got {args.replicas}", EXIT_USAGE)
+    check_replicas(replicas)
+    label = label or f"--pod {target}"
+    try:
+        pod = target_pod(snapshot, target, label)
+    except UserError as exc:
+        raise PlaceError(str(exc)) from None
+    profile = profile_for(profiles, pod.spec.scheduler_name)
+    if profile is None:
+        raise PlaceError(
+            f"{label}: schedulerName {pod.spec.scheduler_name!r} names no profile of "
+            + (config_name or "the default configuration")
+            + ": no scheduler would pick this pod up"
+        )
+    current = pod.node_name
+    if current:
+        # "If it were scheduled now": the pod leaves its node, then is scheduled anew.
+        snapshot = snapshot.replace(remove=[("pods", pod.key)])
+    try:
+        result = place(snapshot, pod, replicas or 1, profile, kube_version=kube_version)
+    except ScoreError as exc:
+        raise PlaceError(f"scheduling error: {exc}", EXIT_SCHEDULING_ERROR) from None
+    doc = placement_json(result, pod, profile, replicas)
+    if current:
+        doc["current_node"] = current
+        ranked = [r.node for r in rank(result.first.rows)]
+        doc["current_rank"] = ranked.index(current) + 1 if current in ranked else None
+    return Answer(doc, pod, result)
+
+
+def emit(found: Answer, *, as_json: bool) -> None:
+    """Print an answer: the JSON contract, or the human report."""
+    if as_json:
+        sys.stdout.buffer.write(orjson.dumps(found.doc, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        print_human(found.doc, found.pod, found.result)
+
+
+def emit_error(message: str, *, as_json: bool, prefix: str) -> None:
+    """One line on stderr and, with ``--json``, ``{"error": ...}`` on stdout."""
+    if as_json:
+        sys.stdout.buffer.write(orjson.dumps({"error": message}) + b"\n")
+    print(f"{prefix}{message}", file=sys.stderr)
+
+
+def check_replicas(replicas: int | None) -> None:
+    if replicas is not None and replicas < 1:
+        raise PlaceError(f"--replicas: must be at least 1, got {replicas}")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        check_replicas(args.replicas)
+    except PlaceError as exc:
+        return _fail(args, str(exc), exc.code)
     profiles = None
     if args.scheduler_config:
         try:
@@ -149,37 +232,18 @@ def run(args: argparse.Namespace) -> int:
             return _fail(args, f"--kube-version: {exc}", EXIT_USAGE)
     version, _why = facts.kube_version(override)
     state.kube_version = version
-    snapshot = state.snapshot()
     try:
-        pod = target_pod(snapshot, args.pod)
-    except UserError as exc:
-        return _fail(args, str(exc), EXIT_USAGE)
-    profile = profile_for(profiles, pod.spec.scheduler_name)
-    if profile is None:
-        return _fail(
-            args,
-            f"--pod {args.pod}: schedulerName {pod.spec.scheduler_name!r} names no profile of "
-            + (args.scheduler_config or "the default configuration")
-            + ": no scheduler would pick this pod up",
-            EXIT_USAGE,
+        found = answer(
+            state.snapshot(),
+            args.pod,
+            replicas=args.replicas,
+            profiles=profiles,
+            config_name=args.scheduler_config,
+            kube_version=version,
         )
-    current = pod.node_name
-    if current:
-        # "If it were scheduled now": the pod leaves its node, then is scheduled anew.
-        snapshot = snapshot.replace(remove=[("pods", pod.key)])
-    try:
-        result = place(snapshot, pod, args.replicas or 1, profile, kube_version=version)
-    except ScoreError as exc:
-        return _fail(args, f"scheduling error: {exc}", EXIT_SCHEDULING_ERROR)
-    doc = placement_json(result, pod, profile, args.replicas)
-    if current:
-        doc["current_node"] = current
-        ranked = [r.node for r in rank(result.first.rows)]
-        doc["current_rank"] = ranked.index(current) + 1 if current in ranked else None
-    if args.json:
-        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-    else:
-        print_human(doc, pod, result)
+    except PlaceError as exc:
+        return _fail(args, str(exc), exc.code)
+    emit(found, as_json=args.json)
     return EXIT_OK
 
 

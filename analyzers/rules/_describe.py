@@ -158,8 +158,14 @@ def what_if_verdict(ctx: RuleContext, pod: Pod, snapshot: ClusterSnapshot | None
     """Simulate a what-if pod (a changed copy) or a what-if snapshot, never from the memo:
     ``ctx.verdict`` keys its memo by the ids of a pod's spec and labels, which a short-lived
     copy may share with an earlier, garbage-collected one. A hypothetical pod is scheduled
-    against the snapshot as if it had no node (analyzers.simulator.simulate)."""
-    return simulate(snapshot if snapshot is not None else ctx.snapshot, pod, kube_version=ctx.version)
+    against the snapshot as if it had no node (analyzers.simulator.simulate), with the
+    filters its profile (``--scheduler-config``) runs."""
+    return simulate(
+        snapshot if snapshot is not None else ctx.snapshot,
+        pod,
+        kube_version=ctx.version,
+        disabled=ctx.disabled_filters(pod),
+    )
 
 
 # Records the simulator's NodeTable does not read (it reads nodes, bound pods, priorities).

@@ -324,52 +324,23 @@ def _sized_requests(ctx: RuleContext, pods: Sequence[Pod], resources: Sequence[s
     return out
 
 
-def _nonzero(spec: PodSpec, res: str) -> int:
-    """GetNonzeroRequests, per pod: containers without a request count the default."""
-    value = spec.requests.get(res, 0)
-    if value == 0:
-        return _NONZERO[res] * max(spec.container_count, 1)
-    return value + _NONZERO[res] * spec.containers_without_requests
+def _scores(snap: ClusterSnapshot) -> dict[str, int]:
+    """NodeResourcesFit's score (the default profile's LeastAllocated over cpu and memory,
+    analyzers/simulator/scoring/fit.py) of each schedulable node for an incoming pod
+    without requests (100m / 200Mi)."""
+    from analyzers.simulator.nodeinfo import node_table
+    from analyzers.simulator.scoring import score_pod
+    from analyzers.simulator.scoring.profile import NODE_RESOURCES_FIT, Profile
+
+    table = node_table(snap)
+    nodes = [i for i, name in enumerate(table.names) if not snap.nodes[name].unschedulable]
+    _, probe = _probe("default")
+    phase = score_pod(snap, probe, nodes, Profile(score_plugins=((NODE_RESOURCES_FIT, 1),)))
+    return {table.names[n]: phase.scores[0][k] for k, n in enumerate(phase.nodes)}
 
 
-def _nonzero_requested(snap: ClusterSnapshot) -> Mapping[str, dict[str, int]]:
-    """Per schedulable node, the summed GetNonzeroRequests of its pods (cached per snapshot)."""
-
-    def build() -> dict[str, dict[str, int]]:
-        by_node = snap.pods_by_node()
-        return {
-            name: {res: sum(_nonzero(p.spec, res) for p in by_node.get(name, ())) for res in _RESOURCES}
-            for name, node in snap.nodes.items()
-            if not node.unschedulable
-        }
-
-    found: Mapping[str, dict[str, int]] = snap.derived(f"{RULE_ID}:nonzero", build)
-    return found
-
-
-def _scores(snap: ClusterSnapshot, delta: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, int]:
-    """NodeResourcesFit LeastAllocated score (cpu and memory, weight 1 each) of each
-    schedulable node for an incoming pod without requests (100m / 200Mi), optionally with
-    the nodes' scoring requests grown by ``delta`` (a what-if change of requests)."""
-    out: dict[str, int] = {}
-    for name, requested in _nonzero_requested(snap).items():
-        node = snap.nodes[name]
-        grow = delta.get(name, {}) if delta else {}
-        total = 0
-        for res in _RESOURCES:
-            alloc = node.allocatable.get(res, 0)
-            if alloc <= 0:
-                continue
-            used = requested[res] + grow.get(f"nonzero:{res}", 0) + _NONZERO[res]
-            total += max(0, (alloc - used) * 100 // alloc)
-        out[name] = total // len(_RESOURCES)
-    return out
-
-
-def _ranks(
-    snap: ClusterSnapshot, nodes: Sequence[str], delta: Mapping[str, Mapping[str, int]] | None = None
-) -> dict[str, Any]:
-    scores = _scores(snap, delta)
+def _ranks(snap: ClusterSnapshot, nodes: Sequence[str]) -> dict[str, Any]:
+    scores = _scores(snap)
     order = sorted(scores, key=lambda n: (-scores[n], n))
     return {
         n: {"score": scores[n], "rank": order.index(n) + 1, "of": len(order)} for n in nodes if n in scores
@@ -426,6 +397,15 @@ def predict_next(snap: ClusterSnapshot, namespace: str) -> Prediction | None:
 
     if len(snap.nodes) > PREDICT_MAX_NODES:
         return None
+    rs, pod = _probe(namespace)
+    result = place(snap.replace(rs), pod, PREDICTED_REPLICAS)
+    if not result.distribution:
+        return None
+    return dict(result.distribution), result.exact
+
+
+def _probe(namespace: str) -> tuple[ReplicaSet, Pod]:
+    """A new ReplicaSet whose single container requests nothing, and its next pod."""
     labels = FrozenMap({"app": PROBE})
     spec = PodSpec(
         container_count=1,
@@ -450,10 +430,7 @@ def predict_next(snap: ClusterSnapshot, namespace: str) -> Prediction | None:
         spec=spec,
         owner=OwnerRef("ReplicaSet", PROBE, rs.uid, "apps/v1"),
     )
-    result = place(snap.replace(rs), pod, PREDICTED_REPLICAS)
-    if not result.distribution:
-        return None
-    return dict(result.distribution), result.exact
+    return rs, pod
 
 
 def _on(dist: Mapping[str, float], nodes: Sequence[str]) -> float:
@@ -529,7 +506,8 @@ def _set_requests(
         if share < h.usage_share - 0.15:
             reflects = False
     nodes = sorted({h.node for h in hot})
-    before, after_ranks = _ranks(snap, nodes), _ranks(snap, nodes, delta)
+    resized = snap.replace(*(_with_requests(p, chosen) for p in pods))
+    before, after_ranks = _ranks(snap, nodes), _ranks(resized, nodes)
     rank_words = "; ".join(
         f"{n} LeastAllocated rank {before[n]['rank']} \u2192 {after_ranks[n]['rank']} of {after_ranks[n]['of']}"
         for n in nodes
@@ -551,7 +529,6 @@ def _set_requests(
     placement_words = ""
     improves = True
     if predicted is not None:
-        resized = snap.replace(*(_with_requests(p, chosen) for p in pods))
         repredicted = predict_next(resized, ref.namespace)
         if repredicted is not None:
             b, a = _on(predicted[0], nodes), _on(repredicted[0], nodes)
@@ -582,15 +559,13 @@ def _set_requests(
 
 
 def _delta(pods: Sequence[Pod], requests: Mapping[str, int]) -> dict[str, dict[str, int]]:
-    """Per node, how much the requests (and GetNonzeroRequests' scoring requests) grow."""
+    """Per node, how much the requests grow."""
     out: dict[str, dict[str, int]] = {}
     for pod in pods:
         resized = _with_requests(pod, requests)
         row = out.setdefault(pod.node_name, {})
         for res in _RESOURCES:
             row[res] = row.get(res, 0) + resized.spec.requests.get(res, 0) - pod.spec.requests.get(res, 0)
-            key = f"nonzero:{res}"
-            row[key] = row.get(key, 0) + _nonzero(resized.spec, res) - _nonzero(pod.spec, res)
     return out
 
 

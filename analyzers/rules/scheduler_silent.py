@@ -142,9 +142,14 @@ def _finding(ctx: RuleContext, ref: ObjectRef, cause: str, detail: str, pods: li
                 f"{plural(record['events_from_scheduler'], 'event')}: as far as this cluster shows it has never run, "
                 "or the name is misspelt."
             )
+        configured = (
+            f"here {names(served_profiles(ctx))}, by the --scheduler-config given"
+            if ctx.profiles is not None
+            else f"{DEFAULT_SCHEDULER} by default"
+        )
         explanation = (
             f"{lead} Its spec.schedulerName is {detail}; kube-scheduler only takes pods whose schedulerName is one "
-            f"of its profiles ({DEFAULT_SCHEDULER} by default), so only {detail} can bind it. {history}"
+            f"of its profiles ({configured}), so only {detail} can bind it. {history}"
         )
         title = f"{who} for scheduler {detail}, which has not answered for {duration(waited)}"
         remedies.extend(_scheduler_remedies(ctx, ref, oldest, detail))
@@ -249,6 +254,40 @@ def _claim_words(
     return lead + why + held, title, remedy
 
 
+# At most this many of a configuration's profiles are proposed as the pod's scheduler.
+_PROPOSED_PROFILES = 3
+
+
+def served_profiles(ctx: RuleContext) -> list[str]:
+    """The schedulerNames kube-scheduler answers to: the configured profiles (their
+    order in the file), else the default configuration's one."""
+    return list(ctx.profiles) if ctx.profiles is not None else [DEFAULT_SCHEDULER]
+
+
+def _move_to_profile(ctx: RuleContext, ref: ObjectRef, pod: Pod, profile: str) -> Remedy:
+    moved = replace(pod, spec=replace(pod.spec, scheduler_name=profile))
+    verdict = what_if_verdict(ctx, moved)
+    patch = json.dumps({"spec": {"template": {"spec": {"schedulerName": profile}}}})
+    configured = " (a profile of the given scheduler configuration)" if ctx.profiles is not None else ""
+    by = f"kube-scheduler's profile {profile}" if ctx.profiles is not None else "kube-scheduler"
+    return ctx.renderer.command(
+        f"Or let kube-scheduler place it: schedulerName {profile} in the pod template{configured}",
+        ref,
+        f"kubectl patch {ref.kind.lower()} {shlex.quote(ref.name)} -n {shlex.quote(ref.namespace)} "
+        f"--type strategic -p {shlex.quote(patch)}",
+        note=(
+            "spec.schedulerName of a pod cannot be changed; the new template's pods replace the pending "
+            "ones (delete them by hand for a StatefulSet or a Job)."
+        ),
+        verified=verdict.fits,
+        verification=(
+            f"re-simulated with {by}: {pod.name} fits on {where_fits(verdict)}"
+            if verdict.fits
+            else f"re-simulated with {by}: still unschedulable ({verdict.message})"
+        ),
+    )
+
+
 def _scheduler_remedies(ctx: RuleContext, ref: ObjectRef, pod: Pod, scheduler: str) -> list[Remedy]:
     out = [
         ctx.renderer.command(
@@ -263,25 +302,7 @@ def _scheduler_remedies(ctx: RuleContext, ref: ObjectRef, pod: Pod, scheduler: s
     if ref.kind in _TEMPLATE_KINDS:
         # A pod's schedulerName cannot change: the template changes and the controller
         # replaces the pending pods (a command, as the pods themselves are not patched).
-        moved = replace(pod, spec=replace(pod.spec, scheduler_name=DEFAULT_SCHEDULER))
-        verdict = what_if_verdict(ctx, moved)
-        patch = json.dumps({"spec": {"template": {"spec": {"schedulerName": DEFAULT_SCHEDULER}}}})
-        out.append(
-            ctx.renderer.command(
-                f"Or let kube-scheduler place it: schedulerName {DEFAULT_SCHEDULER} in the pod template",
-                ref,
-                f"kubectl patch {ref.kind.lower()} {shlex.quote(ref.name)} -n {shlex.quote(ref.namespace)} "
-                f"--type strategic -p {shlex.quote(patch)}",
-                note=(
-                    "spec.schedulerName of a pod cannot be changed; the new template's pods replace the pending "
-                    "ones (delete them by hand for a StatefulSet or a Job)."
-                ),
-                verified=verdict.fits,
-                verification=(
-                    f"re-simulated with kube-scheduler: {pod.name} fits on {where_fits(verdict)}"
-                    if verdict.fits
-                    else f"re-simulated with kube-scheduler: still unschedulable ({verdict.message})"
-                ),
-            )
-        )
+        # The names proposed are the profiles kube-scheduler runs (the configuration's).
+        for profile in served_profiles(ctx)[:_PROPOSED_PROFILES]:
+            out.append(_move_to_profile(ctx, ref, pod, profile))
     return out

@@ -196,3 +196,38 @@ def test_entries_are_checked_in_order_and_the_first_refusal_is_named() -> None:
     ]
     [f] = analyze_one(scheduler_silent, snapshot(node("w-0"), _web_with_claims(entries), _claim("x")))
     assert (f.evidence["cause"], f.evidence["resource_claim"]) == ("missing-resourceclaim", "missing-a")
+
+
+def test_with_a_scheduler_configuration_the_remedy_proposes_its_profiles() -> None:
+    """A --scheduler-config without default-scheduler: proposing default-scheduler would
+    leave the pod as silent as before; the configured profiles are proposed, each
+    re-simulated with that profile's filters."""
+    from analyzers.rules.context import RuleContext
+    from analyzers.simulator.schedconfig import parse_config
+    from tests.rules.placement_fixtures import NOW
+
+    profiles = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {"schedulerName": "bin-packing"},
+                {
+                    "schedulerName": "taint-blind",
+                    "plugins": {"filter": {"disabled": [{"name": "TaintToleration"}]}},
+                },
+            ],
+        }
+    )
+    tainted = node("w-0")
+    tainted["spec"]["taints"] = [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]
+    snap = snapshot(tainted, with_scheduler(web(), "default-scheduler"))
+    [f] = scheduler_silent.analyze(RuleContext(snapshot=snap, now=NOW, profiles=profiles))
+    assert f.evidence["scheduler_name"] == "default-scheduler"
+    assert "here bin-packing and taint-blind, by the --scheduler-config given" in f.explanation
+    moves = [r for r in f.remedies if "schedulerName" in r.title]
+    assert [r.title.split("schedulerName ")[1].split(" ")[0] for r in moves] == ["bin-packing", "taint-blind"]
+    assert not any("default-scheduler" in r.command for r in moves)
+    # Each profile's own filters decide: only the one without TaintToleration fits.
+    assert [r.verified for r in moves] == [False, True]
+    assert "profile taint-blind" in moves[1].verification
