@@ -321,9 +321,9 @@ def without_pods(snapshot: ClusterSnapshot, pods: Sequence[Pod]) -> ClusterSnaps
     (the resourceclaim controller, pkg/controller/resourceclaim/controller.go,
     v1.37.2): a claim generated for one of them (owned by the pod) is deleted, and a
     claim left reserved for none of the remaining pods is deallocated -- its devices
-    are free again."""
-    if not any(p.spec.resource_claims for p in pods):
-        return snapshot.replace(remove=[("pods", p.key) for p in pods])
+    are free again. Pods without ``resourceClaims`` count too: a pod served a DRA-backed
+    extended resource owns the claim kube-scheduler created for it
+    (extendeddynamicresources.go), which the controller deletes the same way."""
     gone = {p.uid for p in pods if p.uid}
     removals: list[tuple[str, Any]] = [("pods", p.key) for p in pods]
     changed: list[ResourceClaim] = []
