@@ -25,6 +25,7 @@ from analyzers.quantity import QuantityError, parse_quantity
 from analyzers.records import (
     EMPTY_MAP,
     AllocatedDevice,
+    CapacityPolicy,
     ClaimSpec,
     Device,
     DeviceClass,
@@ -76,6 +77,36 @@ def _quantities(dec: Decoder, value: Any, where: str) -> FrozenMap[str]:
     if not items:
         return EMPTY_MAP
     return FrozenMap((dec.s(k), dec.s(_quantity(v, f"{where}[{k}]"))) for k, v in items.items())
+
+
+def _request_policies(dec: Decoder, value: Any, where: str) -> FrozenMap[CapacityPolicy]:
+    """Each capacity's ``requestPolicy`` (consumable capacity), by capacity name."""
+    out: dict[str, CapacityPolicy] = {}
+    for name, entry in _m(value).items():
+        policy = _m(entry).get("requestPolicy") if isinstance(entry, Mapping) else None
+        if not isinstance(policy, Mapping):
+            continue
+        at = f"{where}[{name}].requestPolicy"
+
+        def q(v: Any, field: str, at: str = at) -> str | None:
+            return None if v is None else dec.s(_quantity(v, f"{at}.{field}"))
+
+        valid_range = policy.get("validRange")
+        rng = _m(valid_range)
+        if isinstance(valid_range, Mapping) and rng.get("min") is None:
+            raise _Problem(f"{at}.validRange.min: Required value")
+        out[dec.s(name)] = CapacityPolicy(
+            default=q(policy.get("default"), "default"),
+            valid_values=tuple(
+                dec.s(_quantity(v, f"{at}.validValues[{i}]"))
+                for i, v in enumerate(_seq(policy.get("validValues")))
+            ),
+            has_range=isinstance(valid_range, Mapping),
+            min=q(rng.get("min"), "validRange.min"),
+            max=q(rng.get("max"), "validRange.max"),
+            step=q(rng.get("step"), "validRange.step"),
+        )
+    return FrozenMap(out) if out else EMPTY_MAP
 
 
 def _selectors(dec: Decoder, value: Any, where: str) -> tuple[str, ...]:
@@ -195,6 +226,7 @@ def resource_claim(dec: Decoder, obj: Obj) -> ResourceClaim:
                 dec.s(r.get("device")),
                 bool(r.get("adminAccess")),
                 dec.s(r.get("shareID")),
+                _quantities(dec, r.get("consumedCapacity"), "status.allocation.devices.results.consumedCapacity"),
             )
             for r in (_m(x) for x in _seq(_m(allocation.get("devices")).get("results")))
         )
@@ -303,6 +335,7 @@ def _device(dec: Decoder, d: Mapping[str, Any], where: str) -> Device:
         node_selector=dec.node_selector(body.get("nodeSelector")),
         allow_multiple=bool(body.get("allowMultipleAllocations")),
         binding_conditions=bool(body.get("bindingConditions")),
+        request_policies=_request_policies(dec, body.get("capacity"), f"{where}.capacity"),
     )
 
 

@@ -543,6 +543,19 @@ class DeviceToleration:
 
 
 @dataclass(frozen=True, slots=True)
+class CapacityPolicy:
+    """A device capacity's ``requestPolicy`` (resource.k8s.io/v1 CapacityRequestPolicy):
+    quantity strings as the slice spells them; ``has_range`` when ``validRange`` is set."""
+
+    default: str | None = None
+    valid_values: tuple[str, ...] = ()
+    has_range: bool = False
+    min: str | None = None  # validRange.min (required by validation when validRange is set)
+    max: str | None = None
+    step: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Device:
     """One device of a ResourceSlice. ``attributes`` maps the qualified name as the
     slice spells it to (type, value), type one of int, bool, string, version;
@@ -558,6 +571,7 @@ class Device:
     node_selector: NodeSelector | None = None
     allow_multiple: bool = False  # allowMultipleAllocations
     binding_conditions: bool = False
+    request_policies: FrozenMap[CapacityPolicy] = EMPTY_MAP  # capacity name -> its requestPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -635,6 +649,7 @@ class AllocatedDevice:
     device: str
     admin_access: bool = False
     share_id: str = ""
+    consumed: FrozenMap[str] = EMPTY_MAP  # consumedCapacity of a shared device's result
 
 
 @dataclass(frozen=True, slots=True)

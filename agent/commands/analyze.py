@@ -25,6 +25,7 @@ from analyzers.snapshot import ClusterSnapshot, ClusterState
 
 if TYPE_CHECKING:
     from analyzers.report import PodReport, Report
+    from analyzers.simulator.results import PodVerdict
 
 # Above this many files, or when stderr is a terminal, show progress on stderr.
 PROGRESS_MIN_FILES = 20
@@ -320,7 +321,9 @@ def print_gpu_capacity(rows: list[Any], out: TextIO) -> None:
     out.write("\nGPU CAPACITY (per node: DRA devices by DeviceClass, extended resources by name)\n")
     width = max(4, *(len(r.node) for r in rows))
     nwidth = max(16, *(len(r.name) for r in rows))
-    out.write(f"  {'NODE':<{width}}  {'SOURCE':<17}  {'CLASS / RESOURCE':<{nwidth}}  TOTAL  ALLOCATED  FREE\n")
+    out.write(
+        f"  {'NODE':<{width}}  {'SOURCE':<17}  {'CLASS / RESOURCE':<{nwidth}}  TOTAL  ALLOCATED  FREE\n"
+    )
     for r in rows:
         source = "DRA" if r.source == "dra" else "extended resource"
         out.write(
@@ -423,6 +426,36 @@ def print_human(
         w(f"\nrule {e.rule_id} failed: {e.error}\n")
 
 
+ALLOCATION_NODES_SHOWN = 5
+
+
+def _print_allocations(v: PodVerdict, fitting: list[str], w: Callable[[str], Any]) -> None:
+    """The devices DynamicResources' structured allocator gives the pod on each feasible
+    node (the first few), as ``analyze --json`` reports them (``scheduling.nodes[].allocation``;
+    ``scheduling.allocation`` for the node kube-scheduler would choose)."""
+    allocations = v.allocations or {}
+    shown = [n for n in fitting if n in allocations][:ALLOCATION_NODES_SHOWN]
+    chosen = v.allocation is not None
+    w(
+        "    devices the DRA allocator gives it "
+        + (
+            "(on the only feasible node, the one kube-scheduler chooses):\n"
+            if chosen
+            else "(per feasible node):\n"
+        )
+    )
+    for name in shown:
+        by_request: dict[str, list[str]] = {}
+        for r in allocations[name]:
+            by_request.setdefault(r.request, []).append(f"{r.driver}/{r.pool}/{r.device}")
+        devices = "; ".join(f"request {req}: {', '.join(ds)}" for req, ds in by_request.items())
+        w(_wrap(f"on {name}: {devices or 'no devices'}", "      ") + "\n")
+    if len(fitting) > len(shown):
+        w(f"      … and {len(fitting) - len(shown)} more node(s) (all in the JSON output)\n")
+    if not chosen:
+        w("      which of them kube-scheduler picks depends on its scores, which are not simulated here\n")
+
+
 def _print_pod(p: PodReport, w: Callable[[str], Any], glyphs: Glyphs) -> None:
     v = p.verdict
     w(f"\n  {printable(p.pod.namespace, keep_newlines=False)}/{printable(p.pod.name, keep_newlines=False)}\n")
@@ -450,6 +483,8 @@ def _print_pod(p: PodReport, w: Callable[[str], Any], glyphs: Glyphs) -> None:
         w(
             f"    fits now on {len(fitting)} node(s): {', '.join(fitting[:5])}{' …' if len(fitting) > 5 else ''}\n"
         )
+        if v.allocations:
+            _print_allocations(v, fitting, w)
     if v.nodes and not v.fits:
         grid = build_grid(v, [f"{p.pod.namespace}/{p.pod.name}"])
         w("\n".join(grid_lines(grid, glyphs)) + "\n")

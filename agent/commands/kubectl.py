@@ -677,10 +677,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     try:
-        if args.output == "json":
-            sys.stdout.buffer.write(orjson.dumps(report.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
-        elif args.output == "yaml":
-            yaml.safe_dump(report.as_dict(), sys.stdout, sort_keys=False, allow_unicode=True)
+        if args.output in ("json", "yaml"):
+            doc = report.as_dict()
+            doc["gpu_capacity"] = [row.as_dict() for row in gpus]  # as `unstick analyze --json`
+            if args.output == "json":
+                sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+            else:
+                yaml.safe_dump(doc, sys.stdout, sort_keys=False, allow_unicode=True)
         else:
             from agent.terminal import wants_unicode
 

@@ -4,18 +4,27 @@ the fixture recorder (record_seeds.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import yaml
+from sqlalchemy import select
 
+from agent.dryrun import ACCEPTED
+from agent.kube.gateway import Gateway
+from agent.pipeline import PipelineConfig
+from agent.runner import AgentHost, ClusterAgent
+from storage.models import Incident
 from tests.realcluster.conftest import Cluster, scheduled_condition
-from tests.realcluster.harness import CLUSTER_SCOPED, ControlPlane, object_path
+from tests.realcluster.harness import CLUSTER_SCOPED, KUBE_VERSION, ApiError, ControlPlane, object_path
 from tests.realcluster.seeds import Seed
 
 
@@ -180,3 +189,108 @@ def apply_remedy(cluster: Cluster, seed: Seed, remedy: dict[str, Any], cleanup: 
         cluster.api.create(new)
     if seed.after_remedy:
         cluster.plane.kubectl("-n", cluster.ns, *seed.after_remedy)
+
+
+async def open_incidents(host: AgentHost) -> list[Incident]:
+    async with host.sessions() as session:
+        return list((await session.execute(select(Incident).order_by(Incident.id))).scalars())
+
+
+async def eventually(check: Any, timeout: float, what: str) -> Any:
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                value = check()
+                if asyncio.iscoroutine(value):
+                    value = await value
+                if value:
+                    return value
+                await asyncio.sleep(0.2)
+    except TimeoutError:
+        raise AssertionError(f"timed out after {timeout:.0f}s: {what}") from None
+
+
+async def watch_remedy_resolve(
+    cluster: Cluster,
+    seed: Seed,
+    tmp_path: Path,
+    cleanup: list[str],
+    on_stuck: Callable[[dict[str, Any]], None] | None = None,
+) -> Incident:
+    """With the seed's objects created: the live agent (``unstick watch``'s ClusterAgent, in
+    process, remedies verified with a server dry-run) watches the real API server while the
+    seed sticks, must open the seed's incident with a verified remedy; that remedy applied
+    with kubectl must get every pod of the workload bound, and the incident must resolve.
+    ``on_stuck`` is called (in a thread) with the stuck pod as the scheduler left it.
+    Returns the incident as it was opened."""
+    host = await AgentHost.open(f"sqlite+aiosqlite:///{tmp_path}/agent.db")
+    stop = asyncio.Event()
+    try:
+        agent = await ClusterAgent.connect(
+            cluster="real",
+            gateway=Gateway(str(cluster.plane.kubeconfig), request_timeout=10, connect_timeout=5),
+            sessions=host.sessions,
+            config=PipelineConfig(grace=0, debounce=0.05, resync=1.0),
+            renderer=host.renderer,
+            namespaces=[cluster.ns],
+            verify_with_dry_run=True,
+        )
+        host.agents.append(agent)
+        if seed.waited:  # a rule with a time threshold: the agent looks as if that long had passed
+            agent.pipeline.clock = lambda: time.time() + seed.waited
+        agent.start(stop)
+        assert agent.pipeline.config.kube_version == KUBE_VERSION.lstrip("v")  # read from the real /version
+        stuck = await asyncio.to_thread(stick, cluster, seed)
+        if on_stuck is not None:
+            await asyncio.to_thread(on_stuck, stuck)
+
+        async def opened() -> Incident | None:
+            return next(
+                (i for i in await open_incidents(host) if i.rule_id == seed.rule_id and i.status == "open"),
+                None,
+            )
+
+        incident: Incident = await eventually(opened, 60, f"an open {seed.rule_id} incident")
+        if seed.subject:
+            assert incident.subject_name == seed.subject
+        remedies = [
+            r for r in incident.remedies if r["verified"] and seed.remedy_contains in r["yaml"] + r["command"]
+        ]
+        assert remedies, f"no verified remedy with {seed.remedy_contains!r}: {incident.remedies}"
+        if remedies[0]["kind"] in ("patch", "manifest"):  # --verify-with-dry-run recorded the server's answer
+            assert ACCEPTED in remedies[0]["verification"], remedies[0]["verification"]
+        await asyncio.to_thread(apply_remedy, cluster, seed, remedies[0], cleanup)
+        await asyncio.to_thread(all_scheduled, cluster, seed.stuck_label, 60)
+
+        async def resolved() -> bool:
+            rows = [i for i in await open_incidents(host) if i.id == incident.id]
+            return bool(rows) and rows[0].status == "resolved"
+
+        await eventually(
+            resolved, 90, f"the {seed.rule_id} incident to resolve after `{remedies[0]['command']}`"
+        )
+        return incident
+    finally:
+        stop.set()
+        await host.close()
+
+
+def delete_claim(cluster: Cluster, name: str) -> None:
+    """Remove the scheduler's resource.kubernetes.io/delete-protection finalizer, then delete."""
+    path = f"/apis/resource.k8s.io/v1/namespaces/{cluster.ns}/resourceclaims/{name}"
+    try:
+        cluster.api.patch(path, {"metadata": {"finalizers": None}}, kind="merge-patch")
+        cluster.api.delete(path, grace=0)
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            cluster.api.get(path)
+        except ApiError as exc:
+            if exc.status == 404:
+                return
+            raise
+        time.sleep(0.1)
+    raise TimeoutError(f"ResourceClaim {name} was not deleted")

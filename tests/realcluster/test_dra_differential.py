@@ -32,7 +32,9 @@ import yaml
 from tests.realcluster.conftest import Cluster, scheduled_condition
 from tests.realcluster.generator_dra import API, DraCase, make_case
 from tests.realcluster.harness import ApiError, ControlPlane
+from tests.realcluster.replay import delete_claim
 from tests.realcluster.verdicts import (
+    DRA_LISTS,
     LISTS,
     cluster_objects,
     preemption_histogram,
@@ -43,12 +45,6 @@ from tests.realcluster.verdicts import (
 pytestmark = pytest.mark.realcluster
 
 PROBES_PER_CLUSTER = 6
-DRA_LISTS = (
-    ("/apis/resource.k8s.io/v1/deviceclasses", API, "DeviceClass"),
-    ("/apis/resource.k8s.io/v1/resourceslices", API, "ResourceSlice"),
-    ("/apis/resource.k8s.io/v1/resourceclaims", API, "ResourceClaim"),
-    ("/apis/resource.k8s.io/v1/resourceclaimtemplates", API, "ResourceClaimTemplate"),
-)
 
 
 def _path(obj: dict[str, Any], ns: str | None) -> str:
@@ -75,27 +71,6 @@ def wait_decided(cluster: Cluster, name: str, since: str) -> dict[str, Any]:
         what=f"the scheduler's verdict on {cluster.ns}/{name}",
         since=since,
     )
-
-
-def delete_claim(cluster: Cluster, name: str) -> None:
-    """Remove the scheduler's resource.kubernetes.io/delete-protection finalizer, then delete."""
-    path = f"/apis/resource.k8s.io/v1/namespaces/{cluster.ns}/resourceclaims/{name}"
-    try:
-        cluster.api.patch(path, {"metadata": {"finalizers": None}}, kind="merge-patch")
-        cluster.api.delete(path, grace=0)
-    except ApiError as exc:
-        if exc.status != 404:
-            raise
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            cluster.api.get(path)
-        except ApiError as exc:
-            if exc.status == 404:
-                return
-            raise
-        time.sleep(0.1)
-    raise TimeoutError(f"ResourceClaim {name} was not deleted")
 
 
 def clear(cluster: Cluster, previous: DraCase | None) -> None:

@@ -24,9 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
-from agent.dryrun import ACCEPTED
 from agent.kube.gateway import Gateway
 from agent.pipeline import PipelineConfig
 from agent.runner import AgentHost, ClusterAgent
@@ -35,7 +33,15 @@ from analyzers.snapshot import ClusterState
 from storage.models import Incident
 from tests.realcluster.conftest import Cluster, scheduled_condition
 from tests.realcluster.harness import KUBE_VERSION, ApiError
-from tests.realcluster.replay import all_scheduled, apply_remedy, pending, run_remedy, set_up, stick
+from tests.realcluster.replay import (
+    eventually,
+    open_incidents,
+    pending,
+    run_remedy,
+    set_up,
+    stick,
+    watch_remedy_resolve,
+)
 from tests.realcluster.seeds import EVICTION_REFUSED, Seed, drain_objects, recorder_seeds, seeds
 from tests.realcluster.verdicts import (
     cluster_objects,
@@ -123,25 +129,6 @@ def test_the_real_scheduler_says_what_unstick_simulates(cluster: Cluster, seed: 
 # -- (b) and (c): the live agent against the real API server ---------------------------------------
 
 
-async def open_incidents(host: AgentHost) -> list[Incident]:
-    async with host.sessions() as session:
-        return list((await session.execute(select(Incident).order_by(Incident.id))).scalars())
-
-
-async def eventually(check: Any, timeout: float, what: str) -> Any:
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                value = check()
-                if asyncio.iscoroutine(value):
-                    value = await value
-                if value:
-                    return value
-                await asyncio.sleep(0.2)
-    except TimeoutError:
-        raise AssertionError(f"timed out after {timeout:.0f}s: {what}") from None
-
-
 AGENT_SEEDS = [s for s in SEEDS if s.rule_id and s.remedy_contains]
 
 
@@ -150,53 +137,9 @@ async def test_watch_opens_the_incident_and_the_remedy_resolves_it(
     cluster: Cluster, seed: Seed, tmp_path: Path
 ) -> None:
     cleanup = await asyncio.to_thread(set_up, cluster, seed)
-    host = await AgentHost.open(f"sqlite+aiosqlite:///{tmp_path}/agent.db")
-    stop = asyncio.Event()
     try:
-        agent = await ClusterAgent.connect(
-            cluster="real",
-            gateway=Gateway(str(cluster.plane.kubeconfig), request_timeout=10, connect_timeout=5),
-            sessions=host.sessions,
-            config=PipelineConfig(grace=0, debounce=0.05, resync=1.0),
-            renderer=host.renderer,
-            namespaces=[cluster.ns],
-            verify_with_dry_run=True,
-        )
-        host.agents.append(agent)
-        if seed.waited:  # a rule with a time threshold: the agent looks as if that long had passed
-            agent.pipeline.clock = lambda: time.time() + seed.waited
-        agent.start(stop)
-        assert agent.pipeline.config.kube_version == KUBE_VERSION.lstrip("v")  # read from the real /version
-        await asyncio.to_thread(stick, cluster, seed)
-
-        async def opened() -> Incident | None:
-            return next(
-                (i for i in await open_incidents(host) if i.rule_id == seed.rule_id and i.status == "open"),
-                None,
-            )
-
-        incident = await eventually(opened, 60, f"an open {seed.rule_id} incident")
-        if seed.subject:
-            assert incident.subject_name == seed.subject
-        remedies = [
-            r for r in incident.remedies if r["verified"] and seed.remedy_contains in r["yaml"] + r["command"]
-        ]
-        assert remedies, f"no verified remedy with {seed.remedy_contains!r}: {incident.remedies}"
-        if remedies[0]["kind"] in ("patch", "manifest"):  # --verify-with-dry-run recorded the server's answer
-            assert ACCEPTED in remedies[0]["verification"], remedies[0]["verification"]
-        await asyncio.to_thread(apply_remedy, cluster, seed, remedies[0], cleanup)
-        await asyncio.to_thread(all_scheduled, cluster, seed.stuck_label, 60)
-
-        async def resolved() -> bool:
-            rows = [i for i in await open_incidents(host) if i.id == incident.id]
-            return bool(rows) and rows[0].status == "resolved"
-
-        await eventually(
-            resolved, 90, f"the {seed.rule_id} incident to resolve after `{remedies[0]['command']}`"
-        )
+        await watch_remedy_resolve(cluster, seed, tmp_path, cleanup)
     finally:
-        stop.set()
-        await host.close()
         for path in cleanup:
             with contextlib.suppress(ApiError):
                 await asyncio.to_thread(cluster.api.delete, path)

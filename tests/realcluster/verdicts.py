@@ -34,6 +34,14 @@ LISTS = (
 )
 
 
+# What DynamicResources' informers list.
+DRA_LISTS = (
+    ("/apis/resource.k8s.io/v1/deviceclasses", "resource.k8s.io/v1", "DeviceClass"),
+    ("/apis/resource.k8s.io/v1/resourceslices", "resource.k8s.io/v1", "ResourceSlice"),
+    ("/apis/resource.k8s.io/v1/resourceclaims", "resource.k8s.io/v1", "ResourceClaim"),
+    ("/apis/resource.k8s.io/v1/resourceclaimtemplates", "resource.k8s.io/v1", "ResourceClaimTemplate"),
+)
+
 WORKLOADS = (
     ("/apis/apps/v1/deployments", "apps/v1", "Deployment"),
     ("/apis/apps/v1/replicasets", "apps/v1", "ReplicaSet"),

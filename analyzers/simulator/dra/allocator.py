@@ -56,7 +56,7 @@ from analyzers.records import (
     Node,
     ResourceSlice,
 )
-from analyzers.simulator.dra import cel
+from analyzers.simulator.dra import capacity, cel
 from analyzers.simulator.selectors import node_selector_matches
 
 DeviceID = tuple[str, str, str]  # (driver, pool, device)
@@ -233,7 +233,10 @@ def _build_pool(
                             )
     simple = not any(
         s.per_device_node_selection
-        or any(d.taints or d.consumes_counters or d.allow_multiple or d.binding_conditions for d in s.devices)
+        or any(
+            d.taints or d.consumes_counters or d.allow_multiple or d.binding_conditions or d.request_policies
+            for d in s.devices
+        )
         for s in device_slices
     )
     return Pool(driver, name, slices=device_slices, others=others, counter_sets=counter_sets, simple=simple)
@@ -531,7 +534,9 @@ class _Run:
             for s in pool.slices:
                 for d in s.devices:
                     did = (s.driver, s.pool, d.name)
-                    if self._selectable(key, rd, s, d, did) and self._capacity_fits(req, d, did, static=True):
+                    if self._selectable(key, rd, s, d, did) and self._capacity_fits(
+                        req, d, did, static=True, ci=key[0]
+                    ):
                         rd.all_devices.append((did, d, s, pool))
         rd.num_devices = len(rd.all_devices)
         return rd
@@ -611,7 +616,7 @@ class _Run:
                         continue
                     if not self._selectable(key, rd, s, d, did):
                         continue
-                    if not self._capacity_fits(req, d, did, static=False):
+                    if not self._capacity_fits(req, d, did, static=False, ci=ci):
                         continue
                     undo = self._allocate_device(r, rd, did, d, s, pool, must=False)
                     if undo is None:
@@ -698,22 +703,27 @@ class _Run:
                 return False
         return True
 
-    def _capacity_fits(self, req: DeviceSubRequest, d: Device, did: DeviceID, static: bool) -> bool:
-        """CmpRequestOverCapacity, without requestPolicy: each requested capacity at most
-        what the device has left (its capacity less what shares consume)."""
-        if not req.capacity:
-            return True
-        for name, q in req.capacity.items():
-            cap = d.capacity.get(name)
-            if cap is None:
-                return False
-            left = parse_quantity(cap)
-            if d.allow_multiple and not static:
-                for used in self.a.allocated.consumed.get(did, {}), *self.allocating_capacity.get(did, ()):
-                    left -= used.get(name, Decimal(0))
-            if parse_quantity(q) > left:
-                return False
-        return True
+    def _capacity_fits(self, req: DeviceSubRequest, d: Device, did: DeviceID, static: bool, ci: int) -> bool:
+        """CmpRequestOverCapacity (:mod:`.capacity`): the request rounded up by the device's
+        requestPolicy, every capacity checked against the policy and against what is left
+        (its capacity less what allocated and allocating shares consume; ``static``: none).
+        Applies to every device (DRAConsumableCapacity is on in 1.37)."""
+        if not req.capacity and not d.request_policies and (static or not d.allow_multiple):
+            return True  # each capacity consumes its whole value, which fits an unshared device
+        already: list[Mapping[str, Decimal]] = []
+        if not static:
+            held = self.a.allocated.consumed.get(did)
+            if held:
+                already.append(held)
+            already.extend(self.allocating_capacity.get(did, ()))
+        try:
+            return capacity.request_fits(req.capacity, d.capacity, d.request_policies, already)
+        except capacity.CapacityError as exc:
+            what = "checking" if static else "rechecking"
+            raise AllocationError(
+                f"claim {self.claims[ci].ref}, request {req.name}: {what} capacity for device "
+                f"{'/'.join(did) if not static else d.name}: {exc}"
+            ) from None
 
     def _allocate_device(
         self,
@@ -776,11 +786,11 @@ class _Run:
             self.allocating.setdefault(did, set()).add(ci)
             marked = True
         cap: Mapping[str, Decimal] | None = None
-        if not self._capacity_fits(req, d, did, static=False):
+        if not self._capacity_fits(req, d, did, static=False, ci=ci):
             rollback(added, marked, None, False)
             return None
         if multi:
-            cap = {n: parse_quantity(q) for n, q in req.capacity.items()}
+            cap = capacity.consumed_by_request(req.capacity, d.capacity, d.request_policies)
             self.allocating_capacity.setdefault(did, []).append(cap)
         self.result[ci].append(Result(rd.name, did[0], did[1], did[2], admin))
         return lambda: rollback(added, marked, cap, True)

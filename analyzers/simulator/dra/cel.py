@@ -43,6 +43,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+import re2  # type: ignore[import-untyped]
 from cel_expr_python import cel as _cel
 from cel_expr_python.ext import ext_bindings, ext_strings
 
@@ -204,25 +205,74 @@ def _is_semver(text: str, normalize: bool = False) -> bool:
 
 
 def _find(text: str, pattern: str) -> str:
-    """The regex library's ``find`` (k8s.io/apiserver/pkg/cel/library/regex.go):
-    the leftmost match, "" when none (Python's re standing in for RE2)."""
+    """The regex library's ``find`` (k8s.io/apiserver/pkg/cel/library/regex.go v0.37.2):
+    Go's ``regexp.FindString``, the leftmost-first match, "" when none."""
     _meter(len(text))
     m = _regex(pattern).search(text)
     return m.group(0) if m else ""
 
 
 def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
+    """``findAll``: Go's ``regexp.FindAllString(text, limit)`` (whole matches, not groups)."""
     _meter(len(text))
-    found = [m.group(0) for m in _regex(pattern).finditer(text)]
-    return found if limit < 0 else found[:limit]
+    if limit == 0:
+        return []
+    found: list[str] = []
+    for m in _regex(pattern).finditer(text):
+        found.append(m.group(0))
+        if len(found) == limit:
+            break
+    return found
+
+
+# Go's regexp/syntax error texts (ErrorCode, regexp/syntax/parse.go) for RE2's
+# (re2/regexp.cc CodeText): the same parser rules, worded by each.
+_GO_REGEXP_ERRORS = {
+    "invalid escape sequence": "invalid escape sequence",
+    "invalid character class": "invalid character class",
+    "invalid character class range": "invalid character class range",
+    "missing ]": "missing closing ]",
+    "missing )": "missing closing )",
+    "unexpected )": "unexpected )",
+    "trailing \\": "trailing backslash at end of expression",
+    "no argument for repetition operator": "missing argument to repetition operator",
+    "invalid repetition size": "invalid repeat count",
+    "bad repetition operator": "invalid nested repetition operator",
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+    "invalid UTF-8": "invalid UTF-8",
+    "invalid named capture group": "invalid named capture",
+}
+
+
+def _regex_options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False  # the error is the selector's verdict, not a log line
+    return options
+
+
+_RE2_OPTIONS = _regex_options()
 
 
 @lru_cache(maxsize=256)
-def _regex(pattern: str) -> re.Pattern[str]:
+def _regex(pattern: str) -> Any:
+    """``pattern`` compiled as Go's ``regexp.Compile`` would (RE2 syntax and semantics:
+    no lookaround or backreferences, ASCII ``\\w``/``\\d``/``\\b``, ``$`` only at the end
+    of the text). A pattern Go refuses raises the library's runtime error,
+    ``Illegal regex: error parsing regexp: <code>: `<fragment>```."""
     try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise CelError(f"regex compile failed: {exc}") from exc
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except re2.error as exc:
+        raw = exc.args[0] if exc.args else b""
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        raise CelError(f"Illegal regex: {go_regexp_error(text)}") from None
+
+
+def go_regexp_error(re2_text: str) -> str:
+    """RE2's parse error (``<code>: <fragment>``) as Go's ``regexp/syntax.Error`` prints
+    it: ``error parsing regexp: <code>: `<fragment>``` (a trailing backslash has an
+    empty fragment in both)."""
+    code, _, fragment = re2_text.partition(": ")
+    return f"error parsing regexp: {_GO_REGEXP_ERRORS.get(code, code)}: `{fragment}`"
 
 
 class _Meter:
@@ -417,7 +467,14 @@ def _runtime_text(text: str) -> str:
     m = _NO_KEY.search(text)
     if m:
         return f"no such key: {m.group(1)}"
+    if text.startswith(_CPP_BAD_REGEX):
+        # cel-cpp's matches() (RE2) refusing its pattern; cel-go's matches() returns
+        # regexp.Compile's error as is.
+        return go_regexp_error(text[len(_CPP_BAD_REGEX) :])
     return text
+
+
+_CPP_BAD_REGEX = "invalid regular expression: "
 
 
 def enhance(message: str) -> str:

@@ -39,8 +39,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
+from analyzers.quantity import parse_quantity
 from analyzers.records import (
     ClaimSpec,
     DeviceClass,
@@ -122,15 +124,22 @@ def allocated_state(snapshot: ClusterSnapshot) -> AllocatedState:
 
 
 def _allocated_state(snapshot: ClusterSnapshot) -> AllocatedState:
+    """With the capacity shares of shared devices consume, summed per device
+    (AggregatedCapacity: allocateddevices.go foreachAllocatedDevice, v1.37.2)."""
     devices: set[tuple[str, str, str]] = set()
     shared: set[tuple[str, str, str]] = set()
+    consumed: dict[tuple[str, str, str], dict[str, Decimal]] = {}
     for claim in snapshot.resource_claims.values():
         for r in claim.allocation:
             did = (r.driver, r.pool, r.device)
             if r.admin_access:
                 continue
             (shared if r.share_id else devices).add(did)
-    return AllocatedState(frozenset(devices), frozenset(shared))
+            if r.share_id and r.consumed:
+                into = consumed.setdefault(did, {})
+                for name, q in r.consumed.items():
+                    into[name] = into.get(name, Decimal(0)) + parse_quantity(q)
+    return AllocatedState(frozenset(devices), frozenset(shared), consumed)
 
 
 class DynamicResources(Plugin):
@@ -321,9 +330,9 @@ def without_pods(snapshot: ClusterSnapshot, pods: Sequence[Pod]) -> ClusterSnaps
     (the resourceclaim controller, pkg/controller/resourceclaim/controller.go,
     v1.37.2): a claim generated for one of them (owned by the pod) is deleted, and a
     claim left reserved for none of the remaining pods is deallocated -- its devices
-    are free again."""
-    if not any(p.spec.resource_claims for p in pods):
-        return snapshot.replace(remove=[("pods", p.key) for p in pods])
+    are free again. Pods without ``resourceClaims`` count too: a pod served a DRA-backed
+    extended resource owns the claim kube-scheduler created for it
+    (extendeddynamicresources.go), which the controller deletes the same way."""
     gone = {p.uid for p in pods if p.uid}
     removals: list[tuple[str, Any]] = [("pods", p.key) for p in pods]
     changed: list[ResourceClaim] = []
