@@ -146,6 +146,29 @@ async def _check_placement(page: Any, doc: dict[str, Any], shot: Path) -> int:
     return 1
 
 
+async def _check_devices(page: Any, doc: dict[str, Any], shot: Path) -> int:
+    """DRA devices per node and DeviceClass: as Chromium lays them out, one square per device in
+    the state the evidence gives (allocated, tainted, free); the figure is screenshotted."""
+    want = [d for g in doc["evidence"].get("scheduling_grid") or [] for d in g.get("devices") or []]
+    got = await page.evaluate(
+        """() => [...document.querySelectorAll('tr.device-row')].map(tr => ({
+            node: tr.dataset.node, cls: tr.dataset.deviceClass,
+            squares: [...tr.querySelectorAll('svg [data-state]')].map(e => [e.dataset.device, e.dataset.state, e.getBBox().width]),
+            desc: tr.querySelector('svg desc').textContent,
+        }))"""
+    )
+    assert [(r["node"], r["cls"]) for r in got] == [(d["node"], d["device_class"]) for d in want]
+    for r, d in zip(got, want, strict=True):
+        assert [(n, st) for n, st, _ in r["squares"]] == [
+            (x["device"], st) for st in ("allocated", "tainted", "free") for x in d[st]
+        ]
+        assert all(w == 16 for _, _, w in r["squares"])  # drawn, not just present
+        assert r["desc"].startswith(f"{d['total']} device") and f"{len(d['free'])} free" in r["desc"]
+    if got:
+        await page.locator("div.devices").first.screenshot(path=str(shot))
+    return len(got)
+
+
 async def test_every_rules_incident_page_shows_the_apis_numbers(demo: str) -> None:
     from playwright.async_api import async_playwright
 
@@ -295,7 +318,7 @@ async def test_every_golden_rules_incident_page(
     script = axe_path().read_text()
     audited: set[str] = set()
     violations: dict[str, list[str]] = {}
-    grids_seen = placements_seen = 0
+    grids_seen = placements_seen = devices_seen = 0
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
         try:
@@ -317,6 +340,9 @@ async def test_every_golden_rules_incident_page(
                     [(b["node"], b["allocatable"], b["request"]) for b in w["capacity"]] for w in want
                 ]
                 grids_seen += len(got)
+                devices_seen += await _check_devices(
+                    page, doc, out / f"{doc['cluster']}-{doc['id']}-devices.png"
+                )
                 placements_seen += await _check_placement(
                     page, doc, out / f"{doc['cluster']}-{doc['id']}-placement.png"
                 )
@@ -328,3 +354,4 @@ async def test_every_golden_rules_incident_page(
     assert violations == {rule: [] for rule in audited}
     assert grids_seen >= 10
     assert placements_seen >= 1  # seed 003
+    assert devices_seen >= 2  # held-and-tainted: gpu-a's allocated GPUs, gpu-b's tainted one
