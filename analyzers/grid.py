@@ -28,7 +28,7 @@ evidence and every view (page, terminal, API) renders the stored one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from analyzers.quantity import format_units
@@ -190,11 +190,22 @@ def _node_groups(verdict: PodVerdict) -> list[_Group]:
     return out
 
 
+# A device inventory for the nodes named, nearest first (analyzers.gpu_capacity.device_inventory
+# bound to the snapshot and the pod's DeviceClasses).
+Inventory = Callable[[list[str]], list[dict[str, Any]]]
+DEVICE_PLUGINS = (C.DYNAMIC_RESOURCES, NODE_RESOURCES_FIT)  # where devices are what stops the pod
+
+
 def build_grid(
-    verdict: PodVerdict, pods: list[str], usage: Mapping[str, Mapping[str, int]] | None = None
+    verdict: PodVerdict,
+    pods: list[str],
+    usage: Mapping[str, Mapping[str, int]] | None = None,
+    inventory: Inventory | None = None,
 ) -> dict[str, Any]:
     """The grid of ``verdict`` (one pod's simulated scheduling), for the pods ``pods`` that share it;
-    ``usage`` (node → resource → units, from NodeMetrics) adds the real usage to capacity bars."""
+    ``usage`` (node → resource → units, from NodeMetrics) adds the real usage to capacity bars;
+    ``inventory`` adds the DRA devices of the pod's DeviceClasses on the nodes that fit or whose
+    first failure is about devices (nearest first, at most :data:`MAX_CAPACITY_NODES`)."""
     groups = _node_groups(verdict)
     plugins = _plugins(tuple(g.first for g in groups), verdict.kube_version)
     rows: list[dict[str, Any]] = []
@@ -240,6 +251,15 @@ def build_grid(
             node = verdict.node_at(member) if isinstance(member, int) else member
             capacity.extend(_capacity(node, usage or {}))
             shown += 1
+    devices: list[dict[str, Any]] = []
+    if inventory is not None:
+        device_nodes: list[str] = []
+        for row in rows:
+            if not (row["fits"] or row["first"] in DEVICE_PLUGINS):
+                continue
+            for member in members[id(row)].members[: MAX_CAPACITY_NODES - len(device_nodes)]:
+                device_nodes.append(verdict.node_names[member] if isinstance(member, int) else member.node)
+        devices = inventory(device_nodes) if device_nodes else []
     banner = None
     for kind, f in (("gated", verdict.gated), ("prefilter", verdict.prefilter)):
         if f is not None:
@@ -259,6 +279,25 @@ def build_grid(
         },
         "rows": rows,
         "capacity": capacity,
+        "devices": devices,
+        **_allocations(verdict),
+    }
+
+
+def _allocations(verdict: PodVerdict) -> dict[str, Any]:
+    """A DRA pod that fits: the devices the structured allocator picks on each feasible node
+    (at most :data:`MAX_CAPACITY_NODES`, by name) and on the node kube-scheduler would
+    choose (known when one node is feasible), as ``analyze --json`` reports them
+    (``pods[].scheduling.nodes[].allocation``, ``pods[].scheduling.allocation``)."""
+    if not verdict.allocations:
+        return {}
+    chosen = verdict.allocation
+    return {
+        "allocations": [
+            {"node": node, "devices": [r.as_dict() for r in verdict.allocations[node]]}
+            for node in sorted(verdict.allocations)[:MAX_CAPACITY_NODES]
+        ],
+        "allocation": None if chosen is None else [r.as_dict() for r in chosen],
     }
 
 
@@ -267,18 +306,26 @@ GRID_KEY = "scheduling_grid"
 
 
 def grids_for(
-    pods: list[str], verdicts: dict[str, PodVerdict], usage: Mapping[str, Mapping[str, int]] | None = None
+    pods: list[str],
+    verdicts: dict[str, PodVerdict],
+    usage: Mapping[str, Mapping[str, int]] | None = None,
+    inventory: Callable[[str], Inventory | None] | None = None,
 ) -> list[dict[str, Any]]:
     """One grid per distinct verdict among ``pods`` ("ns/name") that have one, at most
-    :data:`MAX_GRIDS`; pods whose verdict reads the same share a grid."""
+    :data:`MAX_GRIDS`; pods whose verdict reads the same share a grid. A pod that fits has
+    a grid only when it has DRA allocations to show. ``inventory`` gives a pod's device
+    inventory (None without DeviceClasses)."""
     shared: dict[str, tuple[PodVerdict, list[str]]] = {}
     for name in pods:
         verdict = verdicts.get(name)
-        if verdict is None or verdict.fits:
+        if verdict is None or (verdict.fits and not verdict.allocations):
             continue
         key = verdict.message
         if key in shared:
             shared[key][1].append(name)
         elif len(shared) < MAX_GRIDS:
             shared[key] = (verdict, [name])
-    return [build_grid(verdict, names, usage) for verdict, names in shared.values()]
+    return [
+        build_grid(verdict, names, usage, inventory(names[0]) if inventory is not None else None)
+        for verdict, names in shared.values()
+    ]

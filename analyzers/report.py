@@ -15,7 +15,8 @@ from typing import Any
 
 from analyzers.disruption import BudgetStatus, budget_status
 from analyzers.findings import Finding, ObjectRef
-from analyzers.grid import GRID_KEY, grids_for
+from analyzers.gpu_capacity import device_inventory, pod_device_classes
+from analyzers.grid import GRID_KEY, Inventory, grids_for
 from analyzers.messages import SCHEDULING, ParsedMessage, parse_message
 from analyzers.records import Deployment, Pod
 from analyzers.remedies import RemedyRenderer
@@ -205,23 +206,38 @@ def build_report(
         findings = tuple(f for f in findings if not f.pods or wanted.intersection(f.pods))
     if scope is not None:
         findings = tuple(f for f in findings if f.subject in scope)
+    by_key = {f"{p.pod.namespace}/{p.pod.name}": p for p in pods}
     findings = _with_grids(
         findings,
-        {f"{p.pod.namespace}/{p.pod.name}": p.verdict for p in pods},
+        {key: p.verdict for key, p in by_key.items()},
         {name: m.usage for name, m in snapshot.node_metrics.items()},
+        lambda key: _inventory(snapshot, by_key[key].pod) if key in by_key else None,
     )
     return Report(tuple(pods), tuple(deployments), pdbs, findings, run.errors, snapshot.warnings)
+
+
+def _inventory(snapshot: ClusterSnapshot, pod: Pod) -> Inventory | None:
+    """The DRA devices of the pod's DeviceClasses on given nodes; None without any."""
+    classes = pod_device_classes(snapshot, pod) if snapshot.device_classes else []
+    if not classes:
+        return None
+    return lambda nodes: device_inventory(snapshot, nodes, classes)
 
 
 def _with_grids(
     findings: tuple[Finding, ...],
     verdicts: dict[str, PodVerdict],
     usage: Mapping[str, Mapping[str, int]] | None = None,
+    inventory: Callable[[str], Inventory | None] | None = None,
 ) -> tuple[Finding, ...]:
     """Each finding about pending pods carries their nodes × filter plugins grid
     (analyzers.grid) in its evidence, so every view renders the stored grid."""
     out = []
     for f in findings:
-        grids = grids_for(list(f.pods), verdicts, usage) if f.pods and GRID_KEY not in f.evidence else []
+        grids = (
+            grids_for(list(f.pods), verdicts, usage, inventory)
+            if f.pods and GRID_KEY not in f.evidence
+            else []
+        )
         out.append(replace(f, evidence={**f.evidence, GRID_KEY: grids}) if grids else f)
     return tuple(out)

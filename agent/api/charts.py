@@ -104,3 +104,49 @@ def share(rows: list[dict[str, Any]], key: str = "count") -> list[dict[str, Any]
     """Each row with ``width``: its ``key`` as a share (0–100) of the largest."""
     top = max((int(r[key]) for r in rows), default=0) or 1
     return [{**r, "width": round(100 * int(r[key]) / top, 1)} for r in rows]
+
+
+PLACEMENT_BAR = 300  # SVG units of the longest replicas bar
+CPU_GAUGE = 120  # SVG units of a 0–100 % CPU use gauge
+PLACEMENT_ROW = 44  # SVG units per node
+
+
+def placement_rows(placement: dict[str, Any]) -> dict[str, Any]:
+    """The ``predicted_placement`` evidence of requests-missing-load-skew as rows to draw:
+    per node the replicas predicted today and after the proposed requests (one scale for
+    both) and the node's real CPU use (0–100 % of allocatable), hot nodes first."""
+    before = {str(k): float(v) for k, v in (placement.get("before") or {}).items()}
+    after_raw = placement.get("after")
+    after = {str(k): float(v) for k, v in after_raw.items()} if isinstance(after_raw, dict) else None
+    hot = set(placement.get("hot_nodes") or ())
+    cpu = placement.get("cpu_use") or {}
+    nodes = sorted({*before, *(after or {}), *hot}, key=lambda n: (n not in hot, -before.get(n, 0.0), n))
+    top = max([*before.values(), *(after or {}).values(), 1.0])
+    rows = []
+    for i, node in enumerate(nodes):
+        use = cpu.get(node)
+        b, a = before.get(node, 0.0), (after.get(node, 0.0) if after is not None else None)
+        rows.append(
+            {
+                "node": node,
+                "hot": node in hot,
+                "before": b,
+                "after": a,
+                "y": 24 + i * PLACEMENT_ROW,
+                "w_before": round(PLACEMENT_BAR * b / top, 1),
+                "w_after": round(PLACEMENT_BAR * a / top, 1) if a is not None else None,
+                "cpu": use,
+                "w_cpu": round(CPU_GAUGE * min(100, int(use["percent"])) / 100, 1) if use else None,
+            }
+        )
+    return {
+        "rows": rows,
+        "replicas": int(placement.get("replicas") or 0),
+        "has_after": after is not None,
+        "height": 30 + len(rows) * PLACEMENT_ROW,
+        "on_hot_before": placement.get("on_hot_nodes_before"),
+        "on_hot_after": placement.get("on_hot_nodes_after"),
+        "method": placement.get("method", ""),
+        "bar": PLACEMENT_BAR,
+        "gauge": CPU_GAUGE,
+    }

@@ -21,7 +21,7 @@ from markupsafe import Markup
 from multidict import MultiDict
 
 from agent.api import auth
-from agent.api.charts import day_columns, share, timeline_axis
+from agent.api.charts import day_columns, placement_rows, share, timeline_axis
 from agent.api.errors import ApiError
 from agent.api.evidence import MAX_ROWS, present, raw_preview
 from agent.api.keys import (
@@ -374,10 +374,12 @@ async def incident_page(request: web.Request) -> web.Response:
     if DEMO_APPLY in request.app and DEMO_CHANGES in request.app:
         changes = request.app[DEMO_CHANGES]
         demo_applicable = {r.index for r in remedies if changes(incident.cluster, r.command)}
+    placement = (incident.evidence or {}).get("predicted_placement")
     return render(
         request,
         "incident.html.j2",
         inc=incident,
+        placement=placement_rows(placement) if isinstance(placement, dict) and placement.get("before") else None,
         timeline=timeline,
         remedies=remedies,
         evidence=present({k: v for k, v in (incident.evidence or {}).items() if k != GRID_KEY}),

@@ -269,6 +269,8 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
             "on_hot_nodes_before": _on(before[0], hot_nodes),
             "on_hot_nodes_after": _on(after[0], hot_nodes) if after is not None else None,
             "method": "exact" if before[1] and (after is None or after[1]) else "estimate",
+            # Real CPU use (metrics.k8s.io) of the nodes the prediction names, beside the replicas.
+            "cpu_use": _cpu_use(snap, sorted({*before[0], *(after[0] if after is not None else {})})),
         }
     return Finding(
         rule_id=RULE_ID,
@@ -286,6 +288,23 @@ def _finding(ctx: RuleContext, ref: ObjectRef, items: list[_Hidden], hot: list[_
         cause="requests-below-usage",
         pods=tuple(f"{ns}/{name}" for ns, name in pods) if pod_names else (),
     )
+
+
+def _cpu_use(snap: ClusterSnapshot, nodes: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per node with NodeMetrics: its CPU use, allocatable and use as a percent of allocatable."""
+    caps = node_capacities(snap)
+    out: dict[str, dict[str, Any]] = {}
+    for name in nodes:
+        metrics, cap = snap.node_metrics.get(name), caps.get(name)
+        if metrics is None or cap is None or "cpu" not in metrics.usage or cap.allocatable("cpu") <= 0:
+            continue
+        used, alloc = metrics.usage["cpu"], cap.allocatable("cpu")
+        out[name] = {
+            "usage": _q("cpu", used),
+            "allocatable": _q("cpu", alloc),
+            "percent": round(100 * used / alloc),
+        }
+    return out
 
 
 def _q(resource: str, units: int) -> str:
@@ -535,8 +554,7 @@ def _set_requests(
             improves = a < b
             placement_words = (
                 f"; re-predicted placement of the next {PREDICTED_REPLICAS} pods without requests: "
-                f"{b:g} \u2192 {a:g} on {names(nodes)}"
-                + ("" if improves else " (no improvement)")
+                f"{b:g} \u2192 {a:g} on {names(nodes)}" + ("" if improves else " (no improvement)")
             )
     verified = ok_fit and reflects and not multi and improves
     verification = (
@@ -548,14 +566,18 @@ def _set_requests(
         + ("" if reflects else "; the requested share still lags real usage")
         + ("; not verified per container (several containers per pod)" if multi else "")
     )
-    return ctx.renderer.command(
-        f"Give {ref.name} requests that match its real usage: {request_arg.replace(',', ', ')}",
-        ref,
-        command,
-        note=note,
-        verified=verified,
-        verification=verification,
-    ), repredicted, chosen
+    return (
+        ctx.renderer.command(
+            f"Give {ref.name} requests that match its real usage: {request_arg.replace(',', ', ')}",
+            ref,
+            command,
+            note=note,
+            verified=verified,
+            verification=verification,
+        ),
+        repredicted,
+        chosen,
+    )
 
 
 def _delta(pods: Sequence[Pod], requests: Mapping[str, int]) -> dict[str, dict[str, int]]:

@@ -110,6 +110,65 @@ async def _dom_grids(page: Any) -> list[dict[str, Any]]:
     )
 
 
+async def _check_placement(page: Any, doc: dict[str, Any], shot: Path) -> int:
+    """The placement picture (requests-missing-load-skew): each node's bars and CPU gauge, as
+    Chromium lays them out, carry the evidence's numbers; the figure is screenshotted."""
+    want = doc["evidence"].get("predicted_placement")
+    got = await page.evaluate(
+        """() => [...document.querySelectorAll('figure.placement g.placement-row')].map(g => ({
+            node: g.dataset.node, before: +g.dataset.before, after: g.dataset.after === undefined ? null : +g.dataset.after,
+            cpu: g.dataset.cpuPercent === undefined ? null : +g.dataset.cpuPercent,
+            w_before: g.querySelector('rect.pl-before').getBBox().width,
+            w_after: g.querySelector('rect.pl-after') ? g.querySelector('rect.pl-after').getBBox().width : null,
+            w_cpu: g.querySelector('rect.pl-cpu') ? g.querySelector('rect.pl-cpu').getBBox().width : null,
+            text: g.textContent.replace(/\\s+/g, ' ').trim(),
+        }))"""
+    )
+    if not want or not want.get("before"):
+        assert got == []
+        return 0
+    after = want.get("after") or {}
+    assert {r["node"] for r in got} == set(want["before"]) | set(after)
+    top = max([*want["before"].values(), *after.values(), 1])
+    for r in got:
+        n = r["node"]
+        assert r["before"] == want["before"].get(n, 0) and r["after"] == (after.get(n, 0) if after else None)
+        assert abs(r["w_before"] - 300 * r["before"] / top) < 0.2  # the drawn length is the number
+        assert f"{r['before']:g} today" in r["text"]
+        cpu = (want.get("cpu_use") or {}).get(n)
+        assert r["cpu"] == (cpu["percent"] if cpu else None)
+        if cpu:
+            assert (
+                abs(r["w_cpu"] - 120 * min(100, cpu["percent"]) / 100) < 0.2
+                and f"{cpu['percent']}%" in r["text"]
+            )
+    await page.locator("figure.placement").screenshot(path=str(shot))
+    return 1
+
+
+async def _check_devices(page: Any, doc: dict[str, Any], shot: Path) -> int:
+    """DRA devices per node and DeviceClass: as Chromium lays them out, one square per device in
+    the state the evidence gives (allocated, tainted, free); the figure is screenshotted."""
+    want = [d for g in doc["evidence"].get("scheduling_grid") or [] for d in g.get("devices") or []]
+    got = await page.evaluate(
+        """() => [...document.querySelectorAll('tr.device-row')].map(tr => ({
+            node: tr.dataset.node, cls: tr.dataset.deviceClass,
+            squares: [...tr.querySelectorAll('svg [data-state]')].map(e => [e.dataset.device, e.dataset.state, e.getBBox().width]),
+            desc: tr.querySelector('svg desc').textContent,
+        }))"""
+    )
+    assert [(r["node"], r["cls"]) for r in got] == [(d["node"], d["device_class"]) for d in want]
+    for r, d in zip(got, want, strict=True):
+        assert [(n, st) for n, st, _ in r["squares"]] == [
+            (x["device"], st) for st in ("allocated", "tainted", "free") for x in d[st]
+        ]
+        assert all(w == 16 for _, _, w in r["squares"])  # drawn, not just present
+        assert r["desc"].startswith(f"{d['total']} device") and f"{len(d['free'])} free" in r["desc"]
+    if got:
+        await page.locator("div.devices").first.screenshot(path=str(shot))
+    return len(got)
+
+
 async def test_every_rules_incident_page_shows_the_apis_numbers(demo: str) -> None:
     from playwright.async_api import async_playwright
 
@@ -259,7 +318,7 @@ async def test_every_golden_rules_incident_page(
     script = axe_path().read_text()
     audited: set[str] = set()
     violations: dict[str, list[str]] = {}
-    grids_seen = 0
+    grids_seen = placements_seen = devices_seen = 0
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
         try:
@@ -281,6 +340,12 @@ async def test_every_golden_rules_incident_page(
                     [(b["node"], b["allocatable"], b["request"]) for b in w["capacity"]] for w in want
                 ]
                 grids_seen += len(got)
+                devices_seen += await _check_devices(
+                    page, doc, out / f"{doc['cluster']}-{doc['id']}-devices.png"
+                )
+                placements_seen += await _check_placement(
+                    page, doc, out / f"{doc['cluster']}-{doc['id']}-placement.png"
+                )
                 if doc["rule_id"] not in audited:
                     audited.add(doc["rule_id"])
                     violations[doc["rule_id"]] = await axe_violations(page, script)
@@ -288,3 +353,5 @@ async def test_every_golden_rules_incident_page(
             await browser.close()
     assert violations == {rule: [] for rule in audited}
     assert grids_seen >= 10
+    assert placements_seen >= 1  # seed 003
+    assert devices_seen >= 2  # held-and-tainted: gpu-a's allocated GPUs, gpu-b's tainted one
