@@ -17,6 +17,7 @@ What holds afterwards:
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import time
@@ -99,7 +100,7 @@ async def test_throttling_and_5xx_are_waited_out_without_loss_or_duplicates(
     by_kind: dict[tuple[str | None, str | None], list[float]] = defaultdict(list)
     for r in refused:
         by_kind[(r.kind, r.namespace)].append(r.at)
-    gaps = [b - a for times in by_kind.values() for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for times in by_kind.values() for a, b in itertools.pairwise(times)]
     assert gaps and min(gaps) >= RETRY_AFTER - 0.25, sorted(gaps)[:5]  # Retry-After was waited for
     assert max(len(t) for t in by_kind.values()) <= WINDOW // RETRY_AFTER + 1
 
