@@ -39,7 +39,7 @@ from agent.settings import ApiSettings
 from analyzers.findings import Finding
 from analyzers.remedies import RemedyRenderer
 from analyzers.snapshot import ClusterState
-from storage.engine import create_sessionmaker
+from storage.engine import EngineOptions, create_sessionmaker
 
 log = logging.getLogger(__name__)
 
@@ -215,11 +215,13 @@ class AgentHost:
     notifier: OutboxWorker | None = None
 
     @classmethod
-    async def open(cls, db_url: str, *, migrate: bool = True) -> AgentHost:
+    async def open(
+        cls, db_url: str, *, migrate: bool = True, options: EngineOptions | None = None
+    ) -> AgentHost:
         from agent.database import migrate as migrate_schema
         from agent.database import open_engine
 
-        engine = await open_engine(db_url)
+        engine = await open_engine(db_url, options=options)
         if migrate:
             try:
                 await migrate_schema(engine, db_url)
