@@ -12,6 +12,7 @@ from storage.engine import (
     DatabaseMissing,
     DatabaseUnavailable,
     DatabaseURLError,
+    EngineOptions,
     check_connection,
     check_sqlite_file,
     create_engine,
@@ -24,13 +25,14 @@ class NoDatabase(UserError):
     """A read-only command was pointed at a SQLite file that does not exist."""
 
 
-async def open_engine(url: str, *, create: bool = True) -> AsyncEngine:
+async def open_engine(url: str, *, create: bool = True, options: EngineOptions | None = None) -> AsyncEngine:
     """An engine that has answered ``SELECT 1``. With ``create`` false (read-only
-    commands) a SQLite file that does not exist is NoDatabase, never created."""
+    commands) a SQLite file that does not exist is NoDatabase, never created. ``options``:
+    PostgreSQL's pool and timeouts (``DbSettings.engine``)."""
     where = redact_db_url(url)
     try:
         check_sqlite_file(url, create=create)
-        engine = create_engine(url)
+        engine = create_engine(url, options=options)
     except DatabaseMissing as exc:
         raise NoDatabase(f"--db {where}: {exc}") from None
     except (DatabaseUnavailable, DatabaseURLError) as exc:

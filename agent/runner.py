@@ -39,7 +39,7 @@ from agent.settings import ApiSettings
 from analyzers.findings import Finding
 from analyzers.remedies import RemedyRenderer
 from analyzers.snapshot import ClusterState
-from storage.engine import create_sessionmaker
+from storage.engine import EngineOptions, create_sessionmaker
 
 log = logging.getLogger(__name__)
 
@@ -215,11 +215,13 @@ class AgentHost:
     notifier: OutboxWorker | None = None
 
     @classmethod
-    async def open(cls, db_url: str, *, migrate: bool = True) -> AgentHost:
+    async def open(
+        cls, db_url: str, *, migrate: bool = True, options: EngineOptions | None = None
+    ) -> AgentHost:
         from agent.database import migrate as migrate_schema
         from agent.database import open_engine
 
-        engine = await open_engine(db_url)
+        engine = await open_engine(db_url, options=options)
         if migrate:
             try:
                 await migrate_schema(engine, db_url)
@@ -256,6 +258,14 @@ class AgentHost:
             return True  # a follower serves the API and pages; it watches nothing
         return bool(self.agents) and all(a.watcher.synced for a in self.agents)
 
+    def ready(self) -> bool:
+        """``/readyz``: every kind listed once, and the API server answering every watcher now
+        (false while it is down, throttling or failing with 5xx; true again once each watcher
+        has listed or opened a watch). A follower watches nothing and is ready."""
+        if self.elector is not None and not self.elector.is_leader():
+            return True
+        return self.synced() and not any(a.watcher.failing for a in self.agents)
+
     def is_leader(self) -> bool:
         """The fence: whatever sends notifications asks this right before each send."""
         return self.elector is None or self.elector.is_leader()
@@ -285,7 +295,7 @@ class AgentHost:
             app = create_app(
                 sessions=self.sessions,
                 settings=api,
-                readiness=self.synced,
+                readiness=self.ready,
                 registry=self.registry,
                 role=self.role,
             )

@@ -11,6 +11,10 @@ flag                       environment                   meaning
 =========================  ============================  =========================================
 ``--db URL``               ``UNSTICK_DB_URL``            database (default: ``./unstick.db``)
 ``--no-migrate``           ``UNSTICK_DB_AUTO_MIGRATE``   upgrade the schema at start-up (``true``)
+\\-                         ``UNSTICK_DB_POOL_SIZE``      PostgreSQL connections per process (``20``)
+\\-                         ``UNSTICK_DB_POOL_TIMEOUT``   wait for a free connection, then 503 (``20s``)
+\\-                         ``UNSTICK_DB_STATEMENT_TIMEOUT`` PostgreSQL ``statement_timeout`` (``60s``; ``0``: the database's)
+\\-                         ``UNSTICK_DB_LOCK_TIMEOUT``   PostgreSQL ``lock_timeout`` (``10s``; ``0``: the database's)
 ``--listen HOST:PORT``     ``UNSTICK_LISTEN``            HTTP address (``127.0.0.1:8080``)
 ``--api-token-file PATH``  ``UNSTICK_API_TOKEN_FILE``    bearer tokens, one per line
 \\-                         ``UNSTICK_API_TOKENS``        bearer tokens, comma-separated
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
     from agent.leader import LeaseConfig
     from agent.pipeline import PipelineConfig
 
-from storage.engine import DEFAULT_DB_URL, DatabaseURLError, parse_db_url, redact_db_url
+from storage.engine import DEFAULT_DB_URL, DatabaseURLError, EngineOptions, parse_db_url, redact_db_url
 
 MIN_TOKEN_LENGTH = 16
 MAX_GRACE = 30 * 86400.0
@@ -91,9 +95,43 @@ class DbSettings:
     """SQLAlchemy URL: ``sqlite+aiosqlite:///PATH`` (embedded) or ``postgresql+asyncpg://…`` (a fleet)."""
     auto_migrate: bool = True
     """Upgrade the schema to the newest revision at start-up (PostgreSQL: under an advisory lock)."""
+    engine: EngineOptions = field(default_factory=EngineOptions)
+    """PostgreSQL's pool and timeouts (``UNSTICK_DB_POOL_SIZE`` and friends)."""
+
+    @staticmethod
+    def engine_from_env(env: Mapping[str, str], errors: list[str]) -> EngineOptions:
+        """``UNSTICK_DB_POOL_SIZE`` (1–500), ``UNSTICK_DB_POOL_TIMEOUT`` (0.1 s–1 h),
+        ``UNSTICK_DB_STATEMENT_TIMEOUT`` and ``UNSTICK_DB_LOCK_TIMEOUT`` (0–1 h; ``0`` leaves
+        the database's own setting); bad values are collected in ``errors``."""
+        default = EngineOptions()
+
+        def bounded(name: str, parse: Callable[..., Any], fallback: Any, **limits: Any) -> Any:
+            raw = env.get(name)
+            if raw is None or raw == "":
+                return fallback
+            try:
+                return parse(name, raw, **limits)
+            except bounds.OutOfBounds as exc:
+                errors.append(str(exc))
+                return fallback
+
+        def timeout(name: str, fallback: float | None) -> float | None:
+            value = bounded(name, bounds.seconds, fallback, minimum=0.0, maximum=MAX_TIMEOUT)
+            return None if value == 0 else value
+
+        return EngineOptions(
+            pool_size=bounded("UNSTICK_DB_POOL_SIZE", bounds.count, default.pool_size, minimum=1, maximum=500),
+            pool_timeout=bounded(
+                "UNSTICK_DB_POOL_TIMEOUT", bounds.seconds, default.pool_timeout, minimum=0.1, maximum=MAX_TIMEOUT
+            ),
+            statement_timeout=timeout("UNSTICK_DB_STATEMENT_TIMEOUT", default.statement_timeout),
+            lock_timeout=timeout("UNSTICK_DB_LOCK_TIMEOUT", default.lock_timeout),
+        )
 
     def __repr__(self) -> str:
-        return f"DbSettings(url={redact_db_url(self.url)!r}, auto_migrate={self.auto_migrate})"
+        return (
+            f"DbSettings(url={redact_db_url(self.url)!r}, auto_migrate={self.auto_migrate}, engine={self.engine})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +193,7 @@ class Settings:
         except DatabaseURLError as exc:
             errors.append(f"--db / UNSTICK_DB_URL: database URL {redact_db_url(url)!r}: {exc}")
         auto_migrate = _bool(env, "UNSTICK_DB_AUTO_MIGRATE", True, errors)
+        engine = DbSettings.engine_from_env(env, errors)
         if flags.get("no_migrate"):
             auto_migrate = False
 
@@ -208,7 +247,7 @@ class Settings:
         if errors:
             raise SettingsError(errors)
         return cls(
-            db=DbSettings(url=url, auto_migrate=auto_migrate),
+            db=DbSettings(url=url, auto_migrate=auto_migrate, engine=engine),
             api=ApiSettings(
                 host=host,
                 port=port,

@@ -35,7 +35,7 @@ from agent.notify.webhook import WebhookSink
 from agent.notify.worker import OutboxWorker
 from agent.settings import Secret
 from analyzers.findings import ObjectRef
-from storage.engine import create_engine, create_sessionmaker
+from storage.engine import EngineOptions, create_engine, create_sessionmaker
 from storage.migrate import upgrade
 from storage.outbox import unfinished_count
 from storage.tracker import EVERY_SUBJECT, NotifyPolicy, track
@@ -94,7 +94,7 @@ def sink(name: str, url: str) -> WebhookSink:
 async def drain_rate(db_url: str, incidents: int) -> tuple[int, float]:
     await seed(db_url, incidents, ["webhook"])
     runner, url, _ = await receiver()
-    engine = create_engine(db_url, pool_size=10)
+    engine = create_engine(db_url, options=EngineOptions(pool_size=10))
     sessions = create_sessionmaker(engine)
     worker = OutboxWorker(sessions, [sink("webhook", url)])
     started = time.perf_counter()

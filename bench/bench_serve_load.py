@@ -21,7 +21,6 @@ import multiprocessing
 import os
 import random
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -85,34 +84,54 @@ async def _migrate(url: str) -> None:
     await engine.dispose()
 
 
-async def _clients(base: str, n: int, seconds: float) -> tuple[list[float], int, dict[str, int]]:
-    latencies: list[float] = []
+ROUTES = {  # route class → path
+    "api list": "/api/v1/incidents?limit=50",
+    "api one": "/api/v1/incidents/1",
+    "silences": "/api/v1/silences",
+    "page": "/incidents",
+}
+
+
+async def _clients(
+    base: str, n: int, seconds: float
+) -> tuple[dict[str, list[float]], dict[str, int], list[str]]:
+    """Latencies per route class, errors by kind, and the first error of each kind in full."""
+    latencies: dict[str, list[float]] = {route: [] for route in ROUTES}
     errors: dict[str, int] = {}
+    first: dict[str, str] = {}
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    paths = ["/api/v1/incidents?limit=50", "/api/v1/incidents/1", "/api/v1/silences", "/incidents"]
+    routes = list(ROUTES.items())
     deadline = time.monotonic() + seconds
     connector = aiohttp.TCPConnector(limit=n)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as http:
 
+        def failed(kind: str, detail: str) -> None:
+            errors[kind] = errors.get(kind, 0) + 1
+            first.setdefault(kind, detail)
+
         async def one(i: int) -> None:
             k = i
             while time.monotonic() < deadline:
-                path = paths[k % len(paths)]
+                route, path = routes[k % len(routes)]
                 k += 1
                 t = time.perf_counter()
                 try:
-                    h = {**headers, "Accept": "text/html"} if path == "/incidents" else headers
+                    h = {**headers, "Accept": "text/html"} if route == "page" else headers
                     async with http.get(base + path, headers=h) as resp:
-                        await resp.read()
-                        ok = resp.status == 200 or (path.endswith("/1") and resp.status == 404)
+                        body = await resp.read()
+                        ok = resp.status == 200 or (route == "api one" and resp.status == 404)
                         if not ok:
-                            errors[f"HTTP {resp.status} {path}"] = errors.get(f"HTTP {resp.status} {path}", 0) + 1
+                            failed(f"HTTP {resp.status} {route}", body[:300].decode(errors="replace"))
                 except Exception as exc:  # every failure is counted, by kind
-                    errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
-                latencies.append(time.perf_counter() - t)
+                    failed(f"{type(exc).__name__} {route}", f"after {time.perf_counter() - t:.1f} s: {exc!r}")
+                latencies[route].append(time.perf_counter() - t)
 
         await asyncio.gather(*(one(i) for i in range(n)))
-    return latencies, sum(errors.values()), errors
+    return latencies, errors, [f"{kind}: {detail}" for kind, detail in first.items()]
+
+
+def _quantile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))] * 1000
 
 
 def _run(label: str, url: str, args: argparse.Namespace) -> None:
@@ -139,8 +158,10 @@ def _run(label: str, url: str, args: argparse.Namespace) -> None:
         writer = multiprocessing.Process(target=_writer, args=(url, args.events, args.seconds, results))
         writer.start()
         started = time.monotonic()
-        latencies, errors, kinds = asyncio.run(_clients(base, args.clients, args.seconds))
+        load_before = os.getloadavg()[0]
+        latencies, kinds, first_errors = asyncio.run(_clients(base, args.clients, args.seconds))
         elapsed = time.monotonic() - started
+        load_after = os.getloadavg()[0]
         writer.join(120)
         events, passes = results.get(timeout=10) if not results.empty() else (0, 0)
     finally:
@@ -152,19 +173,31 @@ def _run(label: str, url: str, args: argparse.Namespace) -> None:
             serve.kill()
             serve.wait(10)
         log.seek(0)
-        warnings = log.read().decode(errors="replace").count("WARNING")
+        serve_log = log.read().decode(errors="replace").splitlines()
         log.close()
-    latencies.sort()
-    p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000  # noqa: E731
+    every = sorted(x for values in latencies.values() for x in values)
+    errors = sum(kinds.values())
     print(
-        f"{label:<10} {args.clients} clients {elapsed:.0f} s: {len(latencies)} requests, {errors} errors, "
-        f"{len(latencies) / elapsed:.0f} req/s, p50 {p(0.50):.0f} ms, p99 {p(0.99):.0f} ms, "
-        f"max {latencies[-1] * 1000:.0f} ms; writer {events / args.seconds:.0f} events/s in {passes} passes"
-        f" (asked {args.events}/s)"
+        f"{label:<10} {args.clients} clients {elapsed:.0f} s: {len(every)} requests, {errors} errors, "
+        f"{len(every) / elapsed:.0f} req/s, p50 {_quantile(every, 0.5):.0f} ms, p99 {_quantile(every, 0.99):.0f} ms, "
+        f"max {every[-1] * 1000:.0f} ms; writer {events / args.seconds:.0f} events/s in {passes} passes"
+        f" (asked {args.events}/s); load average {load_before:.1f} → {load_after:.1f} on {os.cpu_count()} cpus"
     )
+    for route, values in latencies.items():
+        values.sort()
+        if values:
+            print(
+                f"           {route:<9} {len(values):>6} requests  p50 {_quantile(values, 0.5):>6.0f} ms"
+                f"  p99 {_quantile(values, 0.99):>6.0f} ms"
+            )
     if kinds:
         print(f"           errors by kind: {kinds}")
-    print(f"           mean {statistics.fmean(latencies) * 1000:.0f} ms; serve logged {warnings} warning(s)")
+        for line in first_errors:
+            print(f"           first {line}")
+    problems = [line for line in serve_log if "WARNING" in line or "ERROR" in line or "Traceback" in line]
+    print(f"           serve logged {len(problems)} warning/error line(s)")
+    for line in list(dict.fromkeys(problems))[:8]:
+        print(f"           | {line[:300]}")
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -190,13 +191,45 @@ def _json_dumps(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
 
 
-def create_engine(url: str, *, echo: bool = False, pool_size: int = 5) -> AsyncEngine:
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """How the engine uses a PostgreSQL server (SQLite ignores them: one file, one writer).
+
+    The defaults hold `unstick serve` under 200 concurrent clients beside a writer
+    (bench/bench_serve_load.py; docs/performance.md):
+
+    * ``pool_size`` connections kept open, no overflow: SQLAlchemy's default (5 + 10 overflow)
+      opened and closed an overflow connection per request under load, and each new
+      connection paid its start-up, type-codec and prepared-statement round trips again;
+    * ``pool_timeout`` seconds a request waits for a connection before it is answered
+      ``503`` with ``Retry-After`` (less than a client's usual 30 s timeout);
+    * ``statement_timeout`` and ``lock_timeout`` (seconds, ``None``: the database's or
+      role's own setting) make a statement stuck behind a lock or a runaway query fail
+      with PostgreSQL's own error instead of holding a connection forever.
+    """
+
+    pool_size: int = 20
+    pool_timeout: float = 20.0
+    statement_timeout: float | None = 60.0
+    lock_timeout: float | None = 10.0
+
+    def server_settings(self) -> dict[str, str]:
+        out = {"timezone": "UTC", "application_name": "unstick"}
+        if self.statement_timeout is not None:
+            out["statement_timeout"] = f"{round(self.statement_timeout * 1000)}ms"
+        if self.lock_timeout is not None:
+            out["lock_timeout"] = f"{round(self.lock_timeout * 1000)}ms"
+        return out
+
+
+def create_engine(url: str, *, echo: bool = False, options: EngineOptions | None = None) -> AsyncEngine:
     """An async engine for ``url`` with the settings each backend wants.
 
     SQLite: WAL journal (readers never block the writer), ``synchronous=NORMAL``
     (durable across process crashes; a power cut may lose the last commits),
-    foreign keys on, a 5 s busy timeout. PostgreSQL: the session time zone is
-    UTC and the application name is ``unstick``."""
+    foreign keys on, a 5 s busy timeout. PostgreSQL: :class:`EngineOptions` (pool,
+    statement and lock timeouts), the session time zone UTC, the application name
+    ``unstick``."""
     parsed = parse_db_url(url)
     kwargs: dict[str, Any] = {
         "echo": echo,
@@ -204,9 +237,12 @@ def create_engine(url: str, *, echo: bool = False, pool_size: int = 5) -> AsyncE
         "json_deserializer": orjson.loads,
     }
     if parsed.get_backend_name() == "postgresql":
-        kwargs["pool_size"] = pool_size
+        opts = options or EngineOptions()
+        kwargs["pool_size"] = opts.pool_size
+        kwargs["max_overflow"] = 0
+        kwargs["pool_timeout"] = opts.pool_timeout
         kwargs["pool_pre_ping"] = True
-        kwargs["connect_args"] = {"server_settings": {"timezone": "UTC", "application_name": "unstick"}}
+        kwargs["connect_args"] = {"server_settings": opts.server_settings()}
         return create_async_engine(parsed, **kwargs)
 
     engine = create_async_engine(parsed, **kwargs)

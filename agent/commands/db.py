@@ -28,7 +28,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
     settings = Settings.from_args(args)
 
     async def go() -> tuple[str | None, str | None]:
-        engine = await open_engine(settings.db.url)
+        engine = await open_engine(settings.db.url, options=settings.db.engine)
         try:
             before = await current_revision(engine)
             await migrate(engine, settings.db.url)
@@ -52,7 +52,7 @@ def run_current(args: argparse.Namespace) -> int:
 
     async def go() -> str | None:
         try:
-            engine = await open_engine(settings.db.url, create=False)
+            engine = await open_engine(settings.db.url, create=False, options=settings.db.engine)
         except NoDatabase:
             return None  # read-only: a file that does not exist is an empty store, and stays absent
         try:

@@ -181,7 +181,7 @@ async def demo(
             )
         scenarios = [s for s in scenarios if s.name in args.scenario]
     out = sys.stderr if args.json else sys.stdout
-    host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
+    host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate, options=settings.db.engine)
     clusters: list[Any] = []
     notify = notify or NotifySettings(console=True)
 

@@ -141,7 +141,7 @@ def run_list(args: argparse.Namespace) -> int:
         raise _user_error(exc) from None
 
     async def go() -> tuple[list[Any], str | None]:
-        engine = await open_engine(settings.db.url, create=False)
+        engine = await open_engine(settings.db.url, create=False, options=settings.db.engine)
         try:
             await _check_schema(engine, settings.db.url)
             async with create_sessionmaker(engine)() as session:
@@ -197,7 +197,7 @@ def run_show(args: argparse.Namespace) -> int:
         raise UserError(f"ID: {exc.message}") from None
 
     async def go() -> Any:
-        engine = await open_engine(settings.db.url, create=False)
+        engine = await open_engine(settings.db.url, create=False, options=settings.db.engine)
         try:
             await _check_schema(engine, settings.db.url)
             async with create_sessionmaker(engine)() as session:

@@ -66,7 +66,7 @@ async def serve(
     stop: asyncio.Event | None = None,
 ) -> None:
     """Run until SIGINT/SIGTERM (or ``stop`` is set)."""
-    engine = await open_engine(settings.db.url)
+    engine = await open_engine(settings.db.url, options=settings.db.engine)
     try:
         if settings.db.auto_migrate:
             await migrate(engine, settings.db.url)

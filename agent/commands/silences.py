@@ -66,7 +66,7 @@ def _with_session(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]])
     settings = Settings.from_args(args)
 
     async def go() -> T:
-        engine = await open_engine(settings.db.url, create=False)  # a missing file stays missing
+        engine = await open_engine(settings.db.url, create=False, options=settings.db.engine)  # a missing file stays missing
         try:
             await _check_schema(engine, settings.db.url)
             if await current_revision(engine) != head_revision():

@@ -128,7 +128,7 @@ async def watch(
 
     stop = asyncio.Event()
     install_signal_handlers(stop)
-    host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
+    host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate, options=settings.db.engine)
     try:
         gateway = Gateway(kubeconfig, context)
         try:
@@ -173,7 +173,7 @@ async def watch_elected(
 
     stop = asyncio.Event()
     install_signal_handlers(stop)
-    host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate)
+    host = await AgentHost.open(settings.db.url, migrate=settings.db.auto_migrate, options=settings.db.engine)
     # The Lease has a connection of its own: renewals never queue behind watches.
     elector = LeaderElector(Gateway(kubeconfig, context), leader.lease_config())
     host.elector = elector

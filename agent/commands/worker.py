@@ -73,7 +73,7 @@ async def _check_database(db: DbSettings) -> None:
     used; upgrade its schema unless ``--no-migrate``."""
     from agent.database import migrate, open_engine
 
-    engine = await open_engine(db.url)
+    engine = await open_engine(db.url, options=db.engine)
     try:
         if db.auto_migrate:
             await migrate(engine, db.url)
@@ -95,7 +95,7 @@ def _work(settings: Settings, stream: StreamSettings, args: argparse.Namespace) 
             stream.bootstrap, [(stream.deltas_topic, stream.partitions), (stream.dead_letter_topic, 1)]
         )
     )
-    engine = create_engine(settings.db.url)
+    engine = create_engine(settings.db.url, options=settings.db.engine)
     config = PipelineConfig(grace=stream.grace, debounce=stream.debounce, sinks=stream.sinks)
     worker = StreamWorker(stream, create_sessionmaker(engine), config, app_id=args.app_id)
     level = logging.getLevelName(logging.getLogger().level).lower()

@@ -45,7 +45,10 @@ It serves what unstick's gateway uses, with the semantics a real API server has:
 Faults are injected from Python through ``FakeCluster.faults`` (the test
 holds the server object): Status errors (410, 429 with Retry-After, 500, …),
 an ERROR 410 on the next or on live watches, streams cut in the middle of a
-JSON line, stalls, raw malformed lines, frozen watches.
+JSON line, stalls, raw malformed lines, frozen watches, and an overload window
+(``faults.overload``: for some seconds every list and watch is answered 429 with
+Retry-After, 503 or 500 in turn, as an API server under priority and fairness
+or restarting answers).
 """
 
 from __future__ import annotations
@@ -57,8 +60,9 @@ import contextlib
 import itertools
 import logging
 import random
+import time
 import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -166,6 +170,8 @@ class RequestRecord:
     verb: str | None
     kind: str | None
     namespace: str | None
+    at: float = 0.0  # time.monotonic() when it arrived
+    status: int = 0  # the status a fault answered it with (0: served)
 
 
 @dataclass(slots=True)
@@ -188,6 +194,14 @@ class _RequestFault:
         if self.needs_continue and not has_continue:
             return False
         return self.kind is None or (kind is not None and self.kind in (kind.kind, kind.plural))
+
+
+@dataclass(slots=True)
+class _Overload:
+    until: float  # time.monotonic()
+    statuses: Iterator[int]
+    retry_after: float | None
+    verbs: frozenset[str]
 
 
 class _Watch:
@@ -243,6 +257,51 @@ class Faults:
         self._cluster = cluster
         self._pending: list[_RequestFault] = []
         self.frozen: set[str] = set()  # kind names whose live watches deliver nothing
+        self._overload: _Overload | None = None
+        self.overload_answers: Counter[int] = Counter()  # status → requests the window refused
+
+    # -- a window of time ----------------------------------------------------
+    def overload(
+        self,
+        seconds: float,
+        *,
+        statuses: Iterable[int] = (429, 503, 500),
+        retry_after: float | None = 1.0,
+        verbs: Iterable[Verb] = ("list", "watch"),
+        cut_watches: bool = True,
+    ) -> None:
+        """For ``seconds`` from now, answer every list and watch (``verbs``) with ``statuses``
+        in turn: a 429 always with ``Retry-After`` (API Priority and Fairness answers
+        "Too many requests, please try again later." with one, staging/src/k8s.io/apiserver/
+        pkg/server/filters/priority-and-fairness.go ``tooManyRequests``, v0.37.2; a server
+        shutting down answers 429 with ``Retry-After: 5``, with_retry_after.go), a 5xx with it
+        when ``retry_after`` is given. Live watches are
+        cut first (``cut_watches``), as a restarting server drops them, so the clients meet the
+        window. ``overload_answers`` counts the refusals per status."""
+        self._overload = _Overload(
+            until=time.monotonic() + seconds,
+            statuses=itertools.cycle(tuple(statuses)),
+            retry_after=retry_after,
+            verbs=frozenset(verbs),
+        )
+        if cut_watches:
+            self.cut_watches()
+
+    @property
+    def overloaded(self) -> bool:
+        return self._overload is not None and time.monotonic() < self._overload.until
+
+    def _overload_fault(self, verb: str | None) -> _RequestFault | None:
+        window = self._overload
+        if window is None or verb not in window.verbs:
+            return None
+        if time.monotonic() >= window.until:
+            self._overload = None
+            return None
+        status = next(window.statuses)
+        self.overload_answers[status] += 1
+        retry_after = window.retry_after if window.retry_after is not None else (1.0 if status == 429 else None)
+        return _RequestFault("status", verb, None, 1, status=status, retry_after=retry_after)
 
     # -- next requests ---------------------------------------------------
     def fail(
@@ -344,9 +403,13 @@ class Faults:
     def clear(self) -> None:
         self._pending.clear()
         self.frozen.clear()
+        self._overload = None
         self._cluster._wake()
 
     def _take(self, verb: str | None, kind: Kind | None, has_continue: bool = False) -> _RequestFault | None:
+        overloaded = self._overload_fault(verb)
+        if overloaded is not None:
+            return overloaded
         for fault in self._pending:
             if fault.matches(verb, kind, has_continue):
                 fault.times -= 1
@@ -825,6 +888,7 @@ class FakeCluster:
                 route.verb if route else None,
                 route.kind.kind if route and route.kind else None,
                 route.namespace if route else None,
+                time.monotonic(),
             )
         )
         if not isinstance(routed, _Route):
@@ -836,6 +900,7 @@ class FakeCluster:
             self._watch_counts[routed.kind.kind] = self._watch_counts.get(routed.kind.kind, 0) + 1
         fault = self.faults._take(routed.verb, routed.kind, bool(request.query.get("continue")))
         if fault is not None and fault.action == "status":
+            self.requests[-1].status = fault.status
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else None
             details = {"retryAfterSeconds": int(fault.retry_after)} if fault.retry_after else None
             message = fault.message or {

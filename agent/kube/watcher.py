@@ -19,7 +19,14 @@ server and hands every change to a ``Sink`` as a ``Delta`` —
   ``timeoutSeconds``) re-watches at once from the last version; dropped
   connections, stalls, 429 and 5xx back off exponentially with jitter as the
   reflector does (``wait.NewExponentialBackoffManager(800ms, 30s, 2m, 2.0,
-  1.0)``), and a 429's ``Retry-After`` is honoured as given.
+  1.0)``). A 429 or 5xx answer's ``Retry-After`` is honoured instead, as client-go's
+  ``checkWait`` does (staging/src/k8s.io/client-go/rest/with_retry.go, v0.37.2: "any
+  500 error code and 429 can trigger a wait"), bounded by the backoff's cap (30 s)
+  so a server cannot park the watcher for an hour.
+- While a kind's last attempt failed with a transient error (the API server down,
+  throttling, 5xx) and no list has completed or watch opened since,
+  ``WatchStats.failing`` names the error; ``Watcher.failing`` collects them and the
+  agent's ``/readyz`` is false meanwhile.
 - Where the API server serves it, the list is a *streaming list* (watch-list,
   KEP-3157; client-go's reflector ``watchList``): one watch with
   ``sendInitialEvents=true`` and ``resourceVersionMatch=NotOlderThan`` streams the
@@ -256,6 +263,8 @@ class WatchStats:
     resource_version: str | None = None
     synced: bool = False
     available: bool = True
+    # the last attempt's transient error ("Throttled: …") until a list completes or a watch opens
+    failing: str | None = None
 
     def add(self, other: WatchStats) -> None:
         for name in (
@@ -498,6 +507,7 @@ class KindWatcher:
             )
         self.resource_version = list_rv or "0"
         self.stats.resource_version = self.resource_version
+        self.stats.failing = None
         if not self.stats.synced:
             self.stats.synced = True
             if self._on_synced is not None:
@@ -618,6 +628,7 @@ class KindWatcher:
         accept = self._accept
         deliver = self.sink.delta
         async with stream_cm as stream:
+            self.stats.failing = None  # the API server answered 200: it serves this kind again
             try:
                 async for event in stream:
                     received += 1
@@ -702,19 +713,26 @@ class KindWatcher:
                     if self._on_synced is not None:
                         await self._on_synced(self)
                     return
-            except Throttled as exc:
-                delay = exc.retry_after if exc.retry_after is not None else self.backoff.next()
-                self._count_error(exc, delay)
             except KubeError as exc:
-                delay = self.backoff.next()
+                delay = self._retry_delay(exc)
                 self._count_error(exc, delay)
             self.stats.restarts += 1
             if delay > 0:
                 await self._sleep(delay)
 
+    def _retry_delay(self, exc: KubeError) -> float:
+        """The server's ``Retry-After`` on a 429 or 5xx (client-go rest/with_retry.go
+        ``checkWait``, v0.37.2), at most the backoff's cap; else the next backoff delay."""
+        after = exc.retry_after
+        if after is not None and after > 0 and (isinstance(exc, Throttled) or (exc.status or 0) >= 500):
+            return min(after, self.backoff.cap)
+        return self.backoff.next()
+
     def _count_error(self, exc: KubeError, delay: float) -> None:
         name = type(exc).__name__
         self.stats.errors[name] = self.stats.errors.get(name, 0) + 1
+        if exc.transient:
+            self.stats.failing = f"{name}: {exc}"
         log = logger.warning if not exc.transient else logger.info
         log("%s: %s; retrying in %.2fs", self, exc, delay, extra={"kind": self.kind.kind})
 
@@ -788,6 +806,12 @@ class Watcher:
 
     async def wait_synced(self) -> None:
         await self._synced_event.wait()
+
+    @property
+    def failing(self) -> dict[str, str]:
+        """Kind → the transient error its last attempt met, for kinds not served again since
+        (empty when the API server answers every watcher)."""
+        return {w.kind.kind: w.stats.failing for w in self.watchers if w.stats.failing is not None}
 
     @property
     def unavailable_kinds(self) -> list[str]:

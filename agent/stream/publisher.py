@@ -415,9 +415,10 @@ async def publish_cluster(
         return web.json_response({"status": "ok"})
 
     async def readyz(request: web.Request) -> web.Response:
-        ready = watcher.synced and publisher.connected
+        ready = watcher.synced and publisher.connected and not watcher.failing
         body = {
             "synced": watcher.synced,
+            "api_failing": watcher.failing,
             "connected": publisher.connected,
             "buffered": len(publisher.buffer),
             "sent": publisher.sent,

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from agent.notify.settings import NotifySettings
-from agent.settings import AgentSettings, LeaderSettings, SettingsError, StreamSettings
+from agent.settings import AgentSettings, LeaderSettings, Settings, SettingsError, StreamSettings
 from analyzers import bounds
 from tests.cli import inprocess
 
@@ -116,6 +116,10 @@ def test_the_kubectl_plugin_refuses_a_bad_timeout(capsys: pytest.CaptureFixture[
 
 
 ENV_CASES = [
+    (Settings, "UNSTICK_DB_POOL_SIZE"),
+    (Settings, "UNSTICK_DB_POOL_TIMEOUT"),
+    (Settings, "UNSTICK_DB_STATEMENT_TIMEOUT"),
+    (Settings, "UNSTICK_DB_LOCK_TIMEOUT"),
     (AgentSettings, "UNSTICK_GRACE_SECONDS"),
     (AgentSettings, "UNSTICK_SCALE_UP_TIMEOUT"),
     (AgentSettings, "UNSTICK_RENOTIFY_INTERVAL"),

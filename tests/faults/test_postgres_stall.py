@@ -1,6 +1,6 @@
 """A PostgreSQL that stalls: another session holds an ACCESS EXCLUSIVE lock on the incidents
-table for longer than the database's ``lock_timeout`` (the operator's setting:
-``ALTER DATABASE … SET lock_timeout = '…'``), while the tracker keeps running passes.
+table for longer than the agent's ``lock_timeout`` (``UNSTICK_DB_LOCK_TIMEOUT``, set on each
+connection: storage.engine.EngineOptions), while the tracker keeps running passes.
 
 What holds afterwards:
 
@@ -25,7 +25,7 @@ from sqlalchemy import func, select
 from agent.api.app import create_app
 from agent.settings import ApiSettings, Secret
 from analyzers.findings import ObjectRef
-from storage.engine import create_engine, create_sessionmaker
+from storage.engine import EngineOptions, create_engine, create_sessionmaker
 from storage.migrate import upgrade
 from storage.models import Incident, Notification
 from storage.tracker import EVERY_SUBJECT, NotifyPolicy, track
@@ -47,15 +47,11 @@ async def url(server: pg.PostgresServer) -> AsyncIterator[str]:
         engine = create_engine(url)
         await upgrade(engine)
         await engine.dispose()
-        name = url.rsplit("/", 1)[1]
-        admin = await asyncpg.connect(host="127.0.0.1", port=server.port, user="postgres", database="postgres")
-        await admin.execute(f"ALTER DATABASE \"{name}\" SET lock_timeout = '{int(LOCK_TIMEOUT * 1000)}ms'")
-        await admin.close()
         yield url
 
 
 async def test_a_lock_held_longer_than_lock_timeout(server: pg.PostgresServer, url: str) -> None:
-    engine = create_engine(url)
+    engine = create_engine(url, options=EngineOptions(lock_timeout=LOCK_TIMEOUT))
     sessions = create_sessionmaker(engine)
     firing = [finding(ObjectRef("Deployment", "ml", f"app-{i:02d}")) for i in range(20)]
     holder = await asyncpg.connect(host="127.0.0.1", port=server.port, user="postgres", database=url.rsplit("/", 1)[1])

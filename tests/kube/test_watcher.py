@@ -196,6 +196,41 @@ async def test_throttling_honours_retry_after(cluster: FakeCluster, gateway: Gat
     assert watcher.stats.errors == {"Throttled": 2}
 
 
+async def test_retry_after_of_a_5xx_is_honoured_and_every_retry_after_is_bounded(
+    cluster: FakeCluster, gateway: Gateway, sink: Any, sleep: Any
+) -> None:
+    """client-go's checkWait (rest/with_retry.go, v0.37.2) waits for Retry-After on a 429 and on
+    any 5xx; a server asking for an hour is waited for at most the backoff's cap (30 s)."""
+    cluster.faults.fail(503, retry_after=5, verb="list", kind="Pod")
+    cluster.faults.throttle(retry_after=3600, verb="watch", kind="Pod")
+    cluster.faults.fail(500, verb="watch", kind="Pod")  # no Retry-After: the backoff
+    watcher = make_watcher(gateway, sink, sleep, random=lambda: 0.5)
+    async with running(watcher.run()):
+        await cluster.wait_for_watches("Pod", count=3)
+        cluster.apply(pod("a"))
+        await sink.wait_for(lambda s: len(s.deltas) == 1)
+    assert sleep.delays == pytest.approx([5.0, 30.0, 1.2])
+    assert watcher.stats.errors == {"ServerError": 2, "Throttled": 1}
+
+
+async def test_failing_names_the_error_until_the_api_server_serves_the_kind_again(
+    cluster: FakeCluster, gateway: Gateway, sink: Any
+) -> None:
+    failing_seen: list[str | None] = []
+
+    async def sleep(seconds: float) -> None:  # each backoff: what the watcher says meanwhile
+        failing_seen.append(watcher.stats.failing)
+        await asyncio.sleep(0)
+
+    cluster.faults.fail(503, verb="list", kind="Pod", times=2)
+    watcher = make_watcher(gateway, sink, sleep)
+    assert watcher.stats.failing is None
+    async with running(watcher.run()):
+        await sink.wait_for(lambda s: s.synced_kinds == ["Pod"])
+    assert [(f or "").split(":")[0] for f in failing_seen] == ["ServerError", "ServerError"]
+    assert watcher.stats.failing is None  # listed since
+
+
 async def test_a_stalled_watch_times_out_and_reconnects(
     cluster: FakeCluster, kubeconfig: Path, sink: Any, sleep: Any
 ) -> None:

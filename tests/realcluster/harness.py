@@ -16,6 +16,7 @@ to create objects and wait for conditions by watching, never by sleeping.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -468,39 +469,36 @@ class ControlPlane:
         self.server = f"https://127.0.0.1:{secure}"
         self.api = Api(self.server, self.work / "ca.crt", admin)
         w = self.work
-        apiserver = self._spawn(
-            "kube-apiserver",
-            [
-                str(b / "kube-apiserver"),
-                f"--etcd-servers={self.etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={secure}",
-                f"--tls-cert-file={w / 'apiserver.crt'}",
-                f"--tls-private-key-file={w / 'apiserver.key'}",
-                f"--client-ca-file={w / 'ca.crt'}",
-                f"--token-auth-file={w / 'tokens.csv'}",
-                "--authorization-mode=RBAC",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={w / 'sa.pub'}",
-                f"--service-account-signing-key-file={w / 'sa.key'}",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                "--allow-privileged=true",
-                "--enable-priority-and-fairness=false",
-                "--profiling=false",
-                f"--cert-dir={w}",
-                "--endpoint-reconciler-type=none",
-                # TaintNodesByCondition would taint every new Node not-ready until the node lifecycle
-                # controller (not run here: no real kubelets) lifts it; the fake kubelet's Nodes are Ready.
-                "--disable-admission-plugins=TaintNodesByCondition",
-                # served from etcd, so a watch from a compacted revision really gets 410 Gone
-                "--watch-cache-sizes=poddisruptionbudgets.policy#0",
-                *self._gate_flags(),
-                *([f"--runtime-config={self.runtime_config}"] if self.runtime_config else []),
-                "--v=1",
-            ],
-        )
-        self._wait(apiserver, lambda: self.api.request("GET", "/readyz", timeout=2) == "ok", 60)
+        self._apiserver_args = [
+            str(b / "kube-apiserver"),
+            f"--etcd-servers={self.etcd_url}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={secure}",
+            f"--tls-cert-file={w / 'apiserver.crt'}",
+            f"--tls-private-key-file={w / 'apiserver.key'}",
+            f"--client-ca-file={w / 'ca.crt'}",
+            f"--token-auth-file={w / 'tokens.csv'}",
+            "--authorization-mode=RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={w / 'sa.pub'}",
+            f"--service-account-signing-key-file={w / 'sa.key'}",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--allow-privileged=true",
+            "--enable-priority-and-fairness=false",
+            "--profiling=false",
+            f"--cert-dir={w}",
+            "--endpoint-reconciler-type=none",
+            # TaintNodesByCondition would taint every new Node not-ready until the node lifecycle
+            # controller (not run here: no real kubelets) lifts it; the fake kubelet's Nodes are Ready.
+            "--disable-admission-plugins=TaintNodesByCondition",
+            # served from etcd, so a watch from a compacted revision really gets 410 Gone
+            "--watch-cache-sizes=poddisruptionbudgets.policy#0",
+            *self._gate_flags(),
+            *([f"--runtime-config={self.runtime_config}"] if self.runtime_config else []),
+            "--v=1",
+        ]
+        self._start_apiserver()
 
         self.kubeconfig = self._kubeconfig("admin", admin)
         kcm = self._spawn(
@@ -557,6 +555,56 @@ class ControlPlane:
         )
         self.started_in = time.monotonic() - t0
         return self
+
+    def _start_apiserver(self) -> float:
+        """Start kube-apiserver (again) with the same flags, port and etcd; seconds until ready."""
+        t0 = time.monotonic()
+        apiserver = self._spawn("kube-apiserver", self._apiserver_args)
+        self._wait(apiserver, lambda: self.api.request("GET", "/readyz", timeout=2) == "ok", 60)
+        return time.monotonic() - t0
+
+    def stop_apiserver(self) -> float:
+        """Stop kube-apiserver as a restart does (SIGTERM, SIGKILL after 5 s: its graceful
+        shutdown waits for long-running requests that the clients keep open): every watch and
+        connection of the clients breaks; etcd and the other components stay. Seconds taken."""
+        t0 = time.monotonic()
+        (proc,) = [p for p in self.processes if p.name == "kube-apiserver"]
+        self.processes.remove(proc)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.popen.pid, signal.SIGTERM)
+        try:
+            proc.popen.wait(5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.popen.pid, signal.SIGKILL)
+            proc.popen.wait(5)
+        proc.log.rename(proc.log.with_suffix(f".{int(time.time())}.log"))  # keep the old log
+        return time.monotonic() - t0
+
+    def start_apiserver(self) -> float:
+        """Start the kube-apiserver :meth:`stop_apiserver` stopped, on the same port and etcd
+        (clients reconnect to the same address); seconds until its ``/readyz`` says ok."""
+        return self._start_apiserver()
+
+    def _etcd_post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        req = urllib.request.Request(self.etcd_url + path, data=json.dumps(body).encode(), method="POST")
+        req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return dict(json.loads(resp.read()))
+
+    def etcd_revision(self) -> int:
+        """etcd's current revision (the API server's resourceVersions are etcd revisions)."""
+        head = self._etcd_post("/v3/kv/range", {"key": base64.b64encode(b"/registry/health").decode()})
+        return int(head["header"]["revision"])
+
+    def compact_etcd(self) -> int:
+        """Compact etcd at its current revision through its gRPC gateway (``POST
+        /v3/kv/compaction``, the v3 KV API; no etcdctl needed), physically: a watch or a
+        continue token from an older resourceVersion then gets 410 Gone from whatever etcd
+        serves. Returns the revision compacted at."""
+        revision = self.etcd_revision()
+        self._etcd_post("/v3/kv/compaction", {"revision": str(revision), "physical": True})
+        return revision
 
     def _gate_flags(self) -> list[str]:
         if not self.feature_gates:

@@ -6,11 +6,8 @@ bound to deploy/'s ClusterRole."""
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import logging
 import re
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -50,21 +47,6 @@ def pdb(name: str) -> dict[str, Any]:
     }
 
 
-def etcd_post(url: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    req = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST")
-    req.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return dict(json.loads(resp.read()))
-
-
-def compact_etcd(url: str) -> int:
-    """Compact etcd at its current revision (etcd's gRPC gateway, v3 KV API)."""
-    head = etcd_post(url, "/v3/kv/range", {"key": base64.b64encode(b"/registry/health").decode()})
-    revision = int(head["header"]["revision"])
-    etcd_post(url, "/v3/kv/compaction", {"revision": str(revision), "physical": True})
-    return revision
-
-
 async def test_lists_are_paginated_by_the_real_api_server(cluster: Cluster) -> None:
     for i in range(23):
         cluster.api.create(
@@ -97,7 +79,7 @@ async def test_watch_relists_after_a_compaction(cluster: Cluster) -> None:
         for name in ("after-1", "after-2"):
             cluster.api.create({**pdb(name), "metadata": {"name": name, "namespace": ns}})
         cluster.api.delete(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/before")
-        revision = compact_etcd(cluster.plane.etcd_url)
+        revision = cluster.plane.compact_etcd()
         assert int(listed_at or 0) < revision
         assert await asyncio.wait_for(watcher.step(), 20) is True  # 410 Gone: forget the version
         assert watcher.stats.relists == 1 and watcher.resource_version is None
