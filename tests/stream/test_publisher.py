@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from agent.kube.watcher import Delta
 from agent.stream import codec
 from agent.stream.publisher import DeltaPublisher
-from tests.kafka import Broker
+from tests.kafka import TansuBroker
 from tests.stream.conftest import eventually
 
 
@@ -47,7 +47,7 @@ async def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 6
 
 @pytest.mark.parametrize(("buffer", "while_away", "dropped"), [(1000, 200, 0), (100, 300, 200)])
 async def test_broker_restart_under_the_publisher(buffer: int, while_away: int, dropped: int) -> None:
-    broker = Broker().start()
+    broker = TansuBroker().start()
     registry = CollectorRegistry()
     pub = DeltaPublisher("c1", bootstrap=broker.bootstrap, topic="p-deltas", partitions=2, buffer=buffer,
                          registry=registry)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from agent.runner import AgentHost, ClusterAgent
 from agent.stream import codec
 from storage.engine import create_engine, create_sessionmaker
 from storage.models import Incident, Notification
+from tests.kafka import BrokerProcess
 from tests.stream.conftest import SETTLE_TIMEOUT, START_TIMEOUT, Publisher, Worker, cluster_status, eventually
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -126,9 +129,23 @@ async def settled(publishers: dict[str, Publisher], workers: list[Worker], names
     await eventually(analysed, SETTLE_TIMEOUT, f"the workers to apply and analyse {last}")
 
 
-async def test_three_clusters_two_workers_one_killed_match_single_process_agents(
-    broker, pg_server, prefix, tmp_path
-) -> None:
+# A disruption: called after each step k of the timelines is played, with the workers;
+# returns whether the fleet should now settle (False while the broker is away).
+Disruption = Callable[[int, list[Worker]], Awaitable[bool]]
+
+
+@dataclass
+class FleetRun:
+    survivors: list[Worker]  # the workers alive at the end of the timelines
+    settled_at: dict[int, float] = field(default_factory=dict)  # step -> time.monotonic() once settled
+
+
+async def run_fleet(
+    broker: BrokerProcess, pg_server: Any, prefix: str, tmp_path: Path, disrupt: Disruption
+) -> FleetRun:
+    """The fleet run: two workers, a publisher per cluster, the timelines played step by step
+    with ``disrupt`` after each; asserts that the incidents and notifications are exactly what
+    single-process agents record on the same scenarios."""
     async with pg_server.database() as ref_url:
         expected, expected_outbox = await reference_run(ref_url, tmp_path)
     assert {row[:2] for row in expected} >= {("gpu-rollout-deadlock", "rollout-surge-deadlock")}
@@ -153,20 +170,20 @@ async def test_three_clusters_two_workers_one_killed_match_single_process_agents
             held = [set(w.status()["clusters"]) for w in workers]
             assert all(held) and not (held[0] & held[1]) and held[0] | held[1] == set(names)
 
+            run = FleetRun(survivors=[])
             steps = max(len(s.timeline) for s in scenarios.values())
-            victim = None
             for k in range(steps):
                 for name, scenario in scenarios.items():
                     if k < len(scenario.timeline):
                         play_step(fakes[name], scenario.timeline[k])
-                if k == 0:
-                    # Mid-stream: the step's records are on their way; kill whoever holds the most.
-                    victim = max(workers, key=lambda w: len(w.status()["clusters"]))
-                    victim.kill()
-                await settled(publishers, workers, names)
-            survivor = next(w for w in workers if w is not victim)
-            assert set(survivor.status()["clusters"]) == set(names)  # took the victim's clusters over
-            assert survivor.status()["dead_letters"] == 0
+                if await disrupt(k, workers):
+                    await settled(publishers, workers, names)
+                    run.settled_at[k] = time.monotonic()
+            run.survivors = [w for w in workers if w.alive()]
+            # The live workers hold every cluster between them; nothing was dead-lettered or dropped.
+            assert {c for w in run.survivors for c in w.status()["clusters"]} == set(names)
+            assert all(w.status()["dead_letters"] == 0 for w in run.survivors)
+            assert all(p.state()["dropped"] == 0 for p in publishers.values())
         finally:
             for p in publishers.values():
                 p.stop()
@@ -181,8 +198,54 @@ async def test_three_clusters_two_workers_one_killed_match_single_process_agents
         # The same notifications, none twice: redelivery and the takeover wrote nothing extra.
         assert outbox == expected_outbox
         assert {row[2] for row in outbox} >= {"opened", "resolved"} and len(set(outbox)) == len(outbox)
+    return run
 
 
+@pytest.mark.parametrize("broker_kind", ["tansu", "kafka"])
+async def test_three_clusters_two_workers_one_killed_match_single_process_agents(
+    broker_kind, request, pg_server, prefix, tmp_path
+) -> None:
+    broker = request.getfixturevalue({"tansu": "broker", "kafka": "kafka"}[broker_kind])
+    victims: list[Worker] = []
+
+    async def kill_a_worker(k: int, workers: list[Worker]) -> bool:
+        if k == 0:
+            # Mid-stream: the step's records are on their way; kill whoever holds the most.
+            victims.append(max(workers, key=lambda w: len(w.status()["clusters"])))
+            victims[0].kill()
+        return True
+
+    run = await run_fleet(broker, pg_server, prefix, tmp_path, kill_a_worker)
+    # The survivor took the victim's clusters over (run_fleet: the live workers hold them all).
+    assert len(run.survivors) == 1 and run.survivors[0] is not victims[0]
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+async def test_kafka_restarted_under_workers_and_publishers(how, kafka, pg_server, prefix, tmp_path) -> None:
+    """Apache Kafka stopped (cleanly, or killed) after the first step's records left, the
+    second step played while it is away, then started again on the same port and log
+    directories: the workers and publishers reconnect by themselves, nothing is lost
+    (every published record applied), nothing is counted twice (the incidents and
+    notifications are exactly the single-process agents'), and no worker restarts."""
+    outage: dict[str, float] = {}
+
+    async def restart_the_broker(k: int, workers: list[Worker]) -> bool:
+        if k == 0:
+            outage["down"] = time.monotonic()
+            await asyncio.to_thread(kafka.stop if how == "SIGTERM" else kafka.kill)
+            return False  # nothing can settle while the broker is away
+        if k == 1:
+            await asyncio.to_thread(kafka.start)
+            outage["up"] = time.monotonic()
+            outage["start"] = kafka.started_in
+        return True
+
+    run = await run_fleet(kafka, pg_server, prefix, tmp_path, restart_the_broker)
+    assert len(run.survivors) == 2, "a worker exited while the broker was away"
+    print(
+        f"\nKafka {how}: away {outage['up'] - outage['down']:.1f}s (its own start {outage['start']:.1f}s); "
+        f"from the broker ready to every record applied and analysed: {run.settled_at[1] - outage['up']:.1f}s"
+    )
 async def test_one_worker_poison_record_goes_to_the_dead_letter_topic(broker, pg_server, prefix, tmp_path) -> None:
     async with pg_server.database() as db_url:
         worker = Worker(broker, db_url, prefix, tmp_path / "worker.log")
