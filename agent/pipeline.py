@@ -64,7 +64,7 @@ from analyzers.resolution import what_changed
 from analyzers.scope import Change, affected_workloads, carry_over, changes
 from analyzers.snapshot import ClusterSnapshot
 from storage.models import Incident, IncidentStatus
-from storage.tracker import track, track_reminders
+from storage.tracker import HeldIncidents, track, track_reminders
 
 log = logging.getLogger(__name__)
 
@@ -296,6 +296,8 @@ class Pipeline:
         self.stats = PipelineStats()
         self._triggers: list[Trigger] = []
         self._open: dict[str, ObjectRef] | None = None  # fingerprint -> subject of open incidents
+        # The cluster's open incidents as the tracker last wrote them (read again when another wrote).
+        self._held = HeldIncidents(config.cluster)
         # Any value below the first generation (0) and either flag: the first pass always runs.
         self._last_generation = -1  # pragma: no mutate
         self._held_any = False  # pragma: no mutate
@@ -393,6 +395,7 @@ class Pipeline:
                 waiting=waiting,
                 sinks=self.config.sinks,
                 policy=self.config.notify_policy,
+                held=self._held,
                 explain_resolution=lambda subject, pods, evidence, remedies: what_changed(
                     snapshot, subject, pods, evidence, remedies
                 ),

@@ -263,3 +263,18 @@ class AppliedEvent(Base):
     applied_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
     __table_args__ = (Index("ix_applied_events_applied_at", "applied_at"),)
+
+
+class TrackerGeneration(Base):
+    """How many batches have written a cluster's incidents: the tracker's fence.
+
+    Every transaction that writes a cluster's incidents (``storage.tracker``'s batches and
+    reminders) adds one, under the cluster's lock. A writer that keeps the open incidents in
+    memory between batches (``storage.tracker.HeldIncidents``) remembers the generation its
+    copy is true at; when the next batch finds another number, somebody else wrote in
+    between (a second agent, a leader that lost its Lease late) and the copy is read again."""
+
+    __tablename__ = "tracker_generations"
+
+    cluster: Mapped[str] = mapped_column(String(253), primary_key=True)
+    generation: Mapped[int] = mapped_column(BigInteger)

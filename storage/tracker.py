@@ -149,6 +149,7 @@ from storage.models import (
     NotificationStatus,
     Silence,
     TimelineEntry,
+    TrackerGeneration,
 )
 from storage.silences import active_silences, matches, silenced_note, silencing
 from storage.views import incident_dict, rfc3339
@@ -158,6 +159,7 @@ __all__ = [
     "POD_THRESHOLDS",
     "WAITING_REASON_MAX",
     "ExplainResolution",
+    "HeldIncidents",
     "NotifyPolicy",
     "Pass",
     "TrackResult",
@@ -249,6 +251,102 @@ async def _lock_cluster(session: AsyncSession, cluster: str) -> None:
     await session.execute(
         text("SELECT pg_advisory_xact_lock(:key)"), {"key": int.from_bytes(digest[:8], "big", signed=True)}
     )
+
+
+async def _next_generation(session: AsyncSession, cluster: str) -> int:
+    """Count this transaction as one more write of the cluster's incidents; return its number.
+
+    One upsert of the cluster's ``tracker_generations`` row, after the cluster's lock (on
+    SQLite it also takes the database's write lock first, so the reads that follow see what
+    the transaction will be applied to)."""
+    stmt = (
+        _insert_ignore(session)(TrackerGeneration)
+        .values(cluster=cluster, generation=1)
+        .on_conflict_do_update(
+            index_elements=["cluster"], set_={"generation": TrackerGeneration.generation + 1}
+        )
+        .returning(TrackerGeneration.generation)
+    )
+    return int((await session.execute(stmt)).scalar_one())
+
+
+class HeldIncidents:
+    """One cluster's open incidents, kept in memory between batches by the writer that wrote them.
+
+    :func:`track_passes` reads them from the database once (every open incident of the
+    cluster), then keeps the copy true itself: after each committed batch it takes the
+    decision's new and changed incidents in and drops the resolved ones. A batch no longer
+    reads incidents at all, only the ones :func:`decide` needs are handed to it.
+
+    The copy is only trusted while nobody else writes. Every writing transaction counts one
+    more *generation* of the cluster (``tracker_generations``, under the cluster's lock); a
+    batch that finds a generation other than the one after the copy's (another agent, a
+    leader that lost its Lease and wrote once more, a reminder written without this object)
+    reads every open incident again before deciding. A failed or ambiguous commit forgets the
+    copy. The decision is the same as without the copy: what is held is what would be read.
+
+    Not shared between clusters or between concurrent batches (one pipeline per cluster)."""
+
+    __slots__ = ("_by_fp", "_by_name", "cluster", "generation", "reloads")
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.generation: int | None = None  # the generation the copy is true at; None: not held
+        self.reloads = 0  # times the copy was read from the database (the first included)
+        self._by_fp: dict[str, IncidentState] = {}
+        self._by_name: dict[str, set[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_fp)
+
+    def forget(self) -> None:
+        """Drop the copy: the next batch reads the open incidents again."""
+        self.generation = None
+        self._by_fp.clear()
+        self._by_name.clear()
+
+    def current(self, generation: int) -> bool:
+        """Whether the copy is true for the transaction that counted ``generation``."""
+        return self.generation is not None and generation == self.generation + 1
+
+    def of_subjects(self, names: Collection[str] | None) -> dict[str, IncidentState]:
+        """The held incidents of these subject names (all when None), by fingerprint."""
+        if names is None:
+            return dict(self._by_fp)
+        found: dict[str, IncidentState] = {}
+        for name in names:
+            for fp in self._by_name.get(name, ()):
+                found[fp] = self._by_fp[fp]
+        return found
+
+    def _hold(self, inc: IncidentState) -> None:
+        if inc.status == IncidentStatus.OPEN:
+            self._by_fp[inc.fingerprint] = inc
+            self._by_name.setdefault(inc.subject_name, set()).add(inc.fingerprint)
+            return
+        held = self._by_fp.get(inc.fingerprint)
+        if held is not None and held.id == inc.id:
+            del self._by_fp[inc.fingerprint]
+            names = self._by_name[inc.subject_name]
+            names.discard(inc.fingerprint)
+            if not names:
+                del self._by_name[inc.subject_name]
+
+    def committed(
+        self, generation: int, decision: Decision, read: Mapping[str, IncidentState] | None
+    ) -> None:
+        """After the batch's commit: ``read`` (every open incident, when the batch read them)
+        replaces the copy, then the decision's incidents are taken in."""
+        if read is not None:
+            self.forget()
+            self.reloads += 1
+            for inc in read.values():
+                self._hold(inc)
+        for inc in decision.changed.values():
+            self._hold(inc)
+        for inc in decision.created.values():
+            self._hold(inc)
+        self.generation = generation
 
 
 # A literal, not a bound parameter: only then can the planners use the partial indexes on open incidents.
@@ -463,14 +561,39 @@ async def apply_passes(
     new incidents, incident updates, timeline and outbox rows are written with
     one multi-row statement each. A trigger key repeated across the passes
     counts once."""
+    results, _ = await _apply(session, cluster, passes, sinks, policy, None)
+    return results
+
+
+async def _apply(
+    session: AsyncSession,
+    cluster: str,
+    passes: Sequence[Pass],
+    sinks: Sequence[str],
+    policy: NotifyPolicy | None,
+    held: HeldIncidents | None,
+) -> tuple[list[TrackResult], Any]:
+    """:func:`apply_passes`, reading the open incidents from ``held`` when its copy is current.
+
+    Returns the results and what ``held`` takes in once the transaction has committed
+    (a callable; nothing to do without ``held``)."""
     if not passes:
-        return []
+        return [], lambda: None
     for p in passes:
         validate(cluster, p)
     await _lock_cluster(session, cluster)
+    generation = await _next_generation(session, cluster)
     keys = list(dict.fromkeys(t.key for p in passes for t in p.triggers))
     fresh_keys = await _record_triggers(session, cluster, keys, min(p.now for p in passes))
-    open_by_fp = await _load_open(session, cluster, subject_names(passes))
+    names = subject_names(passes)
+    read: dict[str, IncidentState] | None = None
+    if held is None:
+        open_by_fp = await _load_open(session, cluster, names)
+    elif held.current(generation):
+        open_by_fp = held.of_subjects(names)
+    else:
+        read = await _load_open(session, cluster, None)
+        open_by_fp = read if names is None else {fp: i for fp, i in read.items() if i.subject_name in names}
     candidates = sorted({f.fingerprint for p in passes for f in p.findings} - open_by_fp.keys())
     latest = await _latest_resolved(session, cluster, candidates) if candidates else {}
     sinks = tuple(dict.fromkeys(sinks))
@@ -495,7 +618,9 @@ async def apply_passes(
         silence_of=_silence_of(silences),
     )
     await _write(session, cluster, sinks, decision, {i.id: i for i in open_by_fp.values()})
-    return decision.results
+    if held is None:
+        return decision.results, lambda: None
+    return decision.results, lambda: held.committed(generation, decision, read)
 
 
 async def apply_pass(
@@ -551,6 +676,7 @@ async def track_passes(
     sinks: Sequence[str] = (),
     attempts: int = 3,
     policy: NotifyPolicy | None = None,
+    held: HeldIncidents | None = None,
 ) -> list[TrackResult]:
     """:func:`apply_passes` in a transaction of its own, committed.
 
@@ -558,15 +684,30 @@ async def track_passes(
     partitioned by cluster); on PostgreSQL concurrent writers of one cluster
     queue on an advisory lock. Should a race still open the same fingerprint
     twice (or, on SQLite, take the same new id), a unique index rejects one,
-    which is retried."""
+    which is retried.
+
+    ``held``: the cluster's open incidents kept in memory between calls (see
+    :class:`HeldIncidents`); the batch then reads no incident unless somebody else wrote."""
+    if held is not None and held.cluster != cluster:
+        raise ValueError(f"incidents held for cluster {held.cluster!r}, not {cluster!r}")
     for attempt in range(1, attempts + 1):
         try:
             async with sessions.begin() as session:
-                return await apply_passes(session, cluster=cluster, passes=passes, sinks=sinks, policy=policy)
+                results, after_commit = await _apply(session, cluster, passes, sinks, policy, held)
         except IntegrityError:
+            if held is not None:
+                held.forget()
             if attempt == attempts:
                 raise
             log.info("incident pass raced another writer; retrying", extra={"cluster": cluster})
+            continue
+        except BaseException:
+            # The commit may or may not have happened: what is held is no longer known to be true.
+            if held is not None:
+                held.forget()
+            raise
+        after_commit()
+        return results
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -583,9 +724,10 @@ async def track(
     attempts: int = 3,
     policy: NotifyPolicy | None = None,
     explain_resolution: ExplainResolution | None = None,
+    held: HeldIncidents | None = None,
 ) -> TrackResult:
     """:func:`apply_pass` in a transaction of its own, committed (retried on a race, see
-    :func:`track_passes`)."""
+    :func:`track_passes`; ``held`` as there)."""
     p = Pass(
         findings=list(findings),
         now=now,
@@ -595,7 +737,7 @@ async def track(
         explain_resolution=explain_resolution,
     )
     [result] = await track_passes(
-        sessions, cluster=cluster, passes=[p], sinks=sinks, attempts=attempts, policy=policy
+        sessions, cluster=cluster, passes=[p], sinks=sinks, attempts=attempts, policy=policy, held=held
     )
     return result
 
@@ -645,6 +787,7 @@ async def remind(
     due = list(rows.scalars())
     if not due:
         return []
+    await _next_generation(session, cluster)  # notified_at moves: a held copy is no longer true
     sinks = tuple(dict.fromkeys(sinks))
     silences = await active_silences(session, now=now, cluster=cluster) if sinks else []
     outbox: list[dict[str, Any]] = []
