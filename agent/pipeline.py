@@ -23,9 +23,11 @@ same way.
   ``scale_up_timeout`` (see ``storage.tracker``).
 * **Scope.** A pass analyses only the workloads the change since the last
   pass touched (``analyzers.scope``: new pending pods, their events, workload
-  objects), plus those with held or waiting findings, when the change is that
-  narrow; nodes, bound pods, budgets, storage or metrics changing, and at least
-  every ``full_resync`` seconds, the whole cluster. New problems go first:
+  objects; for a node's taints, conditions or images, the pending workloads
+  whose verdict it moves), plus those with held or waiting findings, when the
+  change is that narrow; nodes added, removed or resized, bound pods, budgets,
+  storage or metrics changing, and at least every ``full_resync`` seconds, the
+  whole cluster. New problems go first:
   touched workloads without an open incident are analysed in the next pass,
   while those whose incident is already open (what changes for them is a count
   or a wording) queue up and are analysed ``update_batch`` at a time, oldest
@@ -217,13 +219,18 @@ def plan_scope(
     always: frozenset[ObjectRef],
     batch: int,
     changed: Sequence[Change] | None = None,
+    kube_version: str | None = None,
 ) -> Scope:
     """The scope of a pass (module docstring). ``known``: subjects of open incidents;
     ``carried``: workloads deferred by earlier passes, oldest first; ``always``:
     subjects with held or waiting findings, looked at by every pass; ``batch``: how
     many workloads with open incidents one pass takes; ``changed``: the changes
-    since ``previous`` when already listed."""
-    touched = None if full or previous is None else affected_workloads(previous, snapshot, changed)
+    since ``previous`` when already listed; ``kube_version``: the analysis's wording."""
+    touched = (
+        None
+        if full or previous is None
+        else affected_workloads(previous, snapshot, changed, kube_version=kube_version)
+    )
     if touched is None:
         return Scope(None)
     queue = list(dict.fromkeys([*carried, *sorted(touched & known, key=str)]))
@@ -248,7 +255,7 @@ def analyse(
     if previous is not None:
         changed = list(changes(previous, snapshot))
         carry_over(previous, snapshot, changed)
-    scope = plan_scope(snapshot, previous, changed=changed, **plan)
+    scope = plan_scope(snapshot, previous, changed=changed, kube_version=kube_version, **plan)
     report = build_report(
         snapshot,
         now=now,

@@ -6,22 +6,36 @@ FailedScheduling events and new pending pods of one Deployment should not
 re-run every rule for every other pending workload.
 
 A change is **cluster-wide** when it alters what the placement of every pod
-reads: nodes, pods bound to nodes (their requests, labels and affinity are the
+reads: pods bound to nodes (their requests, labels and affinity are the
 scheduler's NodeInfo; their readiness feeds PodDisruptionBudgets), budgets,
-priority classes, namespaces, storage, metrics. Anything else -- pending pods,
-workload objects, events about them -- affects only the workload it belongs to.
-Comparing two snapshots is by identity: records are immutable, and an
-unchanged object is the same record in both.
+priority classes, namespaces, storage, metrics, nodes added or removed. Anything
+else -- pending pods, workload objects, events about them -- affects only the
+workload it belongs to. Comparing two snapshots is by identity: records are
+immutable, and an unchanged object is the same record in both.
+
+A **changed node** (its taints, conditions, images or ``spec.unschedulable``;
+the same node, with the same labels, allocatable and capacity)
+affects the pending workloads whose simulated verdict it changes: the pending
+pods are grouped by equivalence class (one spec, labels and namespace; the pod
+as its Deployment would create it now beside it), each class is simulated
+once against the older and once against the newer snapshot, and a workload is
+re-analysed when a verdict of one of its classes differs or the pod fits the
+changed node in either (a node a pod fits feeds "it fits on …" and the
+scores). Findings about running pods read every node too; they are kept exact
+by treating the node change as cluster-wide while they can exist: a node is
+being drained (cordoned, or tainted for removal), an event reports a refused
+eviction, or node and pod metrics are held (requests-missing-load-skew).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from analyzers.findings import ObjectRef
-from analyzers.records import Event, Pod
+from analyzers.records import Event, Node, Pod
 from analyzers.simulator.nodeinfo import DERIVED_KEY, NodeTable
+from analyzers.simulator.results import PodVerdict
 from analyzers.snapshot import KIND_COLLECTIONS, ClusterSnapshot, Origin, bound_node, pods_by_node_updated
 
 Change = tuple[str, Any, Any]  # (collection, old record or None, new record or None)
@@ -77,18 +91,28 @@ def changes(older: ClusterSnapshot, newer: ClusterSnapshot) -> Iterator[tuple[st
 
 
 def affected_workloads(
-    older: ClusterSnapshot, newer: ClusterSnapshot, changed: Iterable[Change] | None = None
+    older: ClusterSnapshot,
+    newer: ClusterSnapshot,
+    changed: Iterable[Change] | None = None,
+    *,
+    kube_version: str | None = None,
 ) -> frozenset[ObjectRef] | None:
     """The workloads (as ``Finding.subject`` names them) whose analysis may differ
     between the two snapshots; None when the change is cluster-wide. ``changed``:
-    ``changes(older, newer)`` when the caller has it already."""
+    ``changes(older, newer)`` when the caller has it already; ``kube_version``: the
+    wording the analysis uses (for the verdicts a node change is judged by)."""
     if older.collected != newer.collected:  # e.g. the claims are listed now: a missing one is judged
         return None
     refs: set[ObjectRef] = set()
+    nodes: list[tuple[Node, Node]] = []
     for name, old, new in changes(older, newer) if changed is None else changed:
-        if name in CLUSTER_WIDE:
+        if name == "nodes":
+            if not _followed_node_change(old, new):
+                return None
+            nodes.append((old, new))
+        elif name in CLUSTER_WIDE:
             return None
-        if name == "pods":
+        elif name == "pods":
             if bound_node(old) or bound_node(new):
                 return None
             for snap, pod in ((older, old), (newer, new)):
@@ -113,7 +137,118 @@ def affected_workloads(
         else:
             record = new if new is not None else old
             refs.add(ObjectRef(_WORKLOAD_KINDS[name], record.namespace, record.name))
+    if nodes:
+        by_nodes = node_change_workloads(older, newer, nodes, kube_version)
+        if by_nodes is None:
+            return None
+        refs |= by_nodes
     return frozenset(refs)
+
+
+# The Node fields a narrowed pass follows are the others (taints, unschedulable, conditions,
+# images). These are cluster-wide when they differ: allocatable or capacity (every pod's
+# NodeResourcesFit numbers and capacity bars), labels (topology domains; findings quote the
+# values nodes carry and shape remedy nodes after them), uid or creation (a node re-created);
+# so is a node added or removed (every "0/N nodes" count).
+_NODE_IDENTITY = ("uid", "created", "allocatable", "capacity", "labels")
+
+
+def _followed_node_change(old: Node | None, new: Node | None) -> bool:
+    return (
+        old is not None
+        and new is not None
+        and all(getattr(old, f) == getattr(new, f) for f in _NODE_IDENTITY)
+    )
+
+
+def node_change_workloads(
+    older: ClusterSnapshot,
+    newer: ClusterSnapshot,
+    nodes: Iterable[tuple[Node, Node]],
+    kube_version: str | None = None,
+) -> frozenset[ObjectRef] | None:
+    """The pending workloads whose analysis the changed ``nodes`` ((old, new) records of
+    the same nodes) can alter; None when the change must be treated as cluster-wide
+    (module docstring: findings about running pods can exist)."""
+    if _running_pod_findings_possible(older) or _running_pod_findings_possible(newer):
+        return None
+    from analyzers.rules._placement import as_created_now  # rules import this module's users
+
+    changed = {new.name: old.taints != new.taints for old, new in nodes}
+    refs: set[ObjectRef] = set()
+    verdicts: dict[tuple[Any, ...], bool] = {}  # class → whether the change touches it
+    for pod in newer.unscheduled_pods():
+        workload = newer.workload_of(pod)
+        if workload.ref in refs:
+            continue
+        for judged in {pod, as_created_now(newer, pod, workload)[0]}:
+            key = (judged.namespace, judged.spec, judged.labels, judged.nominated_node)
+            touched = verdicts.get(key)
+            if touched is None:
+                touched = verdicts[key] = _verdict_moves(older, newer, judged, changed, kube_version)
+            if touched:
+                refs.add(workload.ref)
+                break
+    # A pending pod that left or arrived is already its workload's own change.
+    return frozenset(refs)
+
+
+TAINT_TOLERATION = "TaintToleration"
+
+
+def _verdict_moves(
+    older: ClusterSnapshot,
+    newer: ClusterSnapshot,
+    pod: Pod,
+    changed: Mapping[str, bool],
+    kube_version: str | None,
+) -> bool:
+    """Whether the change of the ``changed`` nodes (name → whether its taints changed) can
+    alter what the analysis says about ``pod``: its simulated verdict differs between the
+    snapshots, it fits a changed node in either, or a changed node's taints are what the
+    analysis quotes (untolerated-taint lists every untolerated taint of a node, where
+    TaintToleration's verdict names the first) or copies (volume-binding and DRA remedies
+    shape a node after one of the cluster's)."""
+    from analyzers.simulator import simulate
+
+    if any(changed.values()) and (pod.spec.pvc_names or pod.spec.resource_claims):
+        return True
+    before: PodVerdict = simulate(older, pod, kube_version=kube_version)
+    after: PodVerdict = simulate(newer, pod, kube_version=kube_version)
+    if (
+        before != after
+        or before.node_names != after.node_names
+        or dict(before.failing) != dict(after.failing)
+        or before.allocations != after.allocations
+    ):
+        return True
+    # PodTopologySpread counts the pods on nodes by the nodes' taints too
+    # (nodeTaintsPolicy: Honor): any node's verdict may move.
+    if pod.spec.topology_spread and before.nodes != after.nodes:
+        return True
+    for i, name in enumerate(after.node_names):
+        taints = changed.get(name)
+        if taints is None:
+            continue
+        was, now = before.node_at(i), after.node_at(i)
+        if was != now or was.fits or now.fits:
+            return True
+        if taints and any(f.plugin == TAINT_TOLERATION for f in (*was.filters, *now.filters)):
+            return True
+    return False
+
+
+def _running_pod_findings_possible(snap: ClusterSnapshot) -> bool:
+    """Whether a rule about running pods (their drain, their load) can speak: those read
+    every node, and a node change is then cluster-wide."""
+    if snap.node_metrics and snap.pod_metrics:
+        return True  # requests-missing-load-skew
+    from analyzers.rules._describe import draining
+    from analyzers.rules.pdb_blocks_eviction import reports_eviction
+
+    return any(draining(n) is not None for n in snap.nodes.values()) or any(
+        reports_eviction(ev) for ev in snap.events.values()
+    )
 
 
 def _event_subject(snap: ClusterSnapshot, ev: Event) -> ObjectRef | None:

@@ -67,17 +67,27 @@ class RssSampler(threading.Thread):
 async def metrics(http: aiohttp.ClientSession, server: str) -> dict[str, float]:
     async with http.get(f"{server}/metrics") as resp:
         text = await resp.text()
-    wanted = {"go_memstats_alloc_bytes_total", "process_cpu_seconds_total"}
+    wanted = {"go_memstats_alloc_bytes_total", "process_cpu_seconds_total", "go_memstats_heap_inuse_bytes"}
     out: dict[str, float] = {}
     for line in text.splitlines():
-        name, _, value = line.partition(" ")
+        name, _, value = line.rpartition(" ")
         if name in wanted:
             out[name] = float(value)
+        elif (
+            name.startswith(
+                ("apiserver_watch_list_duration_seconds_sum{", "apiserver_watch_list_duration_seconds_count{")
+            )
+            and 'resource="pods"' in name
+        ):
+            key = name.split("{", 1)[0]
+            out[key] = out.get(key, 0.0) + float(value)
     return out
 
 
-async def create_pods(http: aiohttp.ClientSession, server: str, namespace: str, count: int) -> float:
-    sem = asyncio.Semaphore(32)
+async def create_pods(
+    http: aiohttp.ClientSession, server: str, namespace: str, count: int, concurrency: int
+) -> float:
+    sem = asyncio.Semaphore(concurrency)
     start = time.perf_counter()
 
     async def one(i: int) -> None:
@@ -109,8 +119,24 @@ async def create_pods(http: aiohttp.ClientSession, server: str, namespace: str, 
                         raise RuntimeError(f"creating pod {i}: HTTP {resp.status}: {await resp.text()}")
                 await asyncio.sleep(0.2 * (attempt + 1))
 
-    await asyncio.gather(*(one(i) for i in range(count)))
+    progress = asyncio.ensure_future(_report_progress(http, server, namespace, count, start))
+    try:
+        await asyncio.gather(*(one(i) for i in range(count)))
+    finally:
+        progress.cancel()
     return time.perf_counter() - start
+
+
+async def _report_progress(
+    http: aiohttp.ClientSession, server: str, namespace: str, count: int, start: float
+) -> None:
+    while True:
+        await asyncio.sleep(60)
+        async with http.get(f"{server}/api/v1/namespaces/{namespace}/pods", params={"limit": "1"}) as resp:
+            remaining = (await resp.json()).get("metadata", {}).get("remainingItemCount", 0)
+        made = remaining + 1
+        took = time.perf_counter() - start
+        print(f"  … {made:,}/{count:,} pods after {took:.0f} s ({made / took:,.0f}/s)", flush=True)
 
 
 async def sync_once(kubeconfig: Path, namespace: str, streaming: bool) -> tuple[float, int, WatchListMode]:
@@ -145,12 +171,14 @@ async def run(plane: ControlPlane, args: argparse.Namespace) -> None:
         headers=headers, connector=aiohttp.TCPConnector(ssl=ctx, limit=64)
     ) as http:
         namespace = plane.new_namespace("bench-watch-list")
-        seconds = await create_pods(http, plane.server, namespace, args.pods)
+        seconds = await create_pods(http, plane.server, namespace, args.pods, args.create_concurrency)
         print(f"created {args.pods:,} pods in {seconds:.0f} s ({args.pods / seconds:,.0f}/s) through the API")
         await asyncio.sleep(3)
         print(
             f"{'shape':<12}{'synced s':>10}{'objects':>10}{'server alloc MiB':>18}"
-            f"{'server CPU s':>14}{'server RSS peak +MiB':>22}"
+            f"{'server CPU s':>14}{'server RSS peak +MiB':>22}{'heap in use after MiB':>23}"
+            f"{'watch-list s (server)':>23}",
+            flush=True,
         )
         for _ in range(args.rounds):
             for shape in ("watch-list", "list"):
@@ -165,9 +193,14 @@ async def run(plane: ControlPlane, args: argparse.Namespace) -> None:
                 alloc = after["go_memstats_alloc_bytes_total"] - before["go_memstats_alloc_bytes_total"]
                 cpu = after["process_cpu_seconds_total"] - before["process_cpu_seconds_total"]
                 label = shape if shape == "list" or mode.enabled else f"{shape} (refused: {mode.reason})"
+                served = after.get("apiserver_watch_list_duration_seconds_sum", 0.0) - before.get(
+                    "apiserver_watch_list_duration_seconds_sum", 0.0
+                )
                 print(
                     f"{label:<12}{took:>10.1f}{objects:>10,}{alloc / 2**20:>18,.0f}"
                     f"{cpu:>14.2f}{max(0, sampler.peak - rss0) / 1024:>22,.0f}"
+                    f"{after['go_memstats_heap_inuse_bytes'] / 2**20:>23,.0f}{served:>23.1f}",
+                    flush=True,
                 )
                 await asyncio.sleep(2)
 
@@ -176,6 +209,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pods", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--create-concurrency", type=int, default=64, help="pod creations in flight")
     args = parser.parse_args()
     print(f"machine: {describe()}")
     work = Path(tempfile.mkdtemp(prefix="unstick-bench-watch-list-"))

@@ -65,6 +65,7 @@ from analyzers.findings import Finding, ObjectRef, Remedy, Severity
 from analyzers.messages import EVICTION, MULTIPLE_PDBS, PDB_VIOLATION, Eviction, parse_message
 from analyzers.records import (
     Deployment,
+    Event,
     FrozenMap,
     LabelSelector,
     Node,
@@ -193,18 +194,30 @@ def _reports(ctx: RuleContext) -> Iterable[_Report]:
         if report is not None:
             yield report
     for ev in ctx.snapshot.events.values():
-        lower = ev.message.lower()
-        if ev.reason not in _EVENT_REASONS and "evict" not in lower and "disruption budget" not in lower:
+        e = _refused_eviction(ev)
+        if e is None:
             continue
-        parsed = parse_message(ev.message)
-        if parsed.kind != EVICTION or parsed.eviction is None or parsed.eviction.kind not in _BLOCKING_KINDS:
-            continue
-        e = parsed.eviction
         inv = ev.involved
         namespace = e.namespace or inv.namespace or ev.namespace
         pod = e.pod or (inv.name if inv.kind == "Pod" else "")
         node = inv.name if inv.kind == "Node" else ""
         yield _Report(e.kind, namespace, pod, e.pdb or "", node, ev.message)
+
+
+def _refused_eviction(ev: Event) -> Eviction | None:
+    """The eviction an Event reports refused by a budget, or None."""
+    lower = ev.message.lower()
+    if ev.reason not in _EVENT_REASONS and "evict" not in lower and "disruption budget" not in lower:
+        return None
+    parsed = parse_message(ev.message)
+    if parsed.kind != EVICTION or parsed.eviction is None or parsed.eviction.kind not in _BLOCKING_KINDS:
+        return None
+    return parsed.eviction
+
+
+def reports_eviction(ev: Event) -> bool:
+    """Whether this rule reads ``ev`` as a refused eviction (analyzers.scope asks)."""
+    return _refused_eviction(ev) is not None
 
 
 def _report_from_mapping(item: Mapping[str, Any]) -> _Report | None:

@@ -162,6 +162,42 @@ async def test_a_cluster_wide_change_is_analysed_whole(host: AgentHost) -> None:
     assert await _incidents(host) == {}  # the pod fits node-c now: resolved
 
 
+async def test_a_node_taint_re_analyses_only_the_workloads_it_can_move(host: AgentHost) -> None:
+    """node-b is tainted dedicated=batch: app-1's pods tolerate it (their verdict on node-b
+    stays "Insufficient cpu"), app-0's do not (a second failing filter there). The pass
+    analyses app-0 alone; app-1's incident is left as it was. A change of node-b's images
+    moves no verdict of a pod that fits nowhere: nothing is analysed."""
+    pipeline, clock, emit, cache = _agent(host, 2)
+    emit.new_pod("app-0", 0)
+    p = pod(
+        "app-1-5c8d7f9b6d-00000",
+        owner=emit.sets["app-1"],
+        requests={"cpu": "64"},
+        unschedulable_message=TOO_BIG,
+    )
+    p["spec"]["tolerations"] = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+    _apply(cache, p)
+    await pipeline.run_pass()
+    before = await _incidents(host)
+    assert set(before) == {"app-0", "app-1"}
+
+    clock.now += 1
+    tainted = node("node-b")
+    tainted["spec"]["taints"] = [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]
+    _apply(cache, tainted)
+    outcome = await pipeline.run_pass()
+    assert outcome is not None and outcome.scope == {ObjectRef("Deployment", "default", "app-0")}
+    after = await _incidents(host)
+    assert after["app-1"].last_seen == before["app-1"].last_seen  # not re-evaluated
+    assert after["app-0"].last_seen > before["app-0"].last_seen
+
+    clock.now += 1
+    tainted["status"]["images"] = [{"names": ["registry.example/app:1"], "sizeBytes": 10_000_000}]
+    _apply(cache, tainted)
+    outcome = await pipeline.run_pass()
+    assert outcome is not None and outcome.scope == frozenset()
+
+
 def test_plan_scope_takes_new_workloads_then_a_batch_of_known_ones_oldest_first() -> None:
     state = ClusterState()
     cache = ClusterCache(state)

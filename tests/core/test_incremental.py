@@ -21,6 +21,26 @@ from ..simulator.builders import node, pod
 NOW = 1_700_000_000.0
 WORKLOADS = ("web", "api", "batch")
 NODES = ("n1", "n2")
+ZONE = "topology.kubernetes.io/zone"
+# What each workload's pods ask of a node beyond cpu, so that a node's taints and labels
+# move some workloads' verdicts and not others': web tolerates dedicated=web, api must
+# run in zone a, batch spreads over zones.
+PLACEMENT: dict[str, dict[str, Any]] = {
+    "web": {
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"}]
+    },
+    "api": {"node_selector": {ZONE: "a"}},
+    "batch": {
+        "spread": [
+            {
+                "maxSkew": 1,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "batch"}},
+            }
+        ]
+    },
+}
 
 
 def replicaset(deployment: str) -> dict[str, Any]:
@@ -54,7 +74,11 @@ def replicaset(deployment: str) -> dict[str, Any]:
 
 def member(workload: str, index: int, cpu: int, bound: str | None) -> dict[str, Any]:
     obj = pod(
-        f"{workload}-rs-{index}", node_name=bound or "", requests={"cpu": str(cpu)}, labels={"app": workload}
+        f"{workload}-rs-{index}",
+        node_name=bound or "",
+        requests={"cpu": str(cpu)},
+        labels={"app": workload},
+        **PLACEMENT[workload],
     )
     obj["metadata"]["uid"] = f"{workload}-{index}"
     obj["metadata"]["creationTimestamp"] = "2023-11-14T22:00:00Z"
@@ -107,8 +131,27 @@ change = st.one_of(
     st.tuples(st.just("bind"), st.sampled_from(WORKLOADS), st.integers(0, 3), st.sampled_from(NODES)),
     st.tuples(st.just("delete"), st.sampled_from(WORKLOADS), st.integers(0, 3)),
     st.tuples(st.just("node"), st.sampled_from(NODES), st.integers(1, 8), st.booleans()),
+    # The same node, its allocatable kept: a taint, its zone, its readiness change (narrowed passes).
+    st.tuples(
+        st.just("node-meta"),
+        st.sampled_from(NODES),
+        st.sampled_from((None, "web", "gpu")),
+        st.sampled_from((None, "a", "b")),
+        st.booleans(),
+    ),
     st.tuples(st.just("event"), st.sampled_from(WORKLOADS), st.integers(0, 3), st.integers(1, 5)),
 )
+
+
+def node_with(name: str, dedicated: str | None, zone: str | None, ready: bool) -> dict[str, Any]:
+    obj = node(
+        name,
+        cpu="4",
+        labels={ZONE: zone} if zone else None,
+        taints=[{"key": "dedicated", "value": dedicated, "effect": "NoSchedule"}] if dedicated else None,
+    )
+    obj["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+    return obj
 
 
 def findings_by_subject(
@@ -143,6 +186,8 @@ def test_scoped_passes_keep_what_a_full_pass_finds(steps: list[tuple[Any, ...]])
             state.delete("Pod", "default", f"{step[1]}-rs-{step[2]}")
         elif kind == "node":
             state.apply_object(node(step[1], cpu=str(step[2]), unschedulable=step[3]))
+        elif kind == "node-meta":
+            state.apply_object(node_with(step[1], step[2], step[3], step[4]))
         else:
             state.apply_object(failed_scheduling(step[1], step[2], step[3]))
         current = state.snapshot()

@@ -198,3 +198,87 @@ def test_carry_over_hands_the_next_snapshot_an_updated_node_table() -> None:
     assert not carry_over(older, newer, [])  # once is enough: the table is there
     unbuilt = ClusterSnapshot.from_records(list(older))  # no table built: nothing to carry from
     assert not carry_over(unbuilt, newer.replace(), [])
+
+
+# -- a node's taints, readiness or cordon change: only the workloads whose verdict moves
+
+
+def test_a_taint_touches_the_workloads_whose_verdict_it_moves() -> None:
+    """Two pending workloads that fit nowhere: a taint that api's pods do not tolerate
+    moves api's verdict (a second failing filter on n1); web tolerates it and stays as it
+    was; a taint neither tolerates where web fits would move web's too."""
+    from analyzers.records import Taint
+
+    tolerate = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+    older = snapshot(
+        node("n1"),
+        node("n2", cpu="64"),
+        _rs("web-5c8d", "web"),
+        _rs("api-7f9b", "api"),
+        _owned(
+            "web-5c8d-a",
+            "web-5c8d",
+            requests={"cpu": "8"},
+            node_selector={"kubernetes.io/hostname": "n1"},
+            tolerations=tolerate,
+        ),
+        _owned("api-7f9b-a", "api-7f9b", requests={"cpu": "128"}),
+    )
+    tainted = replace(older.nodes["n1"], taints=(Taint("dedicated", "gpu", "NoSchedule"),))
+    assert affected_workloads(older, older.replace(tainted)) == {API}
+    elsewhere = replace(older.nodes["n2"], taints=(Taint("dedicated", "gpu", "NoSchedule"),))
+    assert affected_workloads(older, older.replace(elsewhere)) == {API}
+    ready = replace(older.nodes["n2"], ready=False)
+    assert affected_workloads(older, older.replace(ready)) == frozenset()
+    relabelled = replace(older.nodes["n2"], labels=older.nodes["n1"].labels)
+    assert affected_workloads(older, older.replace(relabelled)) is None  # labels: cluster-wide
+
+
+def _node_changes(snap: ClusterSnapshot) -> list[tuple[str, ClusterSnapshot]]:
+    """Each node of ``snap`` changed in the ways a narrowed pass follows."""
+    from analyzers.records import Condition, Taint
+
+    out = []
+    for name, n in sorted(snap.nodes.items()):
+        variants = {
+            "untolerated taint": replace(
+                n, taints=(*n.taints, Taint("unstick.test/dedicated", "x", "NoSchedule"))
+            ),
+            "taints removed": replace(n, taints=()),
+            "not ready": replace(
+                n,
+                ready=False,
+                conditions=(Condition("Ready", "False", "KubeletNotReady", "PLEG is not healthy"),),
+            ),
+            "cordoned": replace(n, unschedulable=True),
+            "uncordoned": replace(n, unschedulable=False),
+            "images": replace(n, images=((("registry.example/app:1",), 10_000_000),)),
+        }
+        out.extend(
+            (f"{name}: {what}", snap.replace(changed)) for what, changed in variants.items() if changed != n
+        )
+    return out
+
+
+@pytest.mark.parametrize("case", WITH_FINDINGS, ids=[str(c.relative_to(SCENARIOS)) for c in WITH_FINDINGS])
+def test_a_narrowed_node_change_keeps_what_a_full_pass_finds(case: Path) -> None:
+    """On every golden scenario, each node tainted, untainted, made not ready, cordoned,
+    uncordoned or given images: the findings of the workloads ``affected_workloads``
+    names, re-analysed, beside the others' findings from before, are the full report's."""
+    snap, now, version = _snapshot_of(case)
+
+    def by_subject(
+        s: ClusterSnapshot, scope: frozenset[ObjectRef] | None = None
+    ) -> dict[ObjectRef, list[dict]]:
+        out: dict[ObjectRef, list[dict]] = {}
+        for f in build_report(s, now=now, kube_version=version, scope=scope).findings:
+            out.setdefault(f.subject, []).append(f.as_dict())
+        return out
+
+    before = by_subject(snap)
+    for what, newer in _node_changes(snap):
+        touched = affected_workloads(snap, newer, kube_version=version)
+        if touched is None:
+            continue
+        kept = {s: f for s, f in before.items() if s not in touched} | by_subject(newer, touched)
+        assert kept == by_subject(newer), (what, touched)
