@@ -81,6 +81,16 @@ class NodeResourcesBalancedAllocation(ScorePlugin):
             for i in st.placed:
                 without_col[i] = _balance(u0[i], u1[i], a0[i], a1[i])
         out = []
+        if min(a0, default=1) > 0 and min(a1, default=1) > 0:
+            # Every node reports both: the loop without the check (explicit loops are
+            # faster here than comprehensions over gathered columns).
+            for i in st.nodes:
+                f0 = (u0[i] + r0) / a0[i]
+                f1 = (u1[i] + r1) / a1[i]
+                d = 50 + int((1 - abs(((1.0 if f0 > 1 else f0) - (1.0 if f1 > 1 else f1)) / 2)) * 100.0)
+                d -= without_col[i]
+                out.append(50 + (d // 2 if d >= 0 else -((-d) // 2)))
+            return out
         for i in st.nodes:
             x, y = a0[i], a1[i]
             if x and y:

@@ -99,6 +99,10 @@ class ScorePlugin:
         """NormalizeScore (ScoreExtensions); the identity when the plugin has none."""
         return scores
 
+    def scores(self, st: ScoreState) -> list[int]:
+        """Score then NormalizeScore (a plugin may compute both in one pass)."""
+        return self.normalize(st, self.score(st))
+
 
 def default_normalize(scores: list[int], reverse: bool) -> list[int]:
     """pkg/scheduler/framework/plugins/helper/normalize_score.go DefaultNormalizeScore."""
@@ -152,7 +156,7 @@ def run_score_plugins(plugins: Sequence[tuple[ScorePlugin, int]], st: ScoreState
             skipped.append(plugin.name)
     totals = [0] * len(st.nodes)
     for plugin, weight in active:
-        scores = _checked(plugin, plugin.normalize(st, plugin.score(st)))
+        scores = _checked(plugin, plugin.scores(st))
         weighted = scores if weight == 1 else map(operator.mul, scores, repeat(weight))
         totals = list(map(operator.add, totals, weighted))
         names.append(plugin.name)
@@ -231,7 +235,7 @@ def placed_totals(
     for plugin, weight in plugins:
         if plugin.placed != PLACED_ANY or not plugin.prescore(st):
             continue
-        scores = _checked(plugin, plugin.normalize(st, plugin.score(st)))
+        scores = _checked(plugin, plugin.scores(st))
         weighted = scores if weight == 1 else map(operator.mul, scores, repeat(weight))
         totals = list(map(operator.add, totals, weighted))
     at = [(k, i) for i in st.placed if (k := cache.positions.get(i)) is not None]
@@ -249,7 +253,7 @@ def placed_totals(
         )
         for plugin, weight, raw in cache.node_plugins:
             plugin.prescore(sub)
-            patched = _checked(plugin, plugin.normalize(sub, plugin.score(sub)))
+            patched = _checked(plugin, plugin.scores(sub))
             for (k, _), s in zip(at, patched, strict=True):
                 totals[k] += weight * (s - raw[k])
     return totals

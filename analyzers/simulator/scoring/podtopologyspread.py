@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from analyzers.records import LabelSelector, Pod, TopologySpreadConstraint
 from analyzers.simulator.basic import first_untolerated
@@ -96,6 +98,22 @@ def _class_sums(table: NodeTable, counts: dict[int, int], column: list[int]) -> 
             sums[k] = sums.get(k, 0) + n
         found = table.memo[key] = (counts, column, sums)
     return found[2]
+
+
+_T = TypeVar("_T")
+
+
+def _nodes_memo(
+    table: NodeTable, what: str, column: list[int], nodes: Sequence[int], build: Callable[[], _T]
+) -> _T:
+    """``build()`` for the scored ``nodes`` over ``column``, kept for the last node list
+    only (placement scores the same feasible nodes state after state)."""
+    key = ("scoring.spread." + what, id(column))
+    found = table.memo.get(key)
+    if found is None or found[0] is not column or (found[1] is not nodes and found[1] != nodes):
+        found = table.memo[key] = (column, list(nodes), build())
+    value: _T = found[2]
+    return value
 
 
 def _own_keys(
@@ -182,7 +200,9 @@ class PodTopologySpread(ScorePlugin):
         require_all = bool(own) or st.profile.spread_defaulting_type != "System"
         labels = table.labels
         column, classes = label_classes(table, tuple(c.key for c in soft))
-        present = set(map(column.__getitem__, st.nodes))
+        present = set(
+            _nodes_memo(table, "present", column, st.nodes, lambda: set(map(column.__getitem__, st.nodes)))
+        )
         ignored_classes = {k for k in present if require_all and None in classes[k]}
         ignored: set[int] = (
             {i for i in st.nodes if column[i] in ignored_classes} if ignored_classes else set()
@@ -251,7 +271,44 @@ class PodTopologySpread(ScorePlugin):
     def score(self, st: ScoreState) -> list[int]:
         """Per node: sum over constraints of count * weight + (maxSkew - 1), rounded.
         A node's score depends on its class and its own (hostname) counts: each
-        class is scored once, then the nodes that hold matching pods themselves."""
+        (class, own counts) pair is scored once, then the nodes holding copies."""
+        key_column, by_pair, placed = self._pairs(st)
+        out = [by_pair[key_column[i]] for i in st.nodes]
+        for where, raw in placed.items():
+            out[where] = raw
+        return out
+
+    def scores(self, st: ScoreState) -> list[int]:
+        """score then normalize in one pass over the nodes: the lowest and highest
+        scores follow from how many nodes have each pair (per scored node list)."""
+        prep: _Prepared = st.data[self.name]
+        key_column, by_pair, placed = self._pairs(st)
+        counts = _nodes_memo(
+            st.table, "pairs", key_column, st.nodes, lambda: Counter(map(key_column.__getitem__, st.nodes))
+        )
+        if placed:
+            counts = Counter(counts)
+            for where in placed:
+                counts[key_column[st.nodes[where]]] -= 1
+        present = prep.present
+        pairs = _own_keys(st.table, prep, [j for j, c in enumerate(prep.soft) if c.key == HOSTNAME])[1]
+        kept = [by_pair[p] for p, n in counts.items() if n > 0 and pairs[p][0] in present]
+        kept.extend(placed.values())
+        lo = min(kept, default=0)
+        hi = max(kept, default=0)
+
+        def normalized(s: int) -> int:
+            return MAX_NODE_SCORE if hi == 0 else MAX_NODE_SCORE * (hi + lo - s) // hi
+
+        by_pair_normalized = [normalized(s) if pairs[p][0] in present else 0 for p, s in enumerate(by_pair)]
+        out = [by_pair_normalized[key_column[i]] for i in st.nodes]
+        for where, raw in placed.items():
+            out[where] = normalized(raw)
+        return out
+
+    def _pairs(self, st: ScoreState) -> tuple[list[int], list[int], dict[int, int]]:
+        """Each node's pair (:func:`_own_keys`), each pair's score (0: ignored), and the
+        scores of the nodes holding placed copies, by position (not ignored ones)."""
         prep: _Prepared = st.data[self.name]
         soft, domains, weights = prep.soft, prep.domains, prep.weights
         hostname = [j for j, c in enumerate(soft) if c.key == HOSTNAME]
@@ -268,9 +325,8 @@ class PodTopologySpread(ScorePlugin):
 
         column, classes, present = prep.column, prep.classes, prep.present
         key_column, pairs = _own_keys(st.table, prep, hostname)
-        # Ignored nodes (classes not present) score 0.
         by_pair = [total(classes[k], own) if k in present else 0 for k, own in pairs]
-        out = [by_pair[key_column[i]] for i in st.nodes]
+        placed: dict[int, int] = {}
         if st.placed and hostname:
             at = st.positions()
             for i in st.placed:
@@ -278,8 +334,8 @@ class PodTopologySpread(ScorePlugin):
                 if where is None or column[i] not in present:
                     continue
                 own = tuple(soft[j].per_node.get(i, 0) if j in hostname else 0 for j in range(len(soft)))
-                out[where] = total(classes[column[i]], own)
-        return out
+                placed[where] = total(classes[column[i]], own)
+        return key_column, by_pair, placed
 
     def normalize(self, st: ScoreState, scores: list[int]) -> list[int]:
         ignored = st.data[self.name].ignored
