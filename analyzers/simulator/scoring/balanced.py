@@ -14,10 +14,11 @@ No NormalizeScore.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, PLACED_NODE, ScorePlugin, ScoreState, go_div
 from analyzers.simulator.scoring.profile import BALANCED_ALLOCATION
-from analyzers.simulator.scoring.resource_allocation import columns, pod_request
+from analyzers.simulator.scoring.resource_allocation import Patched, columns, pod_request, reported
 
 
 def balanced_score(fractions: list[float]) -> int:
@@ -67,21 +68,19 @@ class NodeResourcesBalancedAllocation(ScorePlugin):
     @staticmethod
     def _two(
         st: ScoreState,
-        cols: list[tuple[int, int, list[int], list[int]]],
-        base: list[tuple[int, int, list[int], list[int]]],
+        cols: list[tuple[int, int, Sequence[int], list[int]]],
+        base: list[tuple[int, int, Sequence[int], list[int]]],
     ) -> list[int]:
         """The same arithmetic for the usual two resources, without per-node lists:
         std = |f1 - f2| / 2 with both fractions present, 0 with one, none: 100.
         The node's own balance (without the pod) is a column of the snapshot
         (``base``: the columns without placed copies), recomputed on placed nodes."""
         (r0, _, u0, a0), (r1, _, u1, a1) = cols
-        without_col = _without_column(st, base)
+        without_col: Sequence[int] = _without_column(st, base)
         if st.placed:
-            without_col = list(without_col)
-            for i in st.placed:
-                without_col[i] = _balance(u0[i], u1[i], a0[i], a1[i])
+            without_col = Patched(without_col, {i: _balance(u0[i], u1[i], a0[i], a1[i]) for i in st.placed})
         out = []
-        if min(a0, default=1) > 0 and min(a1, default=1) > 0:
+        if reported(a0, st.nodes) and reported(a1, st.nodes):
             # Every node reports both: the loop without the check (explicit loops are
             # faster here than comprehensions over gathered columns).
             for i in st.nodes:
@@ -114,7 +113,7 @@ def _balance(u0: int, u1: int, x: int, y: int) -> int:
     return int((1 - abs((g0 - g1) / 2)) * 100.0)
 
 
-def _without_column(st: ScoreState, base: list[tuple[int, int, list[int], list[int]]]) -> list[int]:
+def _without_column(st: ScoreState, base: list[tuple[int, int, Sequence[int], list[int]]]) -> list[int]:
     """Every node's balance without the pod, once per node table and resource pair
     (the columns are the table's own lists, so their identity keys the memo)."""
     (_, _, u0, a0), (_, _, u1, a1) = base

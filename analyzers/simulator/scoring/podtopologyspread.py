@@ -110,10 +110,15 @@ def _nodes_memo(
     only (placement scores the same feasible nodes state after state)."""
     key = ("scoring.spread." + what, id(column))
     found = table.memo.get(key)
-    if found is None or found[0] is not column or (found[1] is not nodes and found[1] != nodes):
-        found = table.memo[key] = (column, list(nodes), build())
-    value: _T = found[2]
+    if found is None or found[0] is not column or (found[1] is not nodes and found[2] != nodes):
+        found = table.memo[key] = (column, nodes, list(nodes), build())
+    value: _T = found[3]
     return value
+
+
+def _gather(column: list[int], nodes: Sequence[int]) -> list[int]:
+    """``column``'s values at ``nodes``, in their order."""
+    return [column[i] for i in nodes]
 
 
 def _own_keys(
@@ -301,7 +306,8 @@ class PodTopologySpread(ScorePlugin):
             return MAX_NODE_SCORE if hi == 0 else MAX_NODE_SCORE * (hi + lo - s) // hi
 
         by_pair_normalized = [normalized(s) if pairs[p][0] in present else 0 for p, s in enumerate(by_pair)]
-        out = [by_pair_normalized[key_column[i]] for i in st.nodes]
+        keys = _nodes_memo(st.table, "keys", key_column, st.nodes, lambda: _gather(key_column, st.nodes))
+        out = list(map(by_pair_normalized.__getitem__, keys))
         for where, raw in placed.items():
             out[where] = normalized(raw)
         return out
