@@ -149,6 +149,7 @@ class Placement:
     distribution: dict[str, float]
     exact: bool
     stderr: dict[str, float]
+    states: int = 0  # placement states (multisets of bound nodes) whose next attempt was computed
 
 
 def place(
@@ -166,7 +167,7 @@ def place(
     first = attempt(snapshot, pod, profile, kube_version=kube_version)
     placer = Placer(snapshot, pod, profile, first, kube_version=kube_version)
     dist, exact, err, steps = _distribution(placer, replicas, seed)
-    return Placement(first, tuple(steps), dist, exact, err)
+    return Placement(first, tuple(steps), dist, exact, err, states=len(placer.tops))
 
 
 class Placer:
