@@ -32,6 +32,7 @@ from analyzers.simulator.scoring import score_pod
 from analyzers.simulator.scoring.placement import attempt, feasible_nodes, place
 from analyzers.snapshot import ClusterSnapshot
 from bench.generate import generate
+from bench.machine import describe
 
 
 def timed(fn: Callable[[], object], runs: int) -> tuple[float, float]:
@@ -61,6 +62,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--replicas", type=int, default=20, help="0: scores only, no placement")
     args = ap.parse_args()
+    print(f"machine: {describe()}")
     print(f"{'nodes':>6} {'pods':>7} {'feasible':>8} {'score 1 pod ms p50/p90':>23} {'1st attempt ms':>14} "
           f"{args.replicas}-replica placement ms p50/p90  states  ms/state")  # fmt: skip
     figures: dict[int, tuple[float, float]] = {}
