@@ -26,7 +26,13 @@ from typing import TypeVar
 from analyzers.records import LabelSelector, Pod, TopologySpreadConstraint
 from analyzers.simulator.basic import first_untolerated
 from analyzers.simulator.nodeinfo import NodeTable, has
-from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState, go_round
+from analyzers.simulator.scoring.framework import (
+    MAX_NODE_SCORE,
+    KeyedScores,
+    ScorePlugin,
+    ScoreState,
+    go_round,
+)
 from analyzers.simulator.scoring.profile import POD_TOPOLOGY_SPREAD
 from analyzers.simulator.spread import effective_selector, matching_pods_per_node
 from analyzers.snapshot import ClusterSnapshot
@@ -284,8 +290,17 @@ class PodTopologySpread(ScorePlugin):
         return out
 
     def scores(self, st: ScoreState) -> list[int]:
-        """score then normalize in one pass over the nodes: the lowest and highest
-        scores follow from how many nodes have each pair (per scored node list)."""
+        """score then normalize in one pass over the nodes (:meth:`keyed_scores`)."""
+        keyed = self.keyed_scores(st)
+        out = list(map(keyed.values.__getitem__, keyed.keys))
+        for where, value in keyed.overrides.items():
+            out[where] = value
+        return out
+
+    def keyed_scores(self, st: ScoreState) -> KeyedScores:
+        """The normalized scores per (class, own count) pair: the lowest and highest
+        raw scores follow from how many nodes have each pair (per scored node list);
+        the nodes holding placed copies are overrides."""
         prep: _Prepared = st.data[self.name]
         key_column, by_pair, placed = self._pairs(st)
         counts = _nodes_memo(
@@ -307,10 +322,9 @@ class PodTopologySpread(ScorePlugin):
 
         by_pair_normalized = [normalized(s) if pairs[p][0] in present else 0 for p, s in enumerate(by_pair)]
         keys = _nodes_memo(st.table, "keys", key_column, st.nodes, lambda: _gather(key_column, st.nodes))
-        out = list(map(by_pair_normalized.__getitem__, keys))
-        for where, raw in placed.items():
-            out[where] = normalized(raw)
-        return out
+        return KeyedScores(
+            keys, by_pair_normalized, {where: normalized(raw) for where, raw in placed.items()}
+        )
 
     def _pairs(self, st: ScoreState) -> tuple[list[int], list[int], dict[int, int]]:
         """Each node's pair (:func:`_own_keys`), each pair's score (0: ignored), and the
