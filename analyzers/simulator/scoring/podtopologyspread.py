@@ -56,7 +56,7 @@ def default_selector(snapshot: ClusterSnapshot, pod: Pod) -> LabelSelector | Non
 
 
 class _Soft:
-    __slots__ = ("base", "key", "max_skew", "per_node", "policy_affinity", "policy_taints", "selector")
+    __slots__ = ("base", "copies", "key", "max_skew", "policy_affinity", "policy_taints", "selector")
 
     def __init__(self, c: TopologySpreadConstraint, selector: LabelSelector | None) -> None:
         self.key = c.topology_key
@@ -64,8 +64,8 @@ class _Soft:
         self.selector = selector
         self.policy_affinity = c.node_affinity_policy == "Honor"
         self.policy_taints = c.node_taints_policy == "Honor"
-        self.per_node: dict[int, int] = {}  # matching pods per node, placed copies included
-        self.base: dict[int, int] = {}  # the same without the copies (the table's memo)
+        self.copies: Mapping[int, int] = {}  # the placed copies it counts, per node
+        self.base: dict[int, int] = {}  # matching pods per node without the copies (the table's memo)
 
 
 def label_classes(table: NodeTable, keys: tuple[str, ...]) -> tuple[list[int], list[tuple[str | None, ...]]]:
@@ -242,13 +242,8 @@ class PodTopologySpread(ScorePlugin):
         for j, c in enumerate(soft):
             base = matching_pods_per_node(table, pod.namespace, c.selector) if c.selector is not None else {}
             copies = _counted_copies(st, c.selector)
-            counts = base
-            if copies:
-                counts = dict(base)
-                for i, n in copies.items():
-                    counts[i] = counts.get(i, 0) + n
             c.base = base
-            c.per_node = counts
+            c.copies = copies
             if c.key == HOSTNAME:
                 continue
             dom = domains[j]
@@ -265,6 +260,11 @@ class PodTopologySpread(ScorePlugin):
                     if value in dom:
                         dom[value] += n
                 continue
+            counts = base
+            if copies:
+                counts = dict(base)
+                for i, n in copies.items():
+                    counts[i] = counts.get(i, 0) + n
             for i, n in counts.items():
                 node_labels = labels[i]
                 if require_all and not all(s.key in node_labels for s in soft):
@@ -353,7 +353,10 @@ class PodTopologySpread(ScorePlugin):
                 where = at.get(i)
                 if where is None or column[i] not in present:
                     continue
-                own = tuple(soft[j].per_node.get(i, 0) if j in hostname else 0 for j in range(len(soft)))
+                own = tuple(
+                    soft[j].base.get(i, 0) + soft[j].copies.get(i, 0) if j in hostname else 0
+                    for j in range(len(soft))
+                )
                 placed[where] = total(classes[column[i]], own)
         return key_column, by_pair, placed
 
