@@ -4,8 +4,12 @@ clusters (bench/generate.py, 30 pods per node). Prints figures; not a timed test
     .venv/bin/python bench/bench_scoring.py [--sizes 500,1000,2000,5000 --runs 15 --replicas 20]
 
 For each size: the median / p90 time of the Score phase for one pod over every
-feasible node (the node table already built), and of a ``--replicas`` placement
-prediction (filters + scores per replica, each replica bound before the next).
+feasible node (the node table already built); the first attempt alone (every
+filter on every node, then the Score phase, with the per-node rows); and a
+``--replicas`` placement prediction (the first attempt, then each placement state
+-- a multiset of bound nodes, over tie branches or seeded runs -- scored with the
+copies counted), with how many states it computed and the time per state.
+Last line: how each figure grows from the smallest to the largest size.
 Targets at 5,000 nodes: one pod < 10 ms, 20 replicas < 200 ms.
 """
 
@@ -25,9 +29,10 @@ from dataclasses import replace
 from analyzers.records import FrozenMap, Pod
 from analyzers.simulator import node_table, simulate
 from analyzers.simulator.scoring import score_pod
-from analyzers.simulator.scoring.placement import feasible_nodes, place
+from analyzers.simulator.scoring.placement import attempt, feasible_nodes, place
 from analyzers.snapshot import ClusterSnapshot
 from bench.generate import generate
+from bench.machine import describe
 
 
 def timed(fn: Callable[[], object], runs: int) -> tuple[float, float]:
@@ -57,8 +62,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--replicas", type=int, default=20, help="0: scores only, no placement")
     args = ap.parse_args()
-    print(f"{'nodes':>6} {'pods':>7} {'feasible':>8} {'score 1 pod ms (p50/p90)':>26} "
-          f"{args.replicas}-replica placement ms (p50/p90)")  # fmt: skip
+    print(f"machine: {describe()}")
+    print(f"{'nodes':>6} {'pods':>7} {'feasible':>8} {'score 1 pod ms p50/p90':>23} {'1st attempt ms':>14} "
+          f"{args.replicas}-replica placement ms p50/p90  states  ms/state")  # fmt: skip
+    figures: dict[int, tuple[float, float]] = {}
     for size in (int(s) for s in args.sizes.split(",")):
         snap = ClusterSnapshot.from_objects(generate(nodes=size, pods=size * 30, seed=1))
         table = node_table(snap)
@@ -66,13 +73,24 @@ def main() -> None:
         verdict = simulate(snap, pod)
         feasible = feasible_nodes(verdict, table.size)
         score = timed(lambda s=snap, p=pod, f=feasible: score_pod(s, p, f), args.runs)
-        placement = (
-            timed(lambda s=snap, p=pod: place(s, p, args.replicas), max(3, args.runs // 5))
-            if args.replicas
-            else (float("nan"), float("nan"))
+        placement = (float("nan"), float("nan"))
+        first = (float("nan"), float("nan"))
+        states = 0
+        if args.replicas:
+            runs = max(3, args.runs // 5)
+            first = timed(lambda s=snap, p=pod: attempt(s, p), runs)
+            placement = timed(lambda s=snap, p=pod: place(s, p, args.replicas), runs)
+            states = place(snap, pod, args.replicas).states
+        figures[size] = (score[0], placement[0])
+        per_state = (placement[0] - first[0]) / states if states else float("nan")
+        print(f"{size:>6} {len(snap.pods):>7} {len(feasible):>8} {score[0]:>11.2f} / {score[1]:<9.2f} "
+              f"{first[0]:>14.1f} {placement[0]:>17.1f} / {placement[1]:<14.1f} {states:>6} {per_state:>9.2f}")  # fmt: skip
+    if len(figures) > 1:
+        small, large = min(figures), max(figures)
+        grow = [figures[large][j] / figures[small][j] for j in (0, 1)]
+        print(
+            f"growth {small} -> {large} nodes (x{large / small:g}): score x{grow[0]:.1f}, placement x{grow[1]:.1f}"
         )
-        print(f"{size:>6} {len(snap.pods):>7} {len(feasible):>8} {score[0]:>13.2f} / {score[1]:<10.2f} "
-              f"{placement[0]:>10.1f} / {placement[1]:.1f}")  # fmt: skip
 
 
 if __name__ == "__main__":

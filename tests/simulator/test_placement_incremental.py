@@ -66,8 +66,22 @@ def _case(seed: int) -> tuple[ClusterSnapshot, Pod, Profile, int]:
     if rng.random() < 0.5:
         pod["metadata"]["labels"]["app"] = "web"
         pod["metadata"]["ownerReferences"] = [
-            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-rs", "uid": "web-rs-uid", "controller": True}
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": "web-rs",
+                "uid": "web-rs-uid",
+                "controller": True,
+            }
         ]
+    for kind in ("podAffinity", "podAntiAffinity"):
+        for term in (
+            spec.get("affinity", {}).get(kind, {}).get("preferredDuringSchedulingIgnoredDuringExecution", [])
+        ):
+            if rng.random() < 0.6:  # the pod's own app: its copies count for it, both ways
+                term["podAffinityTerm"]["labelSelector"]["matchLabels"]["app"] = pod["metadata"]["labels"][
+                    "app"
+                ]
     if rng.random() < 0.15:
         spec["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
     if rng.random() < 0.1:
@@ -96,7 +110,9 @@ def test_incremental_placement_equals_the_rebuild_per_replica_reference() -> Non
         snap, pod, profile, replicas = _case(seed)
         fast = place(snap, pod, replicas, profile, kube_version=KUBE_VERSION)
         slow = reference_place(snap, pod, replicas, profile, KUBE_VERSION)
-        assert placement_json(fast, pod, profile, replicas) == placement_json(slow, pod, profile, replicas), seed
+        assert placement_json(fast, pod, profile, replicas) == placement_json(slow, pod, profile, replicas), (
+            seed
+        )
         placer = Placer(snap, pod, profile, fast.first, kube_version=KUBE_VERSION)
         seen["node-local" if placer.local else "rebuilt"] += 1
         seen["exact" if fast.exact else "estimate"] += 1

@@ -81,7 +81,7 @@ def score_state(
         table=table,
         pod=pod,
         profile=profile,
-        nodes=list(nodes),
+        nodes=nodes if isinstance(nodes, list) else list(nodes),  # a placement's list is kept: memos know it
         namespace_labels=ns.labels if ns is not None else EMPTY_MAP,
         placed=placed or {},
     )

@@ -14,10 +14,11 @@ No NormalizeScore.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, PLACED_NODE, ScorePlugin, ScoreState, go_div
 from analyzers.simulator.scoring.profile import BALANCED_ALLOCATION
-from analyzers.simulator.scoring.resource_allocation import columns, pod_request
+from analyzers.simulator.scoring.resource_allocation import Patched, columns, pod_request, reported
 
 
 def balanced_score(fractions: list[float]) -> int:
@@ -67,20 +68,28 @@ class NodeResourcesBalancedAllocation(ScorePlugin):
     @staticmethod
     def _two(
         st: ScoreState,
-        cols: list[tuple[int, int, list[int], list[int]]],
-        base: list[tuple[int, int, list[int], list[int]]],
+        cols: list[tuple[int, int, Sequence[int], list[int]]],
+        base: list[tuple[int, int, Sequence[int], list[int]]],
     ) -> list[int]:
         """The same arithmetic for the usual two resources, without per-node lists:
         std = |f1 - f2| / 2 with both fractions present, 0 with one, none: 100.
         The node's own balance (without the pod) is a column of the snapshot
         (``base``: the columns without placed copies), recomputed on placed nodes."""
         (r0, _, u0, a0), (r1, _, u1, a1) = cols
-        without_col = _without_column(st, base)
+        without_col: Sequence[int] = _without_column(st, base)
         if st.placed:
-            without_col = list(without_col)
-            for i in st.placed:
-                without_col[i] = _balance(u0[i], u1[i], a0[i], a1[i])
+            without_col = Patched(without_col, {i: _balance(u0[i], u1[i], a0[i], a1[i]) for i in st.placed})
         out = []
+        if reported(a0, st.nodes) and reported(a1, st.nodes):
+            # Every node reports both: the loop without the check (explicit loops are
+            # faster here than comprehensions over gathered columns).
+            for i in st.nodes:
+                f0 = (u0[i] + r0) / a0[i]
+                f1 = (u1[i] + r1) / a1[i]
+                d = 50 + int((1 - abs(((1.0 if f0 > 1 else f0) - (1.0 if f1 > 1 else f1)) / 2)) * 100.0)
+                d -= without_col[i]
+                out.append(50 + (d // 2 if d >= 0 else -((-d) // 2)))
+            return out
         for i in st.nodes:
             x, y = a0[i], a1[i]
             if x and y:
@@ -104,7 +113,7 @@ def _balance(u0: int, u1: int, x: int, y: int) -> int:
     return int((1 - abs((g0 - g1) / 2)) * 100.0)
 
 
-def _without_column(st: ScoreState, base: list[tuple[int, int, list[int], list[int]]]) -> list[int]:
+def _without_column(st: ScoreState, base: list[tuple[int, int, Sequence[int], list[int]]]) -> list[int]:
     """Every node's balance without the pod, once per node table and resource pair
     (the columns are the table's own lists, so their identity keys the memo)."""
     (_, _, u0, a0), (_, _, u1, a1) = base

@@ -31,7 +31,7 @@ from analyzers.simulator.scoring.profile import (
     NODE_RESOURCES_FIT,
     REQUESTED_TO_CAPACITY_RATIO,
 )
-from analyzers.simulator.scoring.resource_allocation import columns
+from analyzers.simulator.scoring.resource_allocation import columns, reported
 
 MAX_UTILIZATION = 100
 MAX_CUSTOM_PRIORITY_SCORE = 10  # pkg/scheduler/apis/config/types.go
@@ -92,22 +92,18 @@ class NodeResourcesFit(ScorePlugin):
         return out
 
 
-def _reported(alloc: list[int], nodes: Sequence[int]) -> bool:
-    """Every node of ``nodes`` reports the resource (allocatable > 0)."""
-    return min(alloc, default=1) > 0 or all(alloc[i] for i in nodes)
-
-
 def _allocated(
-    nodes: Sequence[int], cols: list[tuple[int, int, list[int], list[int]]], least: bool
+    nodes: Sequence[int], cols: list[tuple[int, int, Sequence[int], list[int]]], least: bool
 ) -> list[int]:
     """LeastAllocated / MostAllocated with the per-resource arithmetic inlined
     (the same integer steps as the general loop above, per node)."""
-    if len(cols) == 2 and all(_reported(col, nodes) for _, _, _, col in cols):
+    if len(cols) == 2 and all(reported(col, nodes) for _, _, _, col in cols):
         # The default two resources, both reported by every node: unpacked once.
         (r0, w0, u0, a0), (r1, w1, u1, a1) = cols
         m = MAX_NODE_SCORE
         ws = w0 + w1
         out2 = []
+        # An explicit loop: faster here than a comprehension over gathered columns.
         for i in nodes:
             x, y = a0[i], a1[i]
             p, q = u0[i] + r0, u1[i] + r1

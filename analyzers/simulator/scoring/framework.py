@@ -71,6 +71,16 @@ class ScoreState:
         return found
 
 
+@dataclass(frozen=True, slots=True)
+class KeyedScores:
+    """Normalized scores as a lookup: the node at position k of the scored nodes
+    scores ``values[keys[k]]``, unless ``overrides`` holds its own score."""
+
+    keys: Sequence[int]
+    values: list[int]
+    overrides: dict[int, int]
+
+
 # What a plugin's scores depend on among the copies of the pod a placement bound
 # (ScoreState.placed): nothing; only a node's own copies (its raw score, with no
 # NormalizeScore); or any copy anywhere (domains, normalization).
@@ -98,6 +108,15 @@ class ScorePlugin:
     def normalize(self, st: ScoreState, scores: list[int]) -> list[int]:
         """NormalizeScore (ScoreExtensions); the identity when the plugin has none."""
         return scores
+
+    def scores(self, st: ScoreState) -> list[int]:
+        """Score then NormalizeScore (a plugin may compute both in one pass)."""
+        return self.normalize(st, self.score(st))
+
+    def keyed_scores(self, st: ScoreState) -> KeyedScores | None:
+        """:meth:`scores` as a lookup table, for plugins whose nodes score alike by
+        key (None: not available)."""
+        return None
 
 
 def default_normalize(scores: list[int], reverse: bool) -> list[int]:
@@ -152,7 +171,7 @@ def run_score_plugins(plugins: Sequence[tuple[ScorePlugin, int]], st: ScoreState
             skipped.append(plugin.name)
     totals = [0] * len(st.nodes)
     for plugin, weight in active:
-        scores = _checked(plugin, plugin.normalize(st, plugin.score(st)))
+        scores = _checked(plugin, plugin.scores(st))
         weighted = scores if weight == 1 else map(operator.mul, scores, repeat(weight))
         totals = list(map(operator.add, totals, weighted))
         names.append(plugin.name)
@@ -185,26 +204,41 @@ class PlacedCache:
     list: the weighted sum of the PLACED_NONE and PLACED_NODE plugins' scores
     without copies, and the PLACED_NODE plugins' raw scores to patch."""
 
-    __slots__ = ("node_plugins", "nodes", "positions", "static_total")
+    __slots__ = ("groups", "node_plugins", "nodes", "positions", "static_total")
 
     def __init__(self) -> None:
         self.nodes: Sequence[int] | None = None
         self.static_total: list[int] = []
         self.node_plugins: list[tuple[ScorePlugin, int, list[int]]] = []
         self.positions: dict[int, int] = {}
+        self.groups: tuple[Sequence[int], dict[int, list[tuple[int, int]]]] | None = None
+
+    def key_groups(self, keys: Sequence[int]) -> dict[int, list[tuple[int, int]]]:
+        """Per key of ``keys`` (one per scored node): its nodes' (cached total,
+        position), highest total first -- once per key column."""
+        if self.groups is None or self.groups[0] is not keys:
+            groups: dict[int, list[tuple[int, int]]] = {}
+            for k, (key, total) in enumerate(zip(keys, self.static_total, strict=True)):
+                groups.setdefault(key, []).append((total, k))
+            for entries in groups.values():
+                entries.sort(key=lambda e: -e[0])
+            self.groups = (keys, groups)
+        return self.groups[1]
 
 
-def placed_totals(
-    plugins: Sequence[tuple[ScorePlugin, int]], st: ScoreState, cache: PlacedCache
-) -> list[int]:
-    """The weighted totals :func:`run_score_plugins` gives ``st`` (copies placed on
-    ``st.placed``), from ``cache`` where the copies change nothing: a PLACED_NONE
-    plugin's column is reused, a PLACED_NODE plugin's is patched on the nodes
-    holding copies, a PLACED_ANY plugin runs whole. (A plugin's Error is raised
-    when the column is computed, which may be before another plugin's.)"""
+def placed_top(plugins: Sequence[tuple[ScorePlugin, int]], st: ScoreState, cache: PlacedCache) -> list[int]:
+    """The positions (in ``st.nodes``) of the nodes sharing the best weighted total
+    :func:`run_score_plugins` gives ``st`` (copies placed on ``st.placed``), from
+    ``cache`` where the copies change nothing: a PLACED_NONE plugin's column is
+    reused, a PLACED_NODE plugin's is patched on the nodes holding copies, a
+    PLACED_ANY plugin runs whole. When the only PLACED_ANY plugin that runs gives
+    keyed scores, the best total is found per key (the cached totals of each
+    key's nodes sorted once) instead of node by node. (A plugin's Error is raised
+    when its column is computed, which may be before another plugin's.)"""
     if cache.nodes is None or (cache.nodes is not st.nodes and cache.nodes != st.nodes):
         cache.nodes = st.nodes
         cache.positions = st.positions()
+        cache.groups = None
         base = ScoreState(
             snapshot=st.snapshot,
             table=st.table,
@@ -227,17 +261,11 @@ def placed_totals(
                 cache.node_plugins.append((plugin, weight, raw))
         cache.static_total = total
     st.data["positions"] = cache.positions
-    totals = cache.static_total
-    for plugin, weight in plugins:
-        if plugin.placed != PLACED_ANY or not plugin.prescore(st):
-            continue
-        scores = _checked(plugin, plugin.normalize(st, plugin.score(st)))
-        weighted = scores if weight == 1 else map(operator.mul, scores, repeat(weight))
-        totals = list(map(operator.add, totals, weighted))
+    static = cache.static_total
+    # The nodes holding copies: what the PLACED_NODE plugins add to or take from the cached total.
     at = [(k, i) for i in st.placed if (k := cache.positions.get(i)) is not None]
+    delta: dict[int, int] = {}
     if at and cache.node_plugins:
-        if totals is cache.static_total:
-            totals = list(totals)
         sub = ScoreState(
             snapshot=st.snapshot,
             table=st.table,
@@ -249,10 +277,77 @@ def placed_totals(
         )
         for plugin, weight, raw in cache.node_plugins:
             plugin.prescore(sub)
-            patched = _checked(plugin, plugin.normalize(sub, plugin.score(sub)))
+            patched = _checked(plugin, plugin.scores(sub))
             for (k, _), s in zip(at, patched, strict=True):
-                totals[k] += weight * (s - raw[k])
-    return totals
+                delta[k] = delta.get(k, 0) + weight * (s - raw[k])
+    active = [
+        (plugin, weight) for plugin, weight in plugins if plugin.placed == PLACED_ANY and plugin.prescore(st)
+    ]
+    keyed = active[0][0].keyed_scores(st) if len(active) == 1 else None
+    if keyed is None:
+        totals = static
+        for plugin, weight in active:
+            scores = _checked(plugin, plugin.scores(st))
+            weighted = scores if weight == 1 else map(operator.mul, scores, repeat(weight))
+            totals = list(map(operator.add, totals, weighted))
+        if delta:
+            totals = list(totals)
+            for k, d in delta.items():
+                totals[k] += d
+        return _best_positions(totals)
+    plugin, weight = active[0]
+    held = {k for k, _ in at}
+    held.update(keyed.overrides)
+    groups = cache.key_groups(keyed.keys)
+    values = keyed.values
+    best: int | None = None
+    winners: list[tuple[int, int]] = []  # (key, the cached total its best nodes share)
+    for key, entries in groups.items():
+        for s, k in entries:
+            if k in held:
+                continue
+            _checked(plugin, [values[key]])
+            candidate = s + weight * values[key]
+            if best is None or candidate > best:
+                best, winners = candidate, [(key, s)]
+            elif candidate == best:
+                winners.append((key, s))
+            break
+    own: dict[int, int] = {}
+    for k in held:
+        value = keyed.overrides.get(k)
+        if value is None:
+            value = values[keyed.keys[k]]
+        else:
+            _checked(plugin, [value])
+        own[k] = candidate = static[k] + delta.get(k, 0) + weight * value
+        if best is None or candidate > best:
+            best = candidate
+    top = [k for k, candidate in own.items() if candidate == best]
+    for key, s in winners:
+        if s + weight * values[key] != best:
+            continue
+        for t, k in groups[key]:
+            if t < s:
+                break
+            if t == s and k not in held:
+                top.append(k)
+    return sorted(top)
+
+
+def _best_positions(totals: list[int]) -> list[int]:
+    """Positions of the highest total, ascending."""
+    if not totals:
+        return []
+    best = max(totals)
+    out = []
+    k = totals.index(best)
+    while True:
+        out.append(k)
+        try:
+            k = totals.index(best, k + 1)
+        except ValueError:
+            return out
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:

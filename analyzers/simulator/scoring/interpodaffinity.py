@@ -92,14 +92,53 @@ class InterPodAffinity(ScorePlugin):
         profile = st.profile
         if profile.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return False
+        base, touched, terms = self._existing(st, has_constraints)
+        scores = base
+        if st.placed:
+            # Copies of the pod already placed are existing pods too, both ways.
+            scores = {key: dict(per) for key, per in base.items()}
+            labels = st.table.labels
+            found = [
+                (t.topology_key, sign * w) for t, w, sign in terms if t.matches(pod.namespace, pod.labels)
+            ]
+            if has_affinity(pod):
+                found.extend(_matching_terms(pod, pod, profile.hard_pod_affinity_weight, st.namespace_labels))
+            for i, n in st.placed.items():
+                for topology_key, w in found:
+                    value = labels[i].get(topology_key)
+                    if value is not None:
+                        touched = True
+                        _add(scores, topology_key, value, w * n)
+        if not touched:
+            return False
+        st.data[self.name] = scores
+        return True
+
+    @staticmethod
+    def _existing(
+        st: ScoreState, has_constraints: bool
+    ) -> tuple[Scores, bool, list[tuple[IncomingTerm, int, int]]]:
+        """PreScore over the pods of the table (placed copies aside): the sums, whether
+        any term counted, and the pod's resolved terms with their signs. Kept for the
+        last pod and profile per table (a placement asks state after state)."""
+        memo = st.table.memo.get("scoring.interpod.existing")
+        if (
+            memo is not None
+            and memo[0] is st.pod
+            and memo[1] is st.profile
+            and memo[2] == st.namespace_labels
+        ):
+            found: tuple[Scores, bool, list[tuple[IncomingTerm, int, int]]] = memo[3]
+            return found
+        pod = st.pod
+        spec = pod.spec
         table = st.table
         labels = table.labels
-        aff = [
-            (_resolve(st, t), w)
+        terms = [
+            (_resolve(st, t), w, 1)
             for t, w in zip(spec.preferred_pod_affinity, spec.preferred_pod_affinity_weights, strict=False)
-        ]
-        anti = [
-            (_resolve(st, t), w)
+        ] + [
+            (_resolve(st, t), w, -1)
             for t, w in zip(
                 spec.preferred_pod_anti_affinity, spec.preferred_pod_anti_affinity_weights, strict=False
             )
@@ -108,48 +147,35 @@ class InterPodAffinity(ScorePlugin):
         touched = False
         # The incoming pod's terms against every existing pod: by label groups.
         if has_constraints:
-            for terms, sign in ((aff, 1), (anti, -1)):
-                for term, w in terms:
-                    for ns, groups in table.pod_groups.items():
-                        for g in groups:
-                            if not term.matches(ns, g.labels):
-                                continue
-                            for i, n in g.node_counts.items():
-                                value = labels[i].get(term.topology_key)
-                                if value is None:
-                                    continue
-                                touched = True
-                                _add(scores, term.topology_key, value, sign * w * n)
-                    # Copies of the pod already placed are existing pods too.
-                    if st.placed and term.matches(pod.namespace, pod.labels):
-                        for i, n in st.placed.items():
+            for term, w, sign in terms:
+                for ns, groups in table.pod_groups.items():
+                    for g in groups:
+                        if not term.matches(ns, g.labels):
+                            continue
+                        for i, n in g.node_counts.items():
                             value = labels[i].get(term.topology_key)
-                            if value is not None:
-                                touched = True
-                                _add(scores, term.topology_key, value, sign * w * n)
+                            if value is None:
+                                continue
+                            touched = True
+                            _add(scores, term.topology_key, value, sign * w * n)
         # Existing pods' terms against the incoming pod.
-        hard = profile.hard_pod_affinity_weight
-        ns_labels = st.namespace_labels
-        existing = affinity_groups(st.snapshot, table)
-        if st.placed and has_affinity(pod):
-            existing = [*existing, (pod, dict(st.placed))]
-        for other, per_node in existing:
-            found = _matching_terms(other, pod, hard, ns_labels)
-            if not found:
+        hard = st.profile.hard_pod_affinity_weight
+        for other, per_node in affinity_groups(st.snapshot, table):
+            matching = _matching_terms(other, pod, hard, st.namespace_labels)
+            if not matching:
                 continue
             for i, n in per_node.items():
                 node_labels = labels[i]
                 if not node_labels:
                     continue
-                for topology_key, w in found:
+                for topology_key, w in matching:
                     value = node_labels.get(topology_key)
                     if value is not None:
                         touched = True
                         _add(scores, topology_key, value, w * n)
-        if not touched:
-            return False
-        st.data[self.name] = scores
-        return True
+        found = (scores, touched, terms)
+        st.table.memo["scoring.interpod.existing"] = (pod, st.profile, st.namespace_labels, found)
+        return found
 
     def score(self, st: ScoreState) -> list[int]:
         scores: Scores = st.data[self.name]

@@ -35,7 +35,7 @@ from analyzers.simulator.scoring.framework import (
     PhaseResult,
     PlacedCache,
     num_feasible_nodes_to_find,
-    placed_totals,
+    placed_top,
 )
 from analyzers.simulator.scoring.profile import DEFAULT_PROFILE, Profile
 from analyzers.snapshot import ClusterSnapshot
@@ -149,6 +149,7 @@ class Placement:
     distribution: dict[str, float]
     exact: bool
     stderr: dict[str, float]
+    states: int = 0  # placement states (multisets of bound nodes) whose next attempt was computed
 
 
 def place(
@@ -166,7 +167,7 @@ def place(
     first = attempt(snapshot, pod, profile, kube_version=kube_version)
     placer = Placer(snapshot, pod, profile, first, kube_version=kube_version)
     dist, exact, err, steps = _distribution(placer, replicas, seed)
-    return Placement(first, tuple(steps), dist, exact, err)
+    return Placement(first, tuple(steps), dist, exact, err, states=len(placer.tops))
 
 
 class Placer:
@@ -234,17 +235,8 @@ class Placer:
         if not feasible:
             return ()
         st = score_state(self.snapshot, self.unbound, feasible, self.profile, placed)
-        totals = placed_totals(self.plugins, st, self.cache)
-        best = max(totals)
         names = self.table.names
-        top = []
-        k = totals.index(best)
-        while True:
-            top.append(names[feasible[k]])
-            try:
-                k = totals.index(best, k + 1)
-            except ValueError:
-                return tuple(top)
+        return tuple(names[feasible[k]] for k in placed_top(self.plugins, st, self.cache))
 
     def fits(self, i: int, copies: int) -> bool:
         """Whether node ``i`` (feasible for the pod) still passes the filters a bound

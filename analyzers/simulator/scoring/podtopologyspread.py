@@ -19,12 +19,20 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from analyzers.records import LabelSelector, Pod, TopologySpreadConstraint
 from analyzers.simulator.basic import first_untolerated
 from analyzers.simulator.nodeinfo import NodeTable, has
-from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, ScorePlugin, ScoreState, go_round
+from analyzers.simulator.scoring.framework import (
+    MAX_NODE_SCORE,
+    KeyedScores,
+    ScorePlugin,
+    ScoreState,
+    go_round,
+)
 from analyzers.simulator.scoring.profile import POD_TOPOLOGY_SPREAD
 from analyzers.simulator.spread import effective_selector, matching_pods_per_node
 from analyzers.snapshot import ClusterSnapshot
@@ -48,7 +56,7 @@ def default_selector(snapshot: ClusterSnapshot, pod: Pod) -> LabelSelector | Non
 
 
 class _Soft:
-    __slots__ = ("base", "key", "max_skew", "per_node", "policy_affinity", "policy_taints", "selector")
+    __slots__ = ("base", "copies", "key", "max_skew", "policy_affinity", "policy_taints", "selector")
 
     def __init__(self, c: TopologySpreadConstraint, selector: LabelSelector | None) -> None:
         self.key = c.topology_key
@@ -56,8 +64,8 @@ class _Soft:
         self.selector = selector
         self.policy_affinity = c.node_affinity_policy == "Honor"
         self.policy_taints = c.node_taints_policy == "Honor"
-        self.per_node: dict[int, int] = {}  # matching pods per node, placed copies included
-        self.base: dict[int, int] = {}  # the same without the copies (the table's memo)
+        self.copies: Mapping[int, int] = {}  # the placed copies it counts, per node
+        self.base: dict[int, int] = {}  # matching pods per node without the copies (the table's memo)
 
 
 def label_classes(table: NodeTable, keys: tuple[str, ...]) -> tuple[list[int], list[tuple[str | None, ...]]]:
@@ -96,6 +104,27 @@ def _class_sums(table: NodeTable, counts: dict[int, int], column: list[int]) -> 
             sums[k] = sums.get(k, 0) + n
         found = table.memo[key] = (counts, column, sums)
     return found[2]
+
+
+_T = TypeVar("_T")
+
+
+def _nodes_memo(
+    table: NodeTable, what: str, column: list[int], nodes: Sequence[int], build: Callable[[], _T]
+) -> _T:
+    """``build()`` for the scored ``nodes`` over ``column``, kept for the last node list
+    only (placement scores the same feasible nodes state after state)."""
+    key = ("scoring.spread." + what, id(column))
+    found = table.memo.get(key)
+    if found is None or found[0] is not column or (found[1] is not nodes and found[2] != nodes):
+        found = table.memo[key] = (column, nodes, list(nodes), build())
+    value: _T = found[3]
+    return value
+
+
+def _gather(column: list[int], nodes: Sequence[int]) -> list[int]:
+    """``column``'s values at ``nodes``, in their order."""
+    return [column[i] for i in nodes]
 
 
 def _own_keys(
@@ -182,7 +211,9 @@ class PodTopologySpread(ScorePlugin):
         require_all = bool(own) or st.profile.spread_defaulting_type != "System"
         labels = table.labels
         column, classes = label_classes(table, tuple(c.key for c in soft))
-        present = set(map(column.__getitem__, st.nodes))
+        present = set(
+            _nodes_memo(table, "present", column, st.nodes, lambda: set(map(column.__getitem__, st.nodes)))
+        )
         ignored_classes = {k for k in present if require_all and None in classes[k]}
         ignored: set[int] = (
             {i for i in st.nodes if column[i] in ignored_classes} if ignored_classes else set()
@@ -211,13 +242,8 @@ class PodTopologySpread(ScorePlugin):
         for j, c in enumerate(soft):
             base = matching_pods_per_node(table, pod.namespace, c.selector) if c.selector is not None else {}
             copies = _counted_copies(st, c.selector)
-            counts = base
-            if copies:
-                counts = dict(base)
-                for i, n in copies.items():
-                    counts[i] = counts.get(i, 0) + n
             c.base = base
-            c.per_node = counts
+            c.copies = copies
             if c.key == HOSTNAME:
                 continue
             dom = domains[j]
@@ -234,6 +260,11 @@ class PodTopologySpread(ScorePlugin):
                     if value in dom:
                         dom[value] += n
                 continue
+            counts = base
+            if copies:
+                counts = dict(base)
+                for i, n in copies.items():
+                    counts[i] = counts.get(i, 0) + n
             for i, n in counts.items():
                 node_labels = labels[i]
                 if require_all and not all(s.key in node_labels for s in soft):
@@ -251,7 +282,53 @@ class PodTopologySpread(ScorePlugin):
     def score(self, st: ScoreState) -> list[int]:
         """Per node: sum over constraints of count * weight + (maxSkew - 1), rounded.
         A node's score depends on its class and its own (hostname) counts: each
-        class is scored once, then the nodes that hold matching pods themselves."""
+        (class, own counts) pair is scored once, then the nodes holding copies."""
+        key_column, by_pair, placed = self._pairs(st)
+        out = [by_pair[key_column[i]] for i in st.nodes]
+        for where, raw in placed.items():
+            out[where] = raw
+        return out
+
+    def scores(self, st: ScoreState) -> list[int]:
+        """score then normalize in one pass over the nodes (:meth:`keyed_scores`)."""
+        keyed = self.keyed_scores(st)
+        out = list(map(keyed.values.__getitem__, keyed.keys))
+        for where, value in keyed.overrides.items():
+            out[where] = value
+        return out
+
+    def keyed_scores(self, st: ScoreState) -> KeyedScores:
+        """The normalized scores per (class, own count) pair: the lowest and highest
+        raw scores follow from how many nodes have each pair (per scored node list);
+        the nodes holding placed copies are overrides."""
+        prep: _Prepared = st.data[self.name]
+        key_column, by_pair, placed = self._pairs(st)
+        counts = _nodes_memo(
+            st.table, "pairs", key_column, st.nodes, lambda: Counter(map(key_column.__getitem__, st.nodes))
+        )
+        if placed:
+            counts = Counter(counts)
+            for where in placed:
+                counts[key_column[st.nodes[where]]] -= 1
+        present = prep.present
+        pairs = _own_keys(st.table, prep, [j for j, c in enumerate(prep.soft) if c.key == HOSTNAME])[1]
+        kept = [by_pair[p] for p, n in counts.items() if n > 0 and pairs[p][0] in present]
+        kept.extend(placed.values())
+        lo = min(kept, default=0)
+        hi = max(kept, default=0)
+
+        def normalized(s: int) -> int:
+            return MAX_NODE_SCORE if hi == 0 else MAX_NODE_SCORE * (hi + lo - s) // hi
+
+        by_pair_normalized = [normalized(s) if pairs[p][0] in present else 0 for p, s in enumerate(by_pair)]
+        keys = _nodes_memo(st.table, "keys", key_column, st.nodes, lambda: _gather(key_column, st.nodes))
+        return KeyedScores(
+            keys, by_pair_normalized, {where: normalized(raw) for where, raw in placed.items()}
+        )
+
+    def _pairs(self, st: ScoreState) -> tuple[list[int], list[int], dict[int, int]]:
+        """Each node's pair (:func:`_own_keys`), each pair's score (0: ignored), and the
+        scores of the nodes holding placed copies, by position (not ignored ones)."""
         prep: _Prepared = st.data[self.name]
         soft, domains, weights = prep.soft, prep.domains, prep.weights
         hostname = [j for j, c in enumerate(soft) if c.key == HOSTNAME]
@@ -268,18 +345,20 @@ class PodTopologySpread(ScorePlugin):
 
         column, classes, present = prep.column, prep.classes, prep.present
         key_column, pairs = _own_keys(st.table, prep, hostname)
-        # Ignored nodes (classes not present) score 0.
         by_pair = [total(classes[k], own) if k in present else 0 for k, own in pairs]
-        out = [by_pair[key_column[i]] for i in st.nodes]
+        placed: dict[int, int] = {}
         if st.placed and hostname:
             at = st.positions()
             for i in st.placed:
                 where = at.get(i)
                 if where is None or column[i] not in present:
                     continue
-                own = tuple(soft[j].per_node.get(i, 0) if j in hostname else 0 for j in range(len(soft)))
-                out[where] = total(classes[column[i]], own)
-        return out
+                own = tuple(
+                    soft[j].base.get(i, 0) + soft[j].copies.get(i, 0) if j in hostname else 0
+                    for j in range(len(soft))
+                )
+                placed[where] = total(classes[column[i]], own)
+        return key_column, by_pair, placed
 
     def normalize(self, st: ScoreState, scores: list[int]) -> list[int]:
         ignored = st.data[self.name].ignored

@@ -14,6 +14,7 @@ calculatePodResourceRequest and calculateResourceAllocatableRequest.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import overload
 
 from analyzers.records import Pod
 from analyzers.simulator.nodeinfo import NodeTable
@@ -102,6 +103,37 @@ def aggregates(snapshot: ClusterSnapshot, table: NodeTable) -> Aggregates:
     return found
 
 
+class Patched(Sequence[int]):
+    """A node column with a few nodes' values changed (the copies a placement bound),
+    read by index without copying the column."""
+
+    __slots__ = ("base", "changes")
+
+    def __init__(self, base: Sequence[int], changes: dict[int, int]) -> None:
+        self.base = base
+        self.changes = changes
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[int]: ...
+    def __getitem__(self, i: int | slice) -> int | Sequence[int]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(len(self))[i]]
+        found = self.changes.get(i)
+        return self.base[i] if found is None else found
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+
+def reported(alloc: Sequence[int], nodes: Sequence[int]) -> bool:
+    """Every node of ``nodes`` reports the resource (allocatable > 0)."""
+    if len(nodes) < 64:
+        return all(alloc[i] for i in nodes)
+    return min(alloc, default=1) > 0 or all(alloc[i] for i in nodes)
+
+
 def columns(
     snapshot: ClusterSnapshot,
     table: NodeTable,
@@ -109,12 +141,12 @@ def columns(
     resources: Sequence[ResourceSpec],
     use_requested: bool,
     placed: Mapping[int, int] = NO_PLACED,
-) -> list[tuple[int, int, list[int], list[int]]]:
+) -> list[tuple[int, int, Sequence[int], list[int]]]:
     """Per resource kept: (pod request, weight, node allocated, node allocatable),
     the last two as per-node columns; a resource a node lacks has allocatable 0
     there (calculateNodeAllocatableRequest skips it). ``placed`` copies of ``pod``
     (per node) count among the node's pods."""
-    out = []
+    out: list[tuple[int, int, Sequence[int], list[int]]] = []
     zeros = [0] * table.size
     for spec in resources:
         r = spec.name
@@ -126,14 +158,13 @@ def columns(
         alloc = table.allocatable.get(r)
         if alloc is None:
             continue
+        used: Sequence[int]
         if r in ("cpu", "memory") and not use_requested:
             agg = aggregates(snapshot, table)
             used = agg.cpu if r == "cpu" else agg.memory
         else:
             used = table.requested.get(r, zeros)
         if placed and req:
-            used = list(used)
-            for i, copies in placed.items():
-                used[i] += copies * req
+            used = Patched(used, {i: used[i] + copies * req for i, copies in placed.items()})
         out.append((req, spec.weight, used, alloc))
     return out
