@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
-from analyzers.findings import ObjectRef, Remedy
+from analyzers.findings import Finding, ObjectRef, Remedy, Severity
 from analyzers.records import Pod
 from analyzers.rules.context import RuleContext
 from analyzers.simulator.nodeinfo import node_table
@@ -62,6 +63,31 @@ class Scored:
     def when(self) -> str:
         """``pending`` or ``placed on node-2``: what the finding is about."""
         return f"placed on {self.placed_on}" if self.placed_on else "pending"
+
+    def finding(
+        self,
+        rule_id: str,
+        *,
+        title: str,
+        explanation: str,
+        evidence: dict[str, Any],
+        remedy: Remedy | None,
+        cause: str,
+    ) -> Finding:
+        """An ``info`` finding about this pod's workload; the evidence starts with the
+        pod, its state and its profile."""
+        head = {"pod": self.pod.name, "state": self.when(), "profile": self.profile.scheduler_name}
+        return Finding(
+            rule_id=rule_id,
+            severity=Severity.INFO,
+            subject=self.ref,
+            title=title,
+            explanation=explanation,
+            evidence={**head, **evidence},
+            remedies=(remedy,) if remedy is not None else (),
+            cause=cause,
+            pods=(f"{self.pod.namespace}/{self.pod.name}",),
+        )
 
 
 Wants = Callable[[Pod, Profile, ClusterSnapshot], bool]

@@ -33,7 +33,7 @@ import shlex
 from dataclasses import replace
 from typing import Any
 
-from analyzers.findings import Finding, Remedy, Severity
+from analyzers.findings import Finding, Remedy
 from analyzers.records import Pod
 from analyzers.rules._placement import replicas_of, requests_gpu
 from analyzers.rules._scoring import Scored, scored_pods
@@ -143,9 +143,6 @@ def _finding(
         f"{most} of the next {n} pods would land on {node}"
     )
     evidence: dict[str, Any] = {
-        "pod": sc.pod.name,
-        "state": sc.when(),
-        "profile": sc.profile.scheduler_name,
         "scoring_strategy": sc.profile.fit_strategy,
         "shape": [{"utilization": u, "score": s} for u, s in sc.profile.shape],
         "replicas_predicted": n,
@@ -156,16 +153,13 @@ def _finding(
         "distribution_least_allocated": spread,
     }
     remedy = _other_profile(ctx, sc, n, node, most)
-    return Finding(
-        rule_id=RULE_ID,
-        severity=Severity.INFO,
-        subject=ref,
+    return sc.finding(
+        RULE_ID,
         title=title,
         explanation=explanation,
         evidence=evidence,
-        remedies=(remedy,) if remedy is not None else (),
+        remedy=remedy,
         cause=sc.profile.scheduler_name,
-        pods=(f"{sc.pod.namespace}/{sc.pod.name}",),
     )
 
 

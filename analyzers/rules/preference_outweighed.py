@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzers.findings import Finding, Severity
+from analyzers.findings import Finding
 from analyzers.records import Pod, Requirement
 from analyzers.rules._placement import affinity_term_yaml, requirement_yaml
 from analyzers.rules._scoring import Outweighed, Scored, outweighed, scored_pods, weight_remedy
@@ -145,21 +145,10 @@ def _finding(ctx: RuleContext, sc: Scored, plugin: str, ow: Outweighed) -> Findi
         f"({ow.decider} {ow.decider_gap})"
     )
     evidence: dict[str, Any] = {
-        "pod": sc.pod.name,
-        "state": sc.when(),
-        "profile": sc.profile.scheduler_name,
         "preference": described,
         **ow.evidence(),
     }
     remedy = weight_remedy(ctx, sc, ow, "the taint" if taint else "the preference")
-    return Finding(
-        rule_id=RULE_ID,
-        severity=Severity.INFO,
-        subject=ref,
-        title=title,
-        explanation=explanation,
-        evidence=evidence,
-        remedies=(remedy,) if remedy is not None else (),
-        cause=plugin,
-        pods=(f"{sc.pod.namespace}/{sc.pod.name}",),
+    return sc.finding(
+        RULE_ID, title=title, explanation=explanation, evidence=evidence, remedy=remedy, cause=plugin
     )

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analyzers.findings import Finding, Severity
+from analyzers.findings import Finding
 from analyzers.records import Pod, TopologySpreadConstraint
 from analyzers.rules._placement import spread_yaml
 from analyzers.rules._scoring import Outweighed, Scored, outweighed, scored_pods, weight_remedy
@@ -127,9 +127,6 @@ def _finding(ctx: RuleContext, sc: Scored, ow: Outweighed, exceeded: list[Skew])
         f"skew {first.skew} > {first.constraint.max_skew} on {ow.winner} ({ow.decider} outweighs it by {ow.decider_gap})"
     )
     evidence: dict[str, Any] = {
-        "pod": sc.pod.name,
-        "state": sc.when(),
-        "profile": sc.profile.scheduler_name,
         "constraints": [
             {
                 "constraint": spread_yaml(s.constraint),
@@ -144,14 +141,11 @@ def _finding(ctx: RuleContext, sc: Scored, ow: Outweighed, exceeded: list[Skew])
         **ow.evidence(),
     }
     remedy = weight_remedy(ctx, sc, ow, "the spread")
-    return Finding(
-        rule_id=RULE_ID,
-        severity=Severity.INFO,
-        subject=ref,
+    return sc.finding(
+        RULE_ID,
         title=title,
         explanation=explanation,
         evidence=evidence,
-        remedies=(remedy,) if remedy is not None else (),
+        remedy=remedy,
         cause=first.constraint.topology_key,
-        pods=(f"{sc.pod.namespace}/{sc.pod.name}",),
     )
