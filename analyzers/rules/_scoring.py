@@ -30,13 +30,13 @@ from analyzers.simulator.nodeinfo import node_table
 from analyzers.simulator.schedconfig import profile_for
 from analyzers.simulator.scoring import MAX_NODE_SCORE, ScoreError, score_pod
 from analyzers.simulator.scoring.framework import PhaseResult
-from analyzers.simulator.scoring.placement import Step, attempt
+from analyzers.simulator.scoring.placement import Step, attempt, bind
 from analyzers.simulator.scoring.profile import Profile
 from analyzers.snapshot import ClusterSnapshot
 
 MAX_NODES = 150
 # Workloads judged per rule and pass (the Score phase per workload).
-MAX_WORKLOADS = 20
+MAX_WORKLOADS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +115,9 @@ def _candidates(ctx: RuleContext) -> Iterator[tuple[ObjectRef, Pod]]:
     yield from sorted(recent.items(), key=lambda kv: str(kv[0]))
 
 
-def scored_pods(ctx: RuleContext, wants: Wants) -> list[Scored]:
-    """The pods worth judging (module docstring) with at least two feasible nodes."""
+def scored_pods(ctx: RuleContext, wants: Wants, limit: int = MAX_WORKLOADS) -> list[Scored]:
+    """The pods worth judging (module docstring) with at least two feasible nodes, for
+    at most ``limit`` workloads."""
     snap = ctx.snapshot
     if len(snap.nodes) > MAX_NODES:
         return []
@@ -133,8 +134,28 @@ def scored_pods(ctx: RuleContext, wants: Wants) -> list[Scored]:
         if step.phase is None or len(step.phase.nodes) < 2:
             continue
         out.append(Scored(ref, pod, pod.node_name, profile, what_if, step, node_table(what_if).names))
-        if len(out) >= MAX_WORKLOADS:
+        if len(out) >= limit:
             break
+    return out
+
+
+def first_branch(
+    snapshot: ClusterSnapshot, pod: Pod, replicas: int, profile: Profile, kube_version: str | None
+) -> dict[str, int]:
+    """Replicas per node when ``replicas`` copies of ``pod`` are bound one after another,
+    each to the first node (by name) of its best set: one branch of
+    :func:`analyzers.simulator.scoring.placement.place`, without the expectation over
+    every tie (which node of a tie gets a pile is chance; how high it piles is not)."""
+    out: dict[str, int] = {}
+    snap = snapshot
+    for k in range(1, replicas + 1):
+        step = attempt(snap, pod, profile, kube_version=kube_version, rows=False)
+        if not step.top:
+            break
+        node = step.top[0]
+        out[node] = out.get(node, 0) + 1
+        if k < replicas:
+            snap = bind(snap, pod, node, k)
     return out
 
 

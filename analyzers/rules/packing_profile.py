@@ -14,7 +14,8 @@ newest pod placed within ``thresholds.recent_placement_seconds``, whose
 profile packs, when the workload has at least two replicas or the pod
 requests a GPU. The next N replicas (the workload's pending pods, else its
 replicas; at most ``MAX_REPLICAS``) are placed one after another
-(:func:`analyzers.simulator.scoring.placement.place`) with the profile, and
+(:func:`analyzers.rules._scoring.first_branch`: each to the first node of its
+best set) with the profile, and
 again with LeastAllocated (the default strategy) for comparison. Fires when
 at least half of them would land on one node and fewer would under
 LeastAllocated.
@@ -36,9 +37,8 @@ from typing import Any
 from analyzers.findings import Finding, Remedy
 from analyzers.records import Pod
 from analyzers.rules._placement import replicas_of, requests_gpu
-from analyzers.rules._scoring import Scored, scored_pods
+from analyzers.rules._scoring import Scored, first_branch, scored_pods
 from analyzers.rules.context import RuleContext
-from analyzers.simulator.scoring.placement import Placement, place
 from analyzers.simulator.scoring.profile import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
@@ -50,7 +50,9 @@ from analyzers.snapshot import ClusterSnapshot
 
 RULE_ID = "packing-profile"
 
-MAX_REPLICAS = 20
+MAX_REPLICAS = 10
+# Workloads followed per pass: each costs 2 x MAX_REPLICAS scheduling attempts.
+MAX_PACKED_WORKLOADS = 3
 _TEMPLATE_KINDS = ("Deployment", "StatefulSet", "ReplicaSet")
 
 
@@ -87,29 +89,20 @@ def analyze(ctx: RuleContext) -> list[Finding]:
         return counts[workload.ref] >= 2 or requests_gpu(pod) is not None
 
     findings = []
-    for sc in scored_pods(ctx, wants):
+    for sc in scored_pods(ctx, wants, MAX_PACKED_WORKLOADS):
         n = max(2, counts.get(sc.ref, 2))
-        packed = piles(place(sc.snapshot, sc.pod, n, sc.profile, kube_version=ctx.version))
+        packed = first_branch(sc.snapshot, sc.pod, n, sc.profile, ctx.version)
         if not packed:
             continue
         node, most = max(packed.items(), key=lambda kv: (kv[1], kv[0]))
         if most < n / 2:
             continue
         spreading = replace(sc.profile, fit_strategy=LEAST_ALLOCATED, shape=())
-        spread = piles(place(sc.snapshot, sc.pod, n, spreading, kube_version=ctx.version))
+        spread = first_branch(sc.snapshot, sc.pod, n, spreading, ctx.version)
         if max(spread.values(), default=0) >= most:
             continue
         findings.append(_finding(ctx, sc, n, node, most, packed, spread))
     return findings
-
-
-def piles(pl: Placement) -> dict[str, int]:
-    """Replicas per node along the placement's first branch (each tie broken by name:
-    which node of a tie gets the pile is chance, how high it piles is not)."""
-    out: dict[str, int] = {}
-    for top in pl.steps:
-        out[top[0]] = out.get(top[0], 0) + 1
-    return out
 
 
 def _words(dist: dict[str, int]) -> str:
@@ -173,7 +166,7 @@ def _other_profile(ctx: RuleContext, sc: Scored, n: int, node: str, most: int) -
     if other is None:
         return None
     moved = replace(sc.pod, spec=replace(sc.pod.spec, scheduler_name=other.scheduler_name))
-    again = piles(place(sc.snapshot, moved, n, other, kube_version=ctx.version))
+    again = first_branch(sc.snapshot, moved, n, other, ctx.version)
     there = max(again.values(), default=0)
     patch = json.dumps({"spec": {"template": {"spec": {"schedulerName": other.scheduler_name}}}})
     return ctx.renderer.command(
