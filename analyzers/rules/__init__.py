@@ -36,12 +36,15 @@ def _rules() -> tuple[Rule, ...]:
         insufficient_resources,
         node_selector_mismatch,
         other_scheduler,
+        packing_profile,
         pdb_blocks_eviction,
+        preference_outweighed,
         requests_missing_load_skew,
         rollout_surge_deadlock,
         scheduler_error,
         scheduler_silent,
         scheduling_gated,
+        spread_not_honoured,
         topology_spread_infeasible,
         untolerated_taint,
         volume_binding,
@@ -62,6 +65,10 @@ def _rules() -> tuple[Rule, ...]:
         Rule(scheduler_error.RULE_ID, scheduler_error.analyze),
         Rule(other_scheduler.RULE_ID, other_scheduler.analyze),
         Rule(scheduler_silent.RULE_ID, scheduler_silent.analyze),
+        # Score-phase findings: why a pod lands where it does (they explain, never claim, pods).
+        Rule(preference_outweighed.RULE_ID, preference_outweighed.analyze, claims_pods=False),
+        Rule(spread_not_honoured.RULE_ID, spread_not_honoured.analyze, claims_pods=False),
+        Rule(packing_profile.RULE_ID, packing_profile.analyze, claims_pods=False),
     )
 
 

@@ -40,6 +40,9 @@ class Thresholds:
     unrequested_share: float = 0.10
     # insufficient-resources proposes lowering a request only down to this share of it.
     min_request_fraction: float = 0.5
+    # The Score-phase rules judge a workload's pod placed at most this long ago
+    # (besides its pending pods): "why did it land there" is asked soon after.
+    recent_placement_seconds: float = 1800.0
 
 
 @dataclass

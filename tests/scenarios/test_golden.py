@@ -3,6 +3,7 @@ cluster dump as kubectl prints it (any *.yaml / *.json) and ``expected.yaml``:
 
     now: RFC 3339 time of the analysis
     kube_version: "1.30"            # optional
+    scheduler_config: {...}         # optional: a KubeSchedulerConfiguration, as --scheduler-config gives it
     findings:                       # exactly these (rule_id, subject) pairs; [] for a quiet cluster
     - rule_id: …
       severity: …
@@ -47,7 +48,12 @@ def analyse(objects: list[dict[str, Any]], expected: dict[str, Any]):
     assert not state.warnings, state.warnings
     now = parse_time(expected["now"])
     assert now is not None
-    return build_report(state.snapshot(), now=now)
+    profiles = None
+    if expected.get("scheduler_config") is not None:
+        from analyzers.simulator.schedconfig import parse_config
+
+        profiles = parse_config(expected["scheduler_config"])
+    return build_report(state.snapshot(), now=now, profiles=profiles)
 
 
 def deep_merge(into: dict[str, Any], patch: dict[str, Any]) -> None:
