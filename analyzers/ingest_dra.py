@@ -365,6 +365,7 @@ def resource_slice(dec: Decoder, obj: Obj) -> ResourceSlice:
             devices=devices,
             shared_counters=counters,
             problem=problem,
+            plain=not problem and is_plain(devices, bool(spec.get("perDeviceNodeSelection"))),
         )
 
     try:
@@ -389,6 +390,17 @@ def resource_slice(dec: Decoder, obj: Obj) -> ResourceSlice:
     except _Problem as exc:
         return make(problem=str(exc))
     return make(devices, tuple(counters))
+
+
+def is_plain(devices: tuple[Device, ...], per_device_node_selection: bool) -> bool:
+    """ResourceSlice.plain: nothing on the devices that the allocator's general search or
+    the pool's validation (duplicate names) has to look at."""
+    if per_device_node_selection or len({d.name for d in devices}) != len(devices):
+        return False
+    return not any(
+        d.taints or d.consumes_counters or d.allow_multiple or d.binding_conditions or d.request_policies
+        for d in devices
+    )
 
 
 def _check_counters(devices: tuple[Device, ...], counters: list[tuple[str, FrozenMap[str]]]) -> None:

@@ -588,6 +588,10 @@ class ResourceSlice:
     devices: tuple[Device, ...] = ()
     shared_counters: tuple[tuple[str, FrozenMap[str]], ...] = ()  # (counterSet, counter -> quantity)
     problem: str = ""  # why the slice does not validate: its devices are not used
+    # No device with taints, counter consumption, sharing, binding conditions or capacity
+    # request policies, no per-device node selection, device names unique: a one-slice pool
+    # of such a slice is valid and takes the allocator's fast path (set at decoding).
+    plain: bool = False
 
     @property
     def key(self) -> str:

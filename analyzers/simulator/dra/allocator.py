@@ -178,7 +178,7 @@ def gather_pools(
                 result.append(Pool(driver, pool_name, incomplete=True))
                 continue
         pool = _build_pool(driver, pool_name, for_pool, all_for_pool)
-        if any(d.binding_conditions for s in pool.slices for d in s.devices):
+        if not pool.simple and any(d.binding_conditions for s in pool.slices for d in s.devices):
             binding.append(pool)
         else:
             result.append(pool)
@@ -190,6 +190,9 @@ def gather_pools(
 def _build_pool(
     driver: str, name: str, slices: list[ResourceSlice], all_for_pool: list[ResourceSlice] | None
 ) -> Pool:
+    if len(slices) == 1 and all_for_pool is None and slices[0].plain and not slices[0].shared_counters:
+        # one slice, nothing to validate across slices (ingest_dra.is_plain): the common pool
+        return Pool(driver, name, slices=slices, simple=True)
     slices = sorted(slices, key=lambda s: s.name)
     device_slices = [s for s in slices if not s.shared_counters]
     counter_slices = [s for s in slices if s.shared_counters]
@@ -341,7 +344,10 @@ class _MatchCache:
 
     def __init__(self) -> None:
         self.results: dict[tuple[Any, ...], bool] = {}
-        self.by_device: dict[tuple[str, str, int], bool] = {}
+        self.by_device: dict[tuple[Any, str, int], bool] = {}
+        # (class selectors, request selectors) -> the device entries they read (cel.reads), or
+        # None when they may read anything
+        self.reads: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[str, str, str], ...] | None] = {}
         self.variables: dict[tuple[str, Any, Any, bool], dict[str, Any]] = {}
 
 
@@ -386,6 +392,7 @@ class Allocator:
 
 
 _NO_FAST_PATH = object()
+_UNREAD = object()
 
 
 class InvalidPools(Exception):
@@ -641,14 +648,49 @@ class _Run:
         found = self.matches.get(mk)
         if found is not None:
             return found
-        ok = True
-        if rd.cls is not None:
-            ok = self._selectors_match(key[0], d, did, rd.cls.name, rd.cls.selectors)
-        if ok:
-            ok = self._selectors_match(key[0], d, did, None, rd.request.selectors)
+        ok = self._class_and_request_match(key[0], rd, d, did)
         if ok and s.per_device_node_selection:
             ok = node_matches(self.node, d.node_name, d.all_nodes, d.node_selector)
         self.matches[mk] = ok
+        return ok
+
+    def _class_and_request_match(self, ci: int, rd: _RequestData, d: Device, did: DeviceID) -> bool:
+        """The class's selectors, then the request's (selectorsMatch twice, in that order),
+        answered from one cache entry per (selectors, device record) -- and, on a miss, per
+        what the selectors read of the device -- so identical devices on other nodes cost
+        one lookup."""
+        cls_selectors = rd.cls.selectors if rd.cls is not None else ()
+        selectors = rd.request.selectors
+        if not cls_selectors and not selectors:
+            return True
+        cache = self.a.cache
+        both = (cls_selectors, selectors)
+        dkey = (both, did[0], id(d))  # the record lives as long as the snapshot holding this cache
+        hit = cache.by_device.get(dkey)
+        if hit is not None:
+            return hit
+        entries = cache.reads.get(both, _UNREAD)
+        if entries is _UNREAD:
+            read = [cel.reads(e) for e in (*cls_selectors, *selectors)]
+            entries = None if any(r is None for r in read) else tuple(sorted({x for r in read for x in r or ()}))
+            cache.reads[both] = entries
+        if entries is not None:
+            ckey: tuple[Any, ...] = (
+                both,
+                did[0],
+                cel.projection(entries, did[0], d.attributes, d.capacity),  # type: ignore[arg-type]
+                d.allow_multiple,
+            )
+            hit = cache.results.get(ckey)
+            if hit is not None:
+                cache.by_device[dkey] = hit
+                return hit
+        ok = (
+            rd.cls is None or self._selectors_match(ci, d, did, rd.cls.name, cls_selectors)
+        ) and self._selectors_match(ci, d, did, None, selectors)
+        if entries is not None:
+            cache.results[ckey] = ok
+        cache.by_device[dkey] = ok
         return ok
 
     def _selectors_match(
