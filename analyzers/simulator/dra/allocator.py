@@ -33,9 +33,9 @@ What is ported exactly:
   CEL compile error: ...``, ``claim NS/NAME: selector #0 on device D/P/X: CEL
   runtime error: ...``).
 
-Simplified (docs/dra.md): consumable capacity compares requested against
-remaining capacity without the device's requestPolicy rounding; the result's
-node selector and device configuration are not built (only the devices).
+Consumable capacity: :mod:`.capacity` (requestPolicy rounding, policy checks).
+Simplified (docs/dra.md): the result's node selector and device configuration
+are not built (only the devices).
 """
 
 from __future__ import annotations
