@@ -226,7 +226,9 @@ def resource_claim(dec: Decoder, obj: Obj) -> ResourceClaim:
                 dec.s(r.get("device")),
                 bool(r.get("adminAccess")),
                 dec.s(r.get("shareID")),
-                _quantities(dec, r.get("consumedCapacity"), "status.allocation.devices.results.consumedCapacity"),
+                _quantities(
+                    dec, r.get("consumedCapacity"), "status.allocation.devices.results.consumedCapacity"
+                ),
             )
             for r in (_m(x) for x in _seq(_m(allocation.get("devices")).get("results")))
         )
@@ -335,6 +337,7 @@ def _device(dec: Decoder, d: Mapping[str, Any], where: str) -> Device:
         node_selector=dec.node_selector(body.get("nodeSelector")),
         allow_multiple=bool(body.get("allowMultipleAllocations")),
         binding_conditions=bool(body.get("bindingConditions")),
+        binds_to_node=bool(body.get("bindsToNode")),
         request_policies=_request_policies(dec, body.get("capacity"), f"{where}.capacity"),
     )
 

@@ -572,6 +572,7 @@ class Device:
     allow_multiple: bool = False  # allowMultipleAllocations
     binding_conditions: bool = False
     request_policies: FrozenMap[CapacityPolicy] = EMPTY_MAP  # capacity name -> its requestPolicy
+    binds_to_node: bool = False  # bindsToNode: an allocation of it is restricted to the node
 
 
 @dataclass(frozen=True, slots=True)

@@ -323,7 +323,11 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
         "eligible_node_count": len(analysis.nodes),
         "nodes_passing_affinity_and_taints": len(analysis.nodes)
         + sum(len(nodes) for nodes in analysis.excluded.values()),
-        **({"offered_under_other_names": {res: others for res, (_, others) in renamed.items()}} if renamed else {}),
+        **(
+            {"offered_under_other_names": {res: others for res, (_, others) in renamed.items()}}
+            if renamed
+            else {}
+        ),
         "shortages": [
             {
                 "resource": s.resource,

@@ -34,8 +34,8 @@ What is ported exactly:
   runtime error: ...``).
 
 Consumable capacity: :mod:`.capacity` (requestPolicy rounding, policy checks).
-Simplified (docs/dra.md): the result's node selector and device configuration
-are not built (only the devices).
+The result's node selector: :func:`allocation_node_selector` (createNodeSelector).
+Simplified (docs/dra.md): the result's device configuration is not built.
 """
 
 from __future__ import annotations
@@ -54,6 +54,9 @@ from analyzers.records import (
     DeviceTaint,
     DeviceToleration,
     Node,
+    NodeSelector,
+    NodeSelectorTerm,
+    Requirement,
     ResourceSlice,
 )
 from analyzers.simulator.dra import capacity, cel
@@ -81,6 +84,7 @@ class ClaimToAllocate:
     namespace: str
     name: str
     spec: ClaimSpec
+    extended: bool = False  # the special claim kube-scheduler makes for DRA-backed extended resources
 
     @property
     def ref(self) -> str:
@@ -245,6 +249,63 @@ def _build_pool(
     return Pool(driver, name, slices=device_slices, others=others, counter_sets=counter_sets, simple=simple)
 
 
+NAME_FIELD = "metadata.name"
+
+
+def allocation_node_selector(
+    pools: Sequence[Pool], results: Sequence[Result], node_name: str
+) -> NodeSelector | None:
+    """createNodeSelector (allocator_incubating.go, v0.37.2): the ``status.allocation.nodeSelector``
+    of an allocation made on ``node_name`` -- the node itself (``metadata.name`` In) as soon
+    as one device is local to a node (its slice's ``nodeName``, or the device's under
+    per-device node selection) or binds to it; otherwise the requirements of the slices'
+    (or devices') one-term node selectors, each added once; None (available everywhere)
+    for devices of ``allNodes`` slices only."""
+    where: dict[DeviceID, tuple[ResourceSlice, Device]] = {}
+    for pool in pools:
+        for sl in pool.slices:
+            for d in sl.devices:
+                where[(pool.driver, pool.name, d.name)] = (sl, d)
+    fields: list[Requirement] = []
+    expressions: list[Requirement] = []
+    for r in results:
+        found = where.get((r.driver, r.pool, r.device))
+        if found is None:
+            continue
+        sl, d = found
+        name, selector = (
+            (d.node_name, d.node_selector)
+            if sl.per_device_node_selection
+            else (sl.node_name, sl.node_selector)
+        )
+        if name or d.binds_to_node:
+            return NodeSelector(
+                (NodeSelectorTerm(match_fields=(Requirement(NAME_FIELD, "In", (node_name,)),)),)
+            )
+        if selector is not None and len(selector.terms) == 1:
+            term = selector.terms[0]
+            _add_new(term.match_fields, fields)
+            _add_new(term.match_expressions, expressions)
+        elif selector is not None and len(selector.terms) > 1:
+            raise AllocationError(f"unsupported ResourceSlice.NodeSelector with {len(selector.terms)} terms")
+    if fields or expressions:
+        return NodeSelector(
+            (NodeSelectorTerm(match_expressions=tuple(expressions), match_fields=tuple(fields)),)
+        )
+    return None
+
+
+def _add_new(found: Sequence[Requirement], into: list[Requirement]) -> None:
+    """addNewNodeSelectorRequirements: a requirement is added unless one with the same key,
+    operator and set of values is there."""
+    for req in found:
+        if not any(
+            have.key == req.key and have.operator == req.operator and set(have.values) == set(req.values)
+            for have in into
+        ):
+            into.append(req)
+
+
 def tolerates(t: DeviceToleration, taint: DeviceTaint) -> bool:
     """resourceclaim.ToleratesTaint (staging/.../dynamic-resource-allocation/resourceclaim/devicetoleration.go)."""
     if t.effect and t.effect != taint.effect:
@@ -347,7 +408,9 @@ class _MatchCache:
         self.by_device: dict[tuple[Any, str, int], bool] = {}
         # (class selectors, request selectors) -> the device entries they read (cel.reads), or
         # None when they may read anything
-        self.reads: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[str, str, str], ...] | None] = {}
+        self.reads: dict[
+            tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[str, str, str], ...] | None
+        ] = {}
         self.variables: dict[tuple[str, Any, Any, bool], dict[str, Any]] = {}
 
 
@@ -389,6 +452,15 @@ class Allocator:
         :class:`Timeout` is raised (the DRASchedulerFilterTimeout outcome)."""
         run = _Run(self, node, claims, budget)
         return run.run()
+
+    def node_selector(self, node: Node, results: Sequence[Result]) -> NodeSelector | None:
+        """The node selector of ``results`` allocated on ``node`` (:func:`allocation_node_selector`)."""
+        pools = self.pools_cache.get(node.name) if self.pools_cache is not None else None
+        if pools is None:
+            pools = gather_pools(
+                node, self.slices_on_node.get(node.name, []) + self.slices_shared, self.all_slices
+            )
+        return allocation_node_selector(pools, results, node.name)
 
 
 _NO_FAST_PATH = object()
@@ -672,7 +744,9 @@ class _Run:
         entries = cache.reads.get(both, _UNREAD)
         if entries is _UNREAD:
             read = [cel.reads(e) for e in (*cls_selectors, *selectors)]
-            entries = None if any(r is None for r in read) else tuple(sorted({x for r in read for x in r or ()}))
+            entries = (
+                None if any(r is None for r in read) else tuple(sorted({x for r in read for x in r or ()}))
+            )
             cache.reads[both] = entries
         if entries is not None:
             ckey: tuple[Any, ...] = (

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from analyzers.records import Pod
+from analyzers.simulator.dra.plugin import commit_allocation
 from analyzers.simulator.engine import simulate
 from analyzers.simulator.nodeinfo import bits, node_table
 from analyzers.simulator.results import PodVerdict
@@ -118,8 +119,11 @@ def _count_at_most(sorted_totals: list[int], t: int) -> int:
     return bisect.bisect_right(sorted_totals, t)
 
 
-def bind(snapshot: ClusterSnapshot, pod: Pod, node: str, k: int) -> ClusterSnapshot:
-    """``snapshot`` with a copy of ``pod`` bound to ``node`` (replica ``k``)."""
+def bind(
+    snapshot: ClusterSnapshot, pod: Pod, node: str, k: int, verdict: PodVerdict | None = None
+) -> ClusterSnapshot:
+    """``snapshot`` with a copy of ``pod`` bound to ``node`` (replica ``k``), holding the
+    devices DynamicResources gave it there (``verdict``'s, PreBind's write)."""
     name = f"{pod.name}-unstick-{k}"
     bound = replace(
         pod,
@@ -131,7 +135,13 @@ def bind(snapshot: ClusterSnapshot, pod: Pod, node: str, k: int) -> ClusterSnaps
         deleted=None,
         spec=replace(pod.spec, node_name=node),
     )
-    return snapshot.replace(bound)
+    after = snapshot.replace(bound)
+    claims = (
+        verdict.claim_allocations.get(node) if verdict is not None and verdict.claim_allocations else None
+    )
+    if claims:
+        after = commit_allocation(after, bound, pod, claims)
+    return after
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +187,7 @@ def _first_branch(
         steps.append(step.top)
         if k == replicas:
             break
-        snap = bind(snap, pod, step.top[0], k)
+        snap = bind(snap, pod, step.top[0], k, step.verdict)
         step = attempt(snap, pod, profile, kube_version=kube_version, rows=False)
     return steps
 
@@ -220,7 +230,7 @@ def _distribution(
                 if old is not None:
                     nxt[key] = (old[0] + share, old[1], old[2])
                 else:
-                    nxt[key] = (share, bind(snap, pod, node, k), None)
+                    nxt[key] = (share, bind(snap, pod, node, k, step.verdict), None)
             if len(nxt) > MAX_STATES:
                 sampled = _sampled(snapshot, pod, replicas, profile, kube_version, first, seed)
                 return (*sampled, _first_branch(snapshot, pod, replicas, profile, kube_version, first))
@@ -260,7 +270,7 @@ def _sampled(
             node = rng.choice(step.top)
             counts[node] = counts.get(node, 0) + 1
             if k < replicas:
-                snap = bind(snap, pod, node, k)
+                snap = bind(snap, pod, node, k, step.verdict)
                 step = attempt(snap, pod, profile, kube_version=kube_version, rows=False)
         runs.append(counts)
     names = sorted({n for r in runs for n in r})
