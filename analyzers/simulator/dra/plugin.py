@@ -21,8 +21,9 @@ Filter, per node:
 DRASchedulerFilterTimeout (beta, on since 1.34; default filterTimeout 10s):
 when the search is large the real scheduler may time out on a node; the
 simulator bounds its own search (:data:`SEARCH_BUDGET` allocateOne calls per
-node) and reports ``timed out trying to allocate devices`` with a detail saying
-the real scheduler *may* time out here.
+node, a count, not the real scheduler's wall time) and past it reports the real
+scheduler's ``node N: timed out trying to allocate devices``: the real one *may*
+time out there (docs/dra.md).
 
 Unjudged (never guessed): without ResourceSlices in the input (the "were they
 collected" rule) or when a claim, its template or a class did not validate,
