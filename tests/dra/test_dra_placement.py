@@ -32,18 +32,20 @@ def generated_claim(name: str, owner: str) -> dict[str, Any]:
     return obj
 
 
+def one_gpu_on_a_and_b() -> list[dict[str, Any]]:
+    return [
+        node("a"),
+        node("b"),
+        slice_("a", [device("gpu-0")]),
+        slice_("b", [device("gpu-0")]),
+        device_class(),
+    ]
+
+
 def test_each_replica_takes_its_own_device() -> None:
     """One GPU on each of a and b: the second replica cannot have a's GPU once the first holds it."""
     snap = ClusterSnapshot.from_objects(
-        [
-            node("a"),
-            node("b"),
-            slice_("a", [device("gpu-0")]),
-            slice_("b", [device("gpu-0")]),
-            device_class(),
-            generated_claim("p-gpu", "p"),
-            template_pod("p"),
-        ]
+        [*one_gpu_on_a_and_b(), generated_claim("p-gpu", "p"), template_pod("p")]
     )
     p = snap.pods[("default", "p")]
     first = attempt(snap, p)
@@ -63,16 +65,7 @@ def shared(pods: int) -> list[dict[str, Any]]:
 
 
 def test_a_shared_claim_on_a_node_local_device_pins_later_pods_to_that_node() -> None:
-    snap = ClusterSnapshot.from_objects(
-        [
-            node("a"),
-            node("b"),
-            slice_("a", [device("gpu-0")]),
-            slice_("b", [device("gpu-0")]),
-            device_class(),
-            *shared(1),
-        ]
-    )
+    snap = ClusterSnapshot.from_objects([*one_gpu_on_a_and_b(), *shared(1)])
     p = snap.pods[("default", "p0")]
     first = attempt(snap, p)
     after = bind(snap, p, "b", 1, first.verdict)
