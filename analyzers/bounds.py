@@ -104,7 +104,9 @@ def seconds(
 
 
 def bare_unit_name(unit: str) -> str:
-    return {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[unit]
+    return {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[
+        unit
+    ]
 
 
 def duration(
@@ -137,7 +139,9 @@ def count(option: str, raw: object, *, minimum: int, maximum: int) -> int:
     return value
 
 
-def number(option: str, raw: object, *, minimum: float, maximum: float, exclusive_minimum: bool = False) -> float:
+def number(
+    option: str, raw: object, *, minimum: float, maximum: float, exclusive_minimum: bool = False
+) -> float:
     """A decimal number within ``[minimum, maximum]`` (``(minimum, maximum]`` when ``exclusive_minimum``)."""
     text = _text(option, raw)
     if not _NUMBER.fullmatch(text):

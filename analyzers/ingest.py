@@ -628,11 +628,14 @@ class Decoder:
             ),
             preferred_pod_affinity_weights=tuple(
                 _int(w.get("weight"))
-                for w in (affinity.get("podAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution")
+                for w in (affinity.get("podAffinity") or {}).get(
+                    "preferredDuringSchedulingIgnoredDuringExecution"
+                )
                 or ()
             ),
             preferred_pod_anti_affinity_weights=tuple(
-                _int(w.get("weight")) for w in anti.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+                _int(w.get("weight"))
+                for w in anti.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
             ),
             images=tuple(
                 self.s(normalized_image_name(str(c.get("image") or "")))

@@ -226,7 +226,9 @@ def resource_claim(dec: Decoder, obj: Obj) -> ResourceClaim:
                 dec.s(r.get("device")),
                 bool(r.get("adminAccess")),
                 dec.s(r.get("shareID")),
-                _quantities(dec, r.get("consumedCapacity"), "status.allocation.devices.results.consumedCapacity"),
+                _quantities(
+                    dec, r.get("consumedCapacity"), "status.allocation.devices.results.consumedCapacity"
+                ),
             )
             for r in (_m(x) for x in _seq(_m(allocation.get("devices")).get("results")))
         )
@@ -335,6 +337,7 @@ def _device(dec: Decoder, d: Mapping[str, Any], where: str) -> Device:
         node_selector=dec.node_selector(body.get("nodeSelector")),
         allow_multiple=bool(body.get("allowMultipleAllocations")),
         binding_conditions=bool(body.get("bindingConditions")),
+        binds_to_node=bool(body.get("bindsToNode")),
         request_policies=_request_policies(dec, body.get("capacity"), f"{where}.capacity"),
     )
 
@@ -365,6 +368,7 @@ def resource_slice(dec: Decoder, obj: Obj) -> ResourceSlice:
             devices=devices,
             shared_counters=counters,
             problem=problem,
+            plain=not problem and is_plain(devices, bool(spec.get("perDeviceNodeSelection"))),
         )
 
     try:
@@ -389,6 +393,17 @@ def resource_slice(dec: Decoder, obj: Obj) -> ResourceSlice:
     except _Problem as exc:
         return make(problem=str(exc))
     return make(devices, tuple(counters))
+
+
+def is_plain(devices: tuple[Device, ...], per_device_node_selection: bool) -> bool:
+    """ResourceSlice.plain: nothing on the devices that the allocator's general search or
+    the pool's validation (duplicate names) has to look at."""
+    if per_device_node_selection or len({d.name for d in devices}) != len(devices):
+        return False
+    return not any(
+        d.taints or d.consumes_counters or d.allow_multiple or d.binding_conditions or d.request_policies
+        for d in devices
+    )
 
 
 def _check_counters(devices: tuple[Device, ...], counters: list[tuple[str, FrozenMap[str]]]) -> None:

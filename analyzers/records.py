@@ -572,6 +572,7 @@ class Device:
     allow_multiple: bool = False  # allowMultipleAllocations
     binding_conditions: bool = False
     request_policies: FrozenMap[CapacityPolicy] = EMPTY_MAP  # capacity name -> its requestPolicy
+    binds_to_node: bool = False  # bindsToNode: an allocation of it is restricted to the node
 
 
 @dataclass(frozen=True, slots=True)
@@ -588,6 +589,10 @@ class ResourceSlice:
     devices: tuple[Device, ...] = ()
     shared_counters: tuple[tuple[str, FrozenMap[str]], ...] = ()  # (counterSet, counter -> quantity)
     problem: str = ""  # why the slice does not validate: its devices are not used
+    # No device with taints, counter consumption, sharing, binding conditions or capacity
+    # request policies, no per-device node selection, device names unique: a one-slice pool
+    # of such a slice is valid and takes the allocator's fast path (set at decoding).
+    plain: bool = False
 
     @property
     def key(self) -> str:

@@ -18,7 +18,7 @@ from analyzers.records import EMPTY_MAP, FrozenMap, Pod
 from analyzers.simulator import codes as C
 from analyzers.simulator.basic import NodeAffinity, NodeName, NodePorts, NodeUnschedulable, TaintToleration
 from analyzers.simulator.dra import claim_hold
-from analyzers.simulator.dra.plugin import ALLOCATIONS, FILTER_ERROR, DynamicResources
+from analyzers.simulator.dra.plugin import ALLOCATIONS, CLAIM_RESULTS, FILTER_ERROR, DynamicResources
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
 from analyzers.simulator.interpod import InterPodAffinity
 from analyzers.simulator.nodeinfo import NodeTable, bits, has, mask_of, node_table
@@ -207,9 +207,12 @@ def simulate(
         )
 
     allocations: dict[str, tuple[object, ...]] = {}
+    claim_allocations: dict[str, tuple[object, ...]] = {}
     found = cycle.state.get(ALLOCATIONS)
     if found and fits:
         allocations = {table.names[i]: results for i, results in found.items() if has(feasible, i)}
+        per_claim = cycle.state.get(CLAIM_RESULTS) or {}
+        claim_allocations = {table.names[i]: c for i, c in per_claim.items() if has(feasible, i)}
     return PodVerdict(
         pod=pod.key,
         kube_version=wording.label,
@@ -226,6 +229,7 @@ def simulate(
         node_names=table.names,
         _breakdown=Breakdown(table, outcomes, prefilter),
         allocations=FrozenMap(allocations) if found is not None else None,
+        claim_allocations=FrozenMap(claim_allocations) if found is not None else None,
     )
 
 

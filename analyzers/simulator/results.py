@@ -148,6 +148,9 @@ class PodVerdict:
     # DynamicResources: node -> the devices the structured allocator picks there (feasible
     # nodes of a pod that fits); None for a pod without ResourceClaims.
     allocations: Mapping[str, tuple[Any, ...]] | None = field(default=None, compare=False)
+    # node -> ((claim to allocate, its results), ...): what PreBind would write on that node
+    # (analyzers.simulator.dra.plugin.commit_allocation); not in as_dict.
+    claim_allocations: Mapping[str, tuple[Any, ...]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def allocation(self) -> tuple[Any, ...] | None:
@@ -196,7 +199,9 @@ class PodVerdict:
             **(
                 {}
                 if self.allocations is None
-                else {"allocation": None if self.allocation is None else [r.as_dict() for r in self.allocation]}
+                else {
+                    "allocation": None if self.allocation is None else [r.as_dict() for r in self.allocation]
+                }
             ),
         }
 

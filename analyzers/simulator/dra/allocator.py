@@ -33,9 +33,9 @@ What is ported exactly:
   CEL compile error: ...``, ``claim NS/NAME: selector #0 on device D/P/X: CEL
   runtime error: ...``).
 
-Simplified (docs/dra.md): consumable capacity compares requested against
-remaining capacity without the device's requestPolicy rounding; the result's
-node selector and device configuration are not built (only the devices).
+Consumable capacity: :mod:`.capacity` (requestPolicy rounding, policy checks).
+The result's node selector: :func:`allocation_node_selector` (createNodeSelector).
+Simplified (docs/dra.md): the result's device configuration is not built.
 """
 
 from __future__ import annotations
@@ -54,6 +54,9 @@ from analyzers.records import (
     DeviceTaint,
     DeviceToleration,
     Node,
+    NodeSelector,
+    NodeSelectorTerm,
+    Requirement,
     ResourceSlice,
 )
 from analyzers.simulator.dra import capacity, cel
@@ -81,6 +84,7 @@ class ClaimToAllocate:
     namespace: str
     name: str
     spec: ClaimSpec
+    extended: bool = False  # the special claim kube-scheduler makes for DRA-backed extended resources
 
     @property
     def ref(self) -> str:
@@ -178,7 +182,7 @@ def gather_pools(
                 result.append(Pool(driver, pool_name, incomplete=True))
                 continue
         pool = _build_pool(driver, pool_name, for_pool, all_for_pool)
-        if any(d.binding_conditions for s in pool.slices for d in s.devices):
+        if not pool.simple and any(d.binding_conditions for s in pool.slices for d in s.devices):
             binding.append(pool)
         else:
             result.append(pool)
@@ -190,6 +194,9 @@ def gather_pools(
 def _build_pool(
     driver: str, name: str, slices: list[ResourceSlice], all_for_pool: list[ResourceSlice] | None
 ) -> Pool:
+    if len(slices) == 1 and all_for_pool is None and slices[0].plain and not slices[0].shared_counters:
+        # one slice, nothing to validate across slices (ingest_dra.is_plain): the common pool
+        return Pool(driver, name, slices=slices, simple=True)
     slices = sorted(slices, key=lambda s: s.name)
     device_slices = [s for s in slices if not s.shared_counters]
     counter_slices = [s for s in slices if s.shared_counters]
@@ -240,6 +247,63 @@ def _build_pool(
         for s in device_slices
     )
     return Pool(driver, name, slices=device_slices, others=others, counter_sets=counter_sets, simple=simple)
+
+
+NAME_FIELD = "metadata.name"
+
+
+def allocation_node_selector(
+    pools: Sequence[Pool], results: Sequence[Result], node_name: str
+) -> NodeSelector | None:
+    """createNodeSelector (allocator_incubating.go, v0.37.2): the ``status.allocation.nodeSelector``
+    of an allocation made on ``node_name`` -- the node itself (``metadata.name`` In) as soon
+    as one device is local to a node (its slice's ``nodeName``, or the device's under
+    per-device node selection) or binds to it; otherwise the requirements of the slices'
+    (or devices') one-term node selectors, each added once; None (available everywhere)
+    for devices of ``allNodes`` slices only."""
+    where: dict[DeviceID, tuple[ResourceSlice, Device]] = {}
+    for pool in pools:
+        for sl in pool.slices:
+            for d in sl.devices:
+                where[(pool.driver, pool.name, d.name)] = (sl, d)
+    fields: list[Requirement] = []
+    expressions: list[Requirement] = []
+    for r in results:
+        found = where.get((r.driver, r.pool, r.device))
+        if found is None:
+            continue
+        sl, d = found
+        name, selector = (
+            (d.node_name, d.node_selector)
+            if sl.per_device_node_selection
+            else (sl.node_name, sl.node_selector)
+        )
+        if name or d.binds_to_node:
+            return NodeSelector(
+                (NodeSelectorTerm(match_fields=(Requirement(NAME_FIELD, "In", (node_name,)),)),)
+            )
+        if selector is not None and len(selector.terms) == 1:
+            term = selector.terms[0]
+            _add_new(term.match_fields, fields)
+            _add_new(term.match_expressions, expressions)
+        elif selector is not None and len(selector.terms) > 1:
+            raise AllocationError(f"unsupported ResourceSlice.NodeSelector with {len(selector.terms)} terms")
+    if fields or expressions:
+        return NodeSelector(
+            (NodeSelectorTerm(match_expressions=tuple(expressions), match_fields=tuple(fields)),)
+        )
+    return None
+
+
+def _add_new(found: Sequence[Requirement], into: list[Requirement]) -> None:
+    """addNewNodeSelectorRequirements: a requirement is added unless one with the same key,
+    operator and set of values is there."""
+    for req in found:
+        if not any(
+            have.key == req.key and have.operator == req.operator and set(have.values) == set(req.values)
+            for have in into
+        ):
+            into.append(req)
 
 
 def tolerates(t: DeviceToleration, taint: DeviceTaint) -> bool:
@@ -341,7 +405,12 @@ class _MatchCache:
 
     def __init__(self) -> None:
         self.results: dict[tuple[Any, ...], bool] = {}
-        self.by_device: dict[tuple[str, str, int], bool] = {}
+        self.by_device: dict[tuple[Any, str, int], bool] = {}
+        # (class selectors, request selectors) -> the device entries they read (cel.reads), or
+        # None when they may read anything
+        self.reads: dict[
+            tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[str, str, str], ...] | None
+        ] = {}
         self.variables: dict[tuple[str, Any, Any, bool], dict[str, Any]] = {}
 
 
@@ -384,8 +453,18 @@ class Allocator:
         run = _Run(self, node, claims, budget)
         return run.run()
 
+    def node_selector(self, node: Node, results: Sequence[Result]) -> NodeSelector | None:
+        """The node selector of ``results`` allocated on ``node`` (:func:`allocation_node_selector`)."""
+        pools = self.pools_cache.get(node.name) if self.pools_cache is not None else None
+        if pools is None:
+            pools = gather_pools(
+                node, self.slices_on_node.get(node.name, []) + self.slices_shared, self.all_slices
+            )
+        return allocation_node_selector(pools, results, node.name)
+
 
 _NO_FAST_PATH = object()
+_UNREAD = object()
 
 
 class InvalidPools(Exception):
@@ -641,14 +720,51 @@ class _Run:
         found = self.matches.get(mk)
         if found is not None:
             return found
-        ok = True
-        if rd.cls is not None:
-            ok = self._selectors_match(key[0], d, did, rd.cls.name, rd.cls.selectors)
-        if ok:
-            ok = self._selectors_match(key[0], d, did, None, rd.request.selectors)
+        ok = self._class_and_request_match(key[0], rd, d, did)
         if ok and s.per_device_node_selection:
             ok = node_matches(self.node, d.node_name, d.all_nodes, d.node_selector)
         self.matches[mk] = ok
+        return ok
+
+    def _class_and_request_match(self, ci: int, rd: _RequestData, d: Device, did: DeviceID) -> bool:
+        """The class's selectors, then the request's (selectorsMatch twice, in that order),
+        answered from one cache entry per (selectors, device record) -- and, on a miss, per
+        what the selectors read of the device -- so identical devices on other nodes cost
+        one lookup."""
+        cls_selectors = rd.cls.selectors if rd.cls is not None else ()
+        selectors = rd.request.selectors
+        if not cls_selectors and not selectors:
+            return True
+        cache = self.a.cache
+        both = (cls_selectors, selectors)
+        dkey = (both, did[0], id(d))  # the record lives as long as the snapshot holding this cache
+        hit = cache.by_device.get(dkey)
+        if hit is not None:
+            return hit
+        entries = cache.reads.get(both, _UNREAD)
+        if entries is _UNREAD:
+            read = [cel.reads(e) for e in (*cls_selectors, *selectors)]
+            entries = (
+                None if any(r is None for r in read) else tuple(sorted({x for r in read for x in r or ()}))
+            )
+            cache.reads[both] = entries
+        if entries is not None:
+            ckey: tuple[Any, ...] = (
+                both,
+                did[0],
+                cel.projection(entries, did[0], d.attributes, d.capacity),  # type: ignore[arg-type]
+                d.allow_multiple,
+            )
+            hit = cache.results.get(ckey)
+            if hit is not None:
+                cache.by_device[dkey] = hit
+                return hit
+        ok = (
+            rd.cls is None or self._selectors_match(ci, d, did, rd.cls.name, cls_selectors)
+        ) and self._selectors_match(ci, d, did, None, selectors)
+        if entries is not None:
+            cache.results[ckey] = ok
+        cache.by_device[dkey] = ok
         return ok
 
     def _selectors_match(

@@ -520,10 +520,16 @@ def projection(
 ) -> tuple[Any, ...]:
     """The values ``entries`` (from :func:`reads`) see on one device (None: absent)."""
     out: list[Any] = []
-    for kind, domain, ident in entries:
-        source: Mapping[str, Any] = attributes if kind == "attributes" else capacity
-        value = source.get(f"{domain}/{ident}")
+    for is_attribute, qualified, domain, ident in _lookups(entries):
+        source: Mapping[str, Any] = attributes if is_attribute else capacity
+        value = source.get(qualified)
         if value is None and domain == driver:
             value = source.get(ident)
         out.append(value)
     return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _lookups(entries: tuple[tuple[str, str, str], ...]) -> tuple[tuple[bool, str, str, str], ...]:
+    """``entries`` with their qualified names spelled once (projection runs per device)."""
+    return tuple((kind == "attributes", f"{domain}/{ident}", domain, ident) for kind, domain, ident in entries)

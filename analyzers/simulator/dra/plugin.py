@@ -21,8 +21,9 @@ Filter, per node:
 DRASchedulerFilterTimeout (beta, on since 1.34; default filterTimeout 10s):
 when the search is large the real scheduler may time out on a node; the
 simulator bounds its own search (:data:`SEARCH_BUDGET` allocateOne calls per
-node) and reports ``timed out trying to allocate devices`` with a detail saying
-the real scheduler *may* time out here.
+node, a count, not the real scheduler's wall time) and past it reports the real
+scheduler's ``node N: timed out trying to allocate devices``: the real one *may*
+time out there (docs/dra.md).
 
 Unjudged (never guessed): without ResourceSlices in the input (the "were they
 collected" rule) or when a claim, its template or a class did not validate,
@@ -44,12 +45,14 @@ from typing import Any
 
 from analyzers.quantity import parse_quantity
 from analyzers.records import (
+    AllocatedDevice,
     ClaimSpec,
     DeviceClass,
     DeviceRequest,
     DeviceSubRequest,
     Node,
     Pod,
+    ReservedFor,
     ResourceClaim,
 )
 from analyzers.simulator import codes as C
@@ -79,6 +82,8 @@ SEARCH_BUDGET = 200_000  # allocateOne calls per node before "may time out"
 ERROR = "Error"  # a Filter status of code Error (statusError)
 FILTER_ERROR = "filter_error"  # Cycle.state key: the error that aborts the attempt
 ALLOCATIONS = "dra_allocations"  # Cycle.state key: node index -> tuple of Result
+# Cycle.state key: node index -> ((claim to allocate, its results), ...) for the claims allocated there
+CLAIM_RESULTS = "dra_claim_results"
 
 
 def pod_claims(snapshot: ClusterSnapshot, pod: Pod) -> list[ResourceClaim] | None:
@@ -210,6 +215,8 @@ class DynamicResources(Plugin):
             allocator.pools_cache = snap.derived("dra_pools", dict)
         allocations: dict[int, tuple[Result, ...]] = {}
         cycle.state[ALLOCATIONS] = allocations
+        claim_results: dict[int, tuple[tuple[ClaimToAllocate, tuple[Result, ...]], ...]] = {}
+        cycle.state[CLAIM_RESULTS] = claim_results
         # Only nodes the earlier filters pass need the allocator (the framework stops at a
         # node's first failing filter); the others are judged cheaply for the breakdown.
         earlier = 0
@@ -239,7 +246,7 @@ class DynamicResources(Plugin):
                     for r in c.allocation
                 )
                 continue
-            reason, code = self._allocate(allocator, node, per_node, allocations, i, allocated)
+            reason, code = self._allocate(allocator, node, per_node, allocations, i, allocated, claim_results)
             if code == ERROR:
                 # Filter's Error status aborts the scheduling attempt, whatever the other nodes
                 # say (schedule_one.go findNodesThatPassFilters): the condition is the error.
@@ -283,9 +290,13 @@ class DynamicResources(Plugin):
         if i not in late:
             node = cycle.snapshot.nodes[cycle.table.names[i]]
             per_node = self._with_extended(cycle, i, to_allocate, delegated_resources(cycle))
-            reason, code = self._allocate(allocator, node, per_node, {}, i, allocated) if per_node else (None, "")
+            reason, code = (
+                self._allocate(allocator, node, per_node, {}, i, allocated) if per_node else (None, "")
+            )
             code = C.UNRESOLVABLE if code == ERROR else code
-            late[i] = None if reason is None else failure(self.name, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
+            late[i] = (
+                None if reason is None else failure(self.name, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
+            )
         return late[i]
 
     def _allocate(
@@ -296,6 +307,7 @@ class DynamicResources(Plugin):
         allocations: dict[int, tuple[Result, ...]],
         i: int,
         allocated: Sequence[ResourceClaim],
+        claim_results: dict[int, tuple[tuple[ClaimToAllocate, tuple[Result, ...]], ...]] | None = None,
     ) -> tuple[str | None, str]:
         try:
             found = allocator.allocate(node, claims, SEARCH_BUDGET)
@@ -313,7 +325,61 @@ class DynamicResources(Plugin):
             for r in c.allocation
         ]
         allocations[i] = tuple(r for per_claim in found for r in per_claim) + tuple(held)
+        if claim_results is not None:
+            claim_results[i] = tuple((c, tuple(rs)) for c, rs in zip(claims, found, strict=True))
         return None, ""
+
+
+def commit_allocation(
+    snapshot: ClusterSnapshot,
+    pod: Pod,
+    owner: Pod,
+    claims: Sequence[tuple[ClaimToAllocate, tuple[Result, ...]]],
+) -> ClusterSnapshot:
+    """``snapshot`` once ``pod`` (bound to its node) holds the devices the allocator gave it
+    there, as kube-scheduler's PreBind writes them: a claim shared by name is allocated and
+    reserved for the pod, with the allocation's node selector (createNodeSelector) that
+    later pods using the claim must satisfy; a claim made for ``owner`` (from a template,
+    or kube-scheduler's extended-resource claim) gets a copy of its own for ``pod``, so the
+    next replica's claim is allocated afresh beside it."""
+    node = snapshot.nodes[pod.node_name]
+    allocator = Allocator(
+        allocated_state(snapshot), snapshot.device_classes, list(snapshot.resource_slices.values())
+    )
+    allocator.pools_cache = snapshot.derived("dra_pools", dict)
+    me = ReservedFor("pods", pod.name, pod.uid)
+    changed: list[ResourceClaim] = []
+    for claim, results in claims:
+        devices = tuple(
+            AllocatedDevice(r.request, r.driver, r.pool, r.device, r.admin_access) for r in results
+        )
+        selector = allocator.node_selector(node, results)
+        existing = snapshot.resource_claims.get((claim.namespace, claim.name))
+        if existing is not None and not claim.extended and existing.owner_uid != owner.uid:
+            changed.append(
+                replace(
+                    existing,
+                    allocated=True,
+                    allocation=devices,
+                    allocation_node_selector=selector,
+                    reserved_for=(*existing.reserved_for, me),
+                )
+            )
+        else:
+            changed.append(
+                ResourceClaim(
+                    namespace=claim.namespace,
+                    name=f"{pod.name}-{claim.name}",
+                    uid=f"{pod.uid}-{claim.name}",
+                    owner_uid=pod.uid,
+                    spec=claim.spec,
+                    allocated=True,
+                    allocation=devices,
+                    allocation_node_selector=selector,
+                    reserved_for=(me,),
+                )
+            )
+    return snapshot.replace(*changed)
 
 
 def _available_on(claim: ResourceClaim, node: Node) -> bool:
@@ -425,4 +491,6 @@ def extended_claim(pod: Pod, resources: dict[str, tuple[DeviceClass, int]]) -> C
         ),
         key=lambda req: req.name,
     )
-    return ClaimToAllocate(pod.namespace, f"{pod.name}-extended-resources", ClaimSpec(tuple(requests)))
+    return ClaimToAllocate(
+        pod.namespace, f"{pod.name}-extended-resources", ClaimSpec(tuple(requests)), extended=True
+    )

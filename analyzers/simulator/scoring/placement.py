@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from analyzers.records import Pod
 from analyzers.simulator import codes as C
-from analyzers.simulator.dra.plugin import extended_resource_classes
+from analyzers.simulator.dra.plugin import commit_allocation, extended_resource_classes
 from analyzers.simulator.engine import nominated_pods, simulate
 from analyzers.simulator.nodeinfo import bits, host_port_triples, node_table
 from analyzers.simulator.resources import checked_requests
@@ -126,8 +126,11 @@ def _count_at_most(sorted_totals: list[int], t: int) -> int:
     return bisect.bisect_right(sorted_totals, t)
 
 
-def bind(snapshot: ClusterSnapshot, pod: Pod, node: str, k: int) -> ClusterSnapshot:
-    """``snapshot`` with a copy of ``pod`` bound to ``node`` (replica ``k``)."""
+def bind(
+    snapshot: ClusterSnapshot, pod: Pod, node: str, k: int, verdict: PodVerdict | None = None
+) -> ClusterSnapshot:
+    """``snapshot`` with a copy of ``pod`` bound to ``node`` (replica ``k``), holding the
+    devices DynamicResources gave it there (``verdict``'s, PreBind's write)."""
     name = f"{pod.name}-unstick-{k}"
     bound = replace(
         pod,
@@ -139,7 +142,13 @@ def bind(snapshot: ClusterSnapshot, pod: Pod, node: str, k: int) -> ClusterSnaps
         deleted=None,
         spec=replace(pod.spec, node_name=node),
     )
-    return snapshot.replace(bound)
+    after = snapshot.replace(bound)
+    claims = (
+        verdict.claim_allocations.get(node) if verdict is not None and verdict.claim_allocations else None
+    )
+    if claims:
+        after = commit_allocation(after, bound, pod, claims)
+    return after
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +219,7 @@ class Placer:
         self.local = node_local(snapshot, self.unbound, profile)
         self.tops: dict[tuple[str, ...], tuple[str, ...]] = {(): first.top}
         self.snapshots: dict[tuple[str, ...], ClusterSnapshot] = {(): snapshot}
+        self.attempts: dict[tuple[str, ...], Step] = {(): first}
         disabled = profile.disabled_filters
         self.check_resources = C.NODE_RESOURCES_FIT not in disabled
         self.check_ports = C.NODE_PORTS_PLUGIN not in disabled and bool(host_port_triples(pod))
@@ -258,16 +268,27 @@ class Placer:
         return True
 
     def _rebuilt(self, chosen: tuple[str, ...]) -> tuple[str, ...]:
-        return attempt(
-            self._snapshot(chosen), self.pod, self.profile, kube_version=self.kube_version, rows=False
-        ).top
+        return self._attempt(chosen).top
+
+    def _attempt(self, chosen: tuple[str, ...]) -> Step:
+        found = self.attempts.get(chosen)
+        if found is None:
+            found = attempt(
+                self._snapshot(chosen), self.pod, self.profile, kube_version=self.kube_version, rows=False
+            )
+            self.attempts[chosen] = found
+        return found
 
     def _snapshot(self, chosen: tuple[str, ...]) -> ClusterSnapshot:
         """The snapshot with copies bound to ``chosen`` (built from the state less its
-        last node; copy k is named after the number of copies, so names never clash)."""
+        last node; copy k is named after the number of copies, so names never clash).
+        The last copy holds the devices DynamicResources gave it on its node in the
+        attempt that chose it (PreBind's write), so the next copy gets other devices."""
         found = self.snapshots.get(chosen)
         if found is None:
-            found = bind(self._snapshot(chosen[:-1]), self.pod, chosen[-1], len(chosen))
+            before = chosen[:-1]
+            verdict = self._attempt(before).verdict
+            found = bind(self._snapshot(before), self.pod, chosen[-1], len(chosen), verdict)
             self.snapshots[chosen] = found
         return found
 
