@@ -141,6 +141,13 @@ def _lowest(mask: int, limit: int) -> list[int]:
     return out
 
 
+def _union(masks: list[int]) -> int:
+    out = 0
+    for m in masks:
+        out |= m
+    return out
+
+
 def _by_key(verdict: PodVerdict, nodes: list[NodeVerdict]) -> list[_Group]:
     by_key: dict[tuple[Any, ...], list[NodeVerdict]] = {}
     for node in nodes:
@@ -151,10 +158,10 @@ def _by_key(verdict: PodVerdict, nodes: list[NodeVerdict]) -> list[_Group]:
 
 def _node_groups(verdict: PodVerdict) -> list[_Group]:
     """The nodes in groups that fail the same plugins for the same reasons with the same
-    preemption verdict. The bit sets say which plugins reject which nodes; a group whose
-    first failures read alike and whose later plugins fail with one reason code each is
-    built from its first node; a group whose nodes differ is built node by node. Without
-    bit sets, every node is built."""
+    preemption verdict. The bit sets say which plugins reject which nodes and which nodes'
+    first failures read alike; a group of those whose later plugins fail with one reason
+    code each is built from its first node; a group whose nodes differ there is built node
+    by node. Without bit sets, every node is built."""
     names = verdict.node_names
     if not names or len(names) != verdict.total_nodes:
         return _by_key(verdict, list(verdict.nodes))
@@ -177,16 +184,17 @@ def _node_groups(verdict: PodVerdict) -> list[_Group]:
         for mask in (whole & candidates, whole & ~candidates):
             if not mask:
                 continue
-            # The first failure's texts (what the row shows) and the later plugins' reason codes.
-            alike = len(verdict.first_reasons(mask)) <= 1 and all(
-                len(verdict.reason_codes_on(p, mask)) <= 1 for p in plugins[1:]
-            )
-            if alike:
-                shown = _lowest(mask, MAX_NAMES_PER_ROW)
-                first = verdict.node_at(shown[0])
-                out.append(_Group(first, mask.bit_count(), [names[i] for i in shown], shown))
-            else:
-                out.extend(_by_key(verdict, [verdict.node_at(i) for i in bits(mask)]))
+            # Split by the first failure's texts (what the row shows; the bit sets say which
+            # nodes read which), then by the later plugins' reason codes.
+            parts = list(verdict.first_reasons(mask).values())
+            rest = mask & ~_union(parts)
+            for same_first in [*parts, rest] if rest else parts:
+                if all(len(verdict.reason_codes_on(p, same_first)) <= 1 for p in plugins[1:]):
+                    shown = _lowest(same_first, MAX_NAMES_PER_ROW)
+                    first = verdict.node_at(shown[0])
+                    out.append(_Group(first, same_first.bit_count(), [names[i] for i in shown], shown))
+                else:
+                    out.extend(_by_key(verdict, [verdict.node_at(i) for i in bits(same_first)]))
     return out
 
 
