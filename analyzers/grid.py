@@ -34,7 +34,6 @@ from typing import Any
 from analyzers.quantity import format_units
 from analyzers.simulator import codes as C
 from analyzers.simulator.engine import filter_order
-from analyzers.simulator.nodeinfo import bits
 from analyzers.simulator.results import NodeVerdict, PodVerdict
 from analyzers.simulator.versions import wording_for
 
@@ -189,13 +188,25 @@ def _node_groups(verdict: PodVerdict) -> list[_Group]:
             parts = list(verdict.first_reasons(mask).values())
             rest = mask & ~_union(parts)
             for same_first in [*parts, rest] if rest else parts:
-                if all(len(verdict.reason_codes_on(p, same_first)) <= 1 for p in plugins[1:]):
-                    shown = _lowest(same_first, MAX_NAMES_PER_ROW)
+                for alike in _split_by_codes(verdict, same_first, plugins[1:]):
+                    shown = _lowest(alike, MAX_NAMES_PER_ROW)
                     first = verdict.node_at(shown[0])
-                    out.append(_Group(first, same_first.bit_count(), [names[i] for i in shown], shown))
-                else:
-                    out.extend(_by_key(verdict, [verdict.node_at(i) for i in bits(same_first)]))
+                    out.append(_Group(first, alike.bit_count(), [names[i] for i in shown], shown))
     return out
+
+
+def _split_by_codes(verdict: PodVerdict, mask: int, plugins: tuple[str, ...]) -> list[int]:
+    """``mask`` split so that each part's nodes fail each of ``plugins`` with one tuple of
+    reason codes (the bit sets say which nodes fail with which)."""
+    parts = [mask]
+    for plugin in plugins:
+        split: list[int] = []
+        for part in parts:
+            by_codes = list(verdict.reason_code_masks(plugin, part).values())
+            rest = part & ~_union(by_codes)
+            split.extend([*by_codes, rest] if rest else by_codes)
+        parts = split
+    return parts
 
 
 # A device inventory for the nodes named, nearest first (analyzers.gpu_capacity.device_inventory
