@@ -18,7 +18,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from storage.engine import DEFAULT_DB_URL, create_engine
-from storage.models import Base
+from storage.models import Base, include_for_dialect
 
 config = context.config
 target_metadata = Base.metadata
@@ -40,6 +40,7 @@ def _configure(connection: Connection) -> None:
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
         compare_server_default=True,
+        include_object=include_for_dialect(connection.dialect.name),
     )
 
 

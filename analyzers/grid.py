@@ -34,7 +34,6 @@ from typing import Any
 from analyzers.quantity import format_units
 from analyzers.simulator import codes as C
 from analyzers.simulator.engine import filter_order
-from analyzers.simulator.nodeinfo import bits
 from analyzers.simulator.results import NodeVerdict, PodVerdict
 from analyzers.simulator.versions import wording_for
 
@@ -141,6 +140,13 @@ def _lowest(mask: int, limit: int) -> list[int]:
     return out
 
 
+def _union(masks: list[int]) -> int:
+    out = 0
+    for m in masks:
+        out |= m
+    return out
+
+
 def _by_key(verdict: PodVerdict, nodes: list[NodeVerdict]) -> list[_Group]:
     by_key: dict[tuple[Any, ...], list[NodeVerdict]] = {}
     for node in nodes:
@@ -151,10 +157,10 @@ def _by_key(verdict: PodVerdict, nodes: list[NodeVerdict]) -> list[_Group]:
 
 def _node_groups(verdict: PodVerdict) -> list[_Group]:
     """The nodes in groups that fail the same plugins for the same reasons with the same
-    preemption verdict. The bit sets say which plugins reject which nodes; a group whose
-    first failures read alike and whose later plugins fail with one reason code each is
-    built from its first node; a group whose nodes differ is built node by node. Without
-    bit sets, every node is built."""
+    preemption verdict. The bit sets say which plugins reject which nodes and which nodes'
+    first failures read alike; a group of those whose later plugins fail with one reason
+    code each is built from its first node; a group whose nodes differ there is built node
+    by node. Without bit sets, every node is built."""
     names = verdict.node_names
     if not names or len(names) != verdict.total_nodes:
         return _by_key(verdict, list(verdict.nodes))
@@ -177,17 +183,30 @@ def _node_groups(verdict: PodVerdict) -> list[_Group]:
         for mask in (whole & candidates, whole & ~candidates):
             if not mask:
                 continue
-            # The first failure's texts (what the row shows) and the later plugins' reason codes.
-            alike = len(verdict.first_reasons(mask)) <= 1 and all(
-                len(verdict.reason_codes_on(p, mask)) <= 1 for p in plugins[1:]
-            )
-            if alike:
-                shown = _lowest(mask, MAX_NAMES_PER_ROW)
-                first = verdict.node_at(shown[0])
-                out.append(_Group(first, mask.bit_count(), [names[i] for i in shown], shown))
-            else:
-                out.extend(_by_key(verdict, [verdict.node_at(i) for i in bits(mask)]))
+            # Split by the first failure's texts (what the row shows; the bit sets say which
+            # nodes read which), then by the later plugins' reason codes.
+            parts = list(verdict.first_reasons(mask).values())
+            rest = mask & ~_union(parts)
+            for same_first in [*parts, rest] if rest else parts:
+                for alike in _split_by_codes(verdict, same_first, plugins[1:]):
+                    shown = _lowest(alike, MAX_NAMES_PER_ROW)
+                    first = verdict.node_at(shown[0])
+                    out.append(_Group(first, alike.bit_count(), [names[i] for i in shown], shown))
     return out
+
+
+def _split_by_codes(verdict: PodVerdict, mask: int, plugins: tuple[str, ...]) -> list[int]:
+    """``mask`` split so that each part's nodes fail each of ``plugins`` with one tuple of
+    reason codes (the bit sets say which nodes fail with which)."""
+    parts = [mask]
+    for plugin in plugins:
+        split: list[int] = []
+        for part in parts:
+            by_codes = list(verdict.reason_code_masks(plugin, part).values())
+            rest = part & ~_union(by_codes)
+            split.extend([*by_codes, rest] if rest else by_codes)
+        parts = split
+    return parts
 
 
 # A device inventory for the nodes named, nearest first (analyzers.gpu_capacity.device_inventory

@@ -554,7 +554,8 @@ def _set_requests(
             improves = a < b
             placement_words = (
                 f"; re-predicted placement of the next {PREDICTED_REPLICAS} pods without requests: "
-                f"{b:g} \u2192 {a:g} on {names(nodes)}" + ("" if improves else " (no improvement)")
+                f"{b:g} \u2192 {a:g} on {names(nodes)}"
+                + ("" if improves else " (no improvement)")
             )
     verified = ok_fit and reflects and not multi and improves
     verification = (
@@ -566,18 +567,14 @@ def _set_requests(
         + ("" if reflects else "; the requested share still lags real usage")
         + ("; not verified per container (several containers per pod)" if multi else "")
     )
-    return (
-        ctx.renderer.command(
-            f"Give {ref.name} requests that match its real usage: {request_arg.replace(',', ', ')}",
-            ref,
-            command,
-            note=note,
-            verified=verified,
-            verification=verification,
-        ),
-        repredicted,
-        chosen,
-    )
+    return ctx.renderer.command(
+        f"Give {ref.name} requests that match its real usage: {request_arg.replace(',', ', ')}",
+        ref,
+        command,
+        note=note,
+        verified=verified,
+        verification=verification,
+    ), repredicted, chosen
 
 
 def _delta(pods: Sequence[Pod], requests: Mapping[str, int]) -> dict[str, dict[str, int]]:

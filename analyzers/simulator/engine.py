@@ -533,21 +533,23 @@ class Breakdown:
         return found
 
     def reason_codes_on(self, plugin: str, within: int) -> dict[tuple[str, ...], int]:
+        return {codes: mask.bit_count() for codes, mask in self.reason_code_masks(plugin, within).items()}
+
+    def reason_code_masks(self, plugin: str, within: int) -> dict[tuple[str, ...], int]:
         out: dict[tuple[str, ...], int] = {}
         if self.prefilter is not None and self.prefilter.plugin == plugin and within:
-            out[self.prefilter.reason_codes] = within.bit_count()
+            out[self.prefilter.reason_codes] = within
         for o in self.outcomes:
             if o.plugin != plugin:
                 continue
             grouped = 0
             for m, f in o.groups:
                 grouped |= m
-                c = (m & within).bit_count()
-                if c:
-                    out[f.reason_codes] = out.get(f.reason_codes, 0) + c
+                if m & within:
+                    out[f.reason_codes] = out.get(f.reason_codes, 0) | (m & within)
             for i, (_, _, codes) in o.varying.items():
                 if has(within, i) and not has(grouped, i):
-                    out[codes] = out.get(codes, 0) + 1
+                    out[codes] = out.get(codes, 0) | (1 << i)
         return out
 
     def first_reasons(self, within: int) -> dict[tuple[str, ...], int]:

@@ -95,6 +95,8 @@ class NodeBreakdown(Protocol):
 
     def reason_codes_on(self, plugin: str, within: int) -> dict[tuple[str, ...], int]: ...
 
+    def reason_code_masks(self, plugin: str, within: int) -> dict[tuple[str, ...], int]: ...
+
     def first_reasons(self, within: int) -> dict[tuple[str, ...], int]: ...
 
 
@@ -106,6 +108,9 @@ class _NoNodes:
         raise IndexError(i)
 
     def reason_codes_on(self, plugin: str, within: int) -> dict[tuple[str, ...], int]:
+        return {}
+
+    def reason_code_masks(self, plugin: str, within: int) -> dict[tuple[str, ...], int]:
         return {}
 
     def first_reasons(self, within: int) -> dict[tuple[str, ...], int]:
@@ -175,6 +180,11 @@ class PodVerdict:
         """How many nodes of ``within`` (a bit set over ``node_names``) ``plugin``'s
         Filter rejects with each tuple of reason codes."""
         return self._breakdown.reason_codes_on(plugin, within)
+
+    def reason_code_masks(self, plugin: str, within: int) -> dict[tuple[str, ...], int]:
+        """The nodes of ``within`` (bit sets) ``plugin``'s Filter rejects, by the tuple of
+        reason codes it rejects them with."""
+        return self._breakdown.reason_code_masks(plugin, within)
 
     def first_reasons(self, within: int) -> dict[tuple[str, ...], int]:
         """The nodes of ``within`` (bit sets) by the reasons of their first failing filter,

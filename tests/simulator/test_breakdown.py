@@ -48,14 +48,17 @@ def test_bit_set_answers_match_per_node_verdicts(case: Path) -> None:
         # node_at builds the same node verdict alone
         for i in range(len(nodes)):
             assert fast.node_at(i) == nodes[i]
-        # reason_codes_on tallies what the per-node failures say
+        # reason_codes_on tallies what the per-node failures say; reason_code_masks names the nodes
         for plugin in fast.failing:
             tally: dict[tuple[str, ...], int] = {}
-            for nv in nodes:
+            which: dict[tuple[str, ...], int] = {}
+            for i, nv in enumerate(nodes):
                 for f in nv.filters:
                     if f.plugin == plugin:
                         tally[f.reason_codes] = tally.get(f.reason_codes, 0) + 1
+                        which[f.reason_codes] = which.get(f.reason_codes, 0) | (1 << i)
             assert fast.reason_codes_on(plugin, everything) == tally
+            assert fast.reason_code_masks(plugin, everything) == which
             assert fast.reason_codes_on(plugin, 0) == {}
         # first_reasons groups nodes by what kube-scheduler reports for each
         firsts: dict[tuple[str, ...], int] = {}

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage.engine import create_engine, create_sessionmaker
 from storage.migrate import current_revision, head_revision, is_up_to_date, upgrade
-from storage.models import Base
+from storage.models import Base, include_for_dialect
 from storage.tracker import track
 from tests import pg
 from tests.storage.factories import at, finding
@@ -39,7 +39,14 @@ async def second_database(request: pytest.FixtureRequest, db_url: str) -> AsyncI
 
 
 def _diff(conn: Connection) -> list[Any]:
-    ctx = MigrationContext.configure(conn, opts={"compare_type": True, "compare_server_default": True})
+    ctx = MigrationContext.configure(
+        conn,
+        opts={
+            "compare_type": True,
+            "compare_server_default": True,
+            "include_object": include_for_dialect(conn.dialect.name),
+        },
+    )
     return list(compare_metadata(ctx, Base.metadata))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from analyzers.findings import ObjectRef, Severity
@@ -194,6 +195,30 @@ async def test_stats(sessions: Sessions) -> None:
     )
     assert ml.total == 4 and ml.open == 0 and ml.time_to_resolve["count"] == 4
     assert rules == ["insufficient-resources", "rollout-deadlock"]
+
+
+async def test_stats_time_to_resolve_is_the_same_from_the_index_and_from_a_filter(sessions: Sessions) -> None:
+    """The whole history's percentiles come from ix_incidents_resolve_seconds (index lookups),
+    a filter's from a sort of its rows: a filter that matches everything gives the same numbers."""
+    for i in range(9):  # durations 0, 600, 1200, ... 4800 s beside the seed's
+        f = finding(ObjectRef("Deployment", "ttr", f"app-{i}"))
+        await track(sessions, cluster="ttr", findings=[f], now=at(0))
+        await track(sessions, cluster="ttr", findings=[], evaluated=[f.subject], now=at(10 * i))
+    await seed(sessions)
+    async with sessions() as s:
+        whole = (await incident_stats(s)).time_to_resolve
+        since_ever = (await incident_stats(s, IncidentFilter(since=at(-(10**6))))).time_to_resolve
+        if s.get_bind().dialect.name == "sqlite":
+            plan = await s.execute(
+                text(
+                    "EXPLAIN QUERY PLAN SELECT (julianday(resolved_at) - julianday(first_seen)) * 86400.0 "
+                    "FROM incidents WHERE resolved_at IS NOT NULL "
+                    "ORDER BY (julianday(resolved_at) - julianday(first_seen)) * 86400.0 LIMIT 1 OFFSET 3"
+                )
+            )
+            assert "ix_incidents_resolve_seconds" in " ".join(str(r[-1]) for r in plan)
+    assert whole == since_ever and whole["count"] == 13
+    assert whole["max_seconds"] == pytest.approx(4800, abs=0.01)
 
 
 async def test_outbox_claim_lease_and_outcomes(sessions: Sessions) -> None:
