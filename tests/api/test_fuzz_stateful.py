@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 import requests
 import schemathesis
-from schemathesis import GenerationMode
 from hypothesis import HealthCheck, Phase, settings
+from schemathesis import GenerationMode
 from schemathesis.checks import positive_data_acceptance
 
 from agent.api.openapi import build_document
