@@ -425,6 +425,12 @@ def _filter_params() -> list[dict[str, Any]]:
     ]
 
 
+def _linked(response: dict[str, Any], **links: dict[str, Any]) -> dict[str, Any]:
+    """``response`` with OpenAPI links: what a client (and schemathesis' stateful run) can call
+    next with values from this answer (create a silence → list → delete it)."""
+    return {**response, "links": links}
+
+
 def _json_ok(description: str, schema: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": _ref(schema)}}}
 
@@ -465,7 +471,10 @@ def build_document(settings: ApiSettings) -> dict[str, Any]:
                     _text_param("cursor", "`next_cursor` of the previous page (made for the same sort)."),
                 ],
                 "responses": {
-                    "200": _json_ok("A page of incidents.", "IncidentList"),
+                    "200": _linked(
+                        _json_ok("A page of incidents.", "IncidentList"),
+                        GetIncident={"operationId": "getIncident", "parameters": {"id": "$response.body#/items/0/id"}},
+                    ),
                     "400": _BAD,
                     **protected_errors,
                 },
@@ -477,7 +486,13 @@ def build_document(settings: ApiSettings) -> dict[str, Any]:
                 "summary": "One incident with its timeline and remedies.",
                 "parameters": [_id_param("id", "Incident id.")],
                 "responses": {
-                    "200": _json_ok("The incident.", "IncidentDetail"),
+                    "200": _linked(
+                        _json_ok("The incident.", "IncidentDetail"),
+                        GetRemedyYaml={
+                            "operationId": "getRemedyYaml",
+                            "parameters": {"id": "$response.body#/id", "n": 0},
+                        },
+                    ),
                     "400": _BAD,
                     "404": _NOT_FOUND,
                     **protected_errors,
@@ -495,7 +510,14 @@ def build_document(settings: ApiSettings) -> dict[str, Any]:
                 "responses": {
                     "200": {
                         "description": "The YAML.",
-                        "content": {"application/yaml": {"schema": {"type": "string"}}},
+                        # The schema describes the parsed YAML (a Kubernetes object or patch),
+                        # not the bytes: "type: string" was wrong for every remedy (schemathesis'
+                        # stateful run followed the link here and said so).
+                        "content": {
+                            "application/yaml": {
+                                "schema": {"description": "The manifest or patch, as `kubectl apply -f -` reads it."}
+                            }
+                        },
                     },
                     "400": _BAD,
                     "404": _NOT_FOUND,
@@ -536,7 +558,11 @@ def build_document(settings: ApiSettings) -> dict[str, Any]:
                     "content": {"application/json": {"schema": _ref("NewSilence")}},
                 },
                 "responses": {
-                    "201": _json_ok("The silence.", "SilenceCreated"),
+                    "201": _linked(
+                        _json_ok("The silence.", "SilenceCreated"),
+                        ListSilences={"operationId": "listSilences"},
+                        DeleteSilence={"operationId": "deleteSilence", "parameters": {"id": "$response.body#/id"}},
+                    ),
                     "400": _BAD,
                     "415": _error("The body is not application/json."),
                     **protected_errors,
@@ -549,7 +575,7 @@ def build_document(settings: ApiSettings) -> dict[str, Any]:
                 "summary": "Remove a silence (notifications it already silenced stay silenced).",
                 "parameters": [_id_param("id", "Silence id.")],
                 "responses": {
-                    "204": {"description": "Deleted."},
+                    "204": _linked({"description": "Deleted."}, ListSilences={"operationId": "listSilences"}),
                     "400": _BAD,
                     "404": _error("No such silence."),
                     **protected_errors,

@@ -1,7 +1,8 @@
 """PostgreSQL's pool and timeouts come from ``EngineOptions`` (``UNSTICK_DB_POOL_SIZE``,
 ``UNSTICK_DB_POOL_TIMEOUT``, ``UNSTICK_DB_STATEMENT_TIMEOUT``, ``UNSTICK_DB_LOCK_TIMEOUT``):
 every connection carries the timeouts, the pool never opens more than its size, and a request
-that waits past the pool timeout fails (the API answers that with 503 and Retry-After)."""
+that waits past the pool timeout fails (the API answers that with 503 and Retry-After).
+SQLite: WAL and a busy timeout."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from agent.settings import Settings
 from storage.engine import EngineOptions, create_engine
 
-pytestmark = pytest.mark.postgres
-
 
 @pytest.fixture
 async def pg_url(pg_server) -> str:  # type: ignore[no-untyped-def]
@@ -23,6 +22,7 @@ async def pg_url(pg_server) -> str:  # type: ignore[no-untyped-def]
         yield url
 
 
+@pytest.mark.postgres
 async def test_defaults_set_both_timeouts_on_every_connection(pg_url: str) -> None:
     engine = create_engine(pg_url)
     try:
@@ -35,6 +35,7 @@ async def test_defaults_set_both_timeouts_on_every_connection(pg_url: str) -> No
         await engine.dispose()
 
 
+@pytest.mark.postgres
 async def test_environment_sizes_the_pool_and_zero_leaves_the_database_setting(pg_url: str) -> None:
     env = {
         "UNSTICK_DB_URL": pg_url,
@@ -55,5 +56,16 @@ async def test_environment_sizes_the_pool_and_zero_leaves_the_database_setting(p
                 async with engine.connect() as c:  # a third: no overflow
                     await c.scalar(text("SELECT 1"))
             assert asyncio.get_running_loop().time() - started < 2
+    finally:
+        await engine.dispose()
+
+
+async def test_sqlite_is_wal_with_a_busy_timeout(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Readers never wait for the writer (WAL), and a writer waits 5 s for another's lock."""
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path}/wal.db")
+    try:
+        async with engine.connect() as conn:
+            assert await conn.scalar(text("PRAGMA journal_mode")) == "wal"
+            assert await conn.scalar(text("PRAGMA busy_timeout")) == 5000
     finally:
         await engine.dispose()
