@@ -114,13 +114,15 @@ def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[b
     return subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
 
 
-async def run_workers(broker: BrokerProcess, db_url: str, streams: dict[str, Any], n: int, tmp: Path) -> tuple[float, int, int]:
+async def run_workers(
+    broker: BrokerProcess, db_url: str, streams: dict[str, Any], n: int, tmp: Path, profile: Path | None = None
+) -> tuple[float, int, int]:
     prefix = f"b{uuid.uuid4().hex[:8]}"
     await ensure_topics(broker.bootstrap, [(f"{prefix}-deltas", PARTITIONS)])
     env = {**os.environ, **JOIN_WORKAROUND}
     webs = [f"http://127.0.0.1:{free_port()}" for _ in range(n)]
     procs = [
-        start(["-m", "agent.cli", "worker", "--broker", broker.url, "--db", db_url, "--topic-prefix", prefix,
+        start([*(["-m", "cProfile", "-o", str(profile)] if profile else []), "-m", "agent.cli", "worker", "--broker", broker.url, "--db", db_url, "--topic-prefix", prefix,
                "--partitions", str(PARTITIONS), "--web", web.removeprefix("http://"), "--grace", "0", "--no-migrate"],
               env, tmp / f"worker-{n}-{i}.log")
         for i, web in enumerate(webs)
@@ -184,6 +186,7 @@ async def main() -> int:
     ap.add_argument("--nodes", type=int, default=50)
     ap.add_argument("--pods", type=int, default=1500)
     ap.add_argument("--churn", type=int, default=4000)
+    ap.add_argument("--profile", type=Path, help="write the 1-worker run's cProfile here and print its top functions")
     args = ap.parse_args()
     streams = {f"bench-{i}": cluster_deltas(f"bench-{i}", args.nodes, args.pods, args.churn) for i in range(args.clusters)}
     total = sum(len(s) for s in streams.values())
@@ -202,7 +205,7 @@ async def main() -> int:
             await upgrade(engine)
             await engine.dispose()
             ceiling = await run_ceiling(broker, streams, tmp)
-            one, passes1, _ = await run_workers(broker, url, streams, 1, tmp)
+            one, passes1, _ = await run_workers(broker, url, streams, 1, tmp, args.profile)
             db2 = await server.create_database()
             url2 = server.url(db2)
             engine = create_engine(url2)
@@ -223,6 +226,11 @@ async def main() -> int:
     for label, seconds, ratio in rows:
         print(f"{label:<38}{seconds:>9.2f}{total / seconds:>12,.0f}{ratio:>12}")
     print(f"scaling 1 -> 2 workers: {one / two:.2f}x")
+    if args.profile:
+        import pstats
+
+        print(f"the 1-worker run's profile ({args.profile}), by own time:")
+        pstats.Stats(str(args.profile)).sort_stats("tottime").print_stats(25)
     return 0
 
 

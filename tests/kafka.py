@@ -228,8 +228,12 @@ class KafkaBroker(BrokerProcess):
         ]
 
     def _format(self) -> None:
-        # A KRaft cluster id is a UUID in base64url without padding (what `random-uuid` prints).
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        # A KRaft cluster id is a UUID in base64url without padding (what `random-uuid` prints);
+        # like Kafka's Uuid.randomUuid (clients/src/main/java/org/apache/kafka/common/Uuid.java,
+        # 4.4.0), never one containing "-": a leading one reads as an option on the command line.
+        cluster_id = "-"
+        while "-" in cluster_id:
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         done = subprocess.run(
             self._java("kafka.tools.StorageTool", "format", "--cluster-id", cluster_id,
                        "--config", str(self.config), "--standalone"),

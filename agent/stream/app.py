@@ -109,6 +109,7 @@ class StreamWorker:
             dead_letter=self._dead_letter,
             config=config,
             registry=self.registry,
+            backlog=lambda partition: self.lag().get(partition, 0),
         )
         self._next_offset: dict[int, int] = {}
         self.registry.register(LagCollector(self))

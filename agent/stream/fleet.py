@@ -51,6 +51,14 @@ log = logging.getLogger(__name__)
 
 # dead_letter(key, value, error, partition, offset)
 DeadLetter = Callable[[bytes | None, bytes | None, str, int, int], Awaitable[None]]
+# backlog(partition): records of the partition the broker holds and this worker has not handled yet
+Backlog = Callable[[int], int]
+
+# A pass over a state the partition's backlog is about to change is work thrown away: before
+# a pass, while more than BACKLOG_HOLD records of its partition wait, they are handled first,
+# for at most MAX_HOLD seconds (a partition that never drains still gets a pass that often).
+BACKLOG_HOLD = 500
+MAX_HOLD = 2.0
 
 META, OBJECT, METRICS, SCALE = b"C\x00", b"O\x00", b"M\x00", b"S\x00"
 
@@ -175,8 +183,12 @@ class Fleet:
         registry: CollectorRegistry | None = None,
         renderer: RemedyRenderer | None = None,
         clock: Callable[[], float] = time.time,
+        backlog: Backlog | None = None,
+        max_hold: float = MAX_HOLD,
     ) -> None:
         self.sessions = sessions
+        self.backlog = backlog
+        self.max_hold = max_hold
         self.table = table
         self.dead_letter = dead_letter
         self.config = config
@@ -187,12 +199,17 @@ class Fleet:
         self.metrics = FleetMetrics(self, registry or CollectorRegistry())
         self.dead_letters = 0
         self.handled = 0
+        self.held_passes = 0  # passes that waited for their partition's backlog first
+        self._records_by_partition: dict[int, Any] = {}  # the counter's child per partition
 
     # -- one record (the faust agent's whole body) ------------------------------
     async def handle(self, partition: int, offset: int, key: bytes | None, value: bytes | None) -> None:
         """Apply one record; never raises (failures go to the dead-letter topic)."""
         self.handled += 1
-        self.metrics.records.labels(str(partition)).inc()
+        counter = self._records_by_partition.get(partition)
+        if counter is None:
+            counter = self._records_by_partition[partition] = self.metrics.records.labels(str(partition))
+        counter.inc()
         try:
             msg = codec.decode(value, key)
         except codec.CodecError as exc:
@@ -310,13 +327,33 @@ class Fleet:
                     "rule-error",
                 )
 
+        async def backlog_first() -> None:
+            await self._let_backlog_in(rt.partition)
+
         pipeline = Pipeline(
-            cache, self.sessions, config, renderer=self.renderer, clock=self.clock, on_pass=on_pass
+            cache,
+            self.sessions,
+            config,
+            renderer=self.renderer,
+            clock=self.clock,
+            on_pass=on_pass,
+            before_pass=backlog_first if self.backlog is not None else None,
         )
         cache.on_event = pipeline.on_event
         rt = ClusterRuntime(cluster, partition, cache, pipeline, {"partition": partition, **meta})
         self.runtimes[cluster] = rt
         return rt
+
+    async def _let_backlog_in(self, partition: int) -> None:
+        """Before a pass: wait while more than BACKLOG_HOLD records of ``partition`` are not
+        handled yet, at most ``max_hold`` seconds."""
+        assert self.backlog is not None
+        if self.backlog(partition) <= BACKLOG_HOLD:
+            return
+        self.held_passes += 1
+        deadline = time.monotonic() + self.max_hold
+        while self.backlog(partition) > BACKLOG_HOLD and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
 
     def _set_version(self, rt: ClusterRuntime, version: str | None) -> None:
         rt.cache.state.kube_version = version
@@ -422,6 +459,7 @@ class Fleet:
         return {
             "adopted": sorted(self.adopted),
             "handled": self.handled,
+            "held_passes": self.held_passes,
             "dead_letters": self.dead_letters,
             "clusters": {name: rt.status() for name, rt in sorted(self.runtimes.items())},
         }

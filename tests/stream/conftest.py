@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -165,6 +166,12 @@ class Worker(Proc):
 
     def metrics(self) -> str:
         return http_text(f"{self.web}/metrics")
+
+    def dump_tasks(self) -> None:
+        """SIGUSR1: the worker (mode.Worker) writes every asyncio task's stack to its log."""
+        if self.alive():
+            os.kill(self.pid, signal.SIGUSR1)
+            time.sleep(2)
 
 
 class Publisher(Proc):

@@ -18,7 +18,7 @@ from agent.kube.gateway import Gateway
 from agent.kube.watcher import Watcher
 from agent.pipeline import PipelineConfig
 from agent.stream import codec
-from agent.stream.fleet import Fleet, meta_key
+from agent.stream.fleet import BACKLOG_HOLD, Fleet, meta_key
 from agent.stream.publisher import DeltaPublisher
 from storage.models import Incident, Notification
 
@@ -57,7 +57,7 @@ async def recorded_stream(tmp_path: Path) -> list[list[bytes]]:
         await cluster.stop()
 
 
-def new_fleet(sessions, table: dict[bytes, bytes], dead: list) -> Fleet:
+def new_fleet(sessions, table: dict[bytes, bytes], dead: list, **options) -> Fleet:
     async def dead_letter(key, value, error, partition, offset):
         dead.append((key, value, error, partition, offset))
 
@@ -66,6 +66,7 @@ def new_fleet(sessions, table: dict[bytes, bytes], dead: list) -> Fleet:
         table=table,
         dead_letter=dead_letter,
         config=PipelineConfig(grace=0, debounce=0.01, sinks=("webhook",)),
+        **options,
     )
 
 
@@ -140,3 +141,33 @@ async def test_a_poison_record_is_dead_lettered_and_the_partition_goes_on(sessio
     assert not any(k.startswith(b"O\x00seed-1\x00Pod") for k in table)  # the bad object is not kept
     assert orjson.loads(table[meta_key("seed-1")])["partition"] == 0
     await fleet.close()
+
+
+async def test_a_pass_lets_its_partitions_backlog_in_first(sessions, tmp_path) -> None:
+    """While more than BACKLOG_HOLD records of the cluster's partition wait, a pass waits for
+    them (each would change the state it analyses) — at most max_hold seconds."""
+    initial, deadlock, *_ = await recorded_stream(tmp_path)
+    backlog = {0: BACKLOG_HOLD + 1}
+    fleet = new_fleet(sessions, {}, [], backlog=lambda partition: backlog[partition], max_hold=30.0)
+    await feed(fleet, initial)
+    rt = fleet.runtimes["seed-1"]
+    await asyncio.sleep(0.2)  # the pipeline's first pass is due (debounce 0.01 s) but held
+    assert rt.pipeline.stats.passes == 0 and fleet.held_passes == 1
+
+    await feed(fleet, deadlock)
+    backlog[0] = BACKLOG_HOLD  # drained to the hold: the held pass runs, over everything handled
+    await asyncio.wait_for(_until(lambda: rt.pipeline.caught_up and rt.pipeline.stats.passes >= 1), 30)
+    assert await counts(sessions) == ([("rollout-surge-deadlock", "open")], 1)
+    await fleet.close()
+
+    # A backlog that never drains holds a pass only max_hold seconds.
+    stuck = new_fleet(sessions, {}, [], backlog=lambda partition: 10**6, max_hold=0.3)
+    await feed(stuck, initial)
+    await asyncio.wait_for(_until(lambda: stuck.runtimes["seed-1"].pipeline.stats.passes >= 1), 30)
+    assert stuck.held_passes >= 1
+    await stuck.close()
+
+
+async def _until(check) -> None:
+    while not check():
+        await asyncio.sleep(0.02)

@@ -129,9 +129,11 @@ async def settled(publishers: dict[str, Publisher], workers: list[Worker], names
     await eventually(analysed, SETTLE_TIMEOUT, f"the workers to apply and analyse {last}")
 
 
-# A disruption: called after each step k of the timelines is played, with the workers;
-# returns whether the fleet should now settle (False while the broker is away).
-Disruption = Callable[[int, list[Worker]], Awaitable[bool]]
+# A disruption: called after each step k of the timelines is played, with the workers and
+# ``settle`` (waits until everything published is applied and analysed); it calls ``settle``
+# when the step's records must be analysed on their own (not while the broker is away).
+Settle = Callable[[], Awaitable[None]]
+Disruption = Callable[[int, list[Worker], Settle], Awaitable[None]]
 
 
 @dataclass
@@ -176,14 +178,21 @@ async def run_fleet(
                 for name, scenario in scenarios.items():
                     if k < len(scenario.timeline):
                         play_step(fakes[name], scenario.timeline[k])
-                if await disrupt(k, workers):
+
+                async def settle(k: int = k) -> None:
                     await settled(publishers, workers, names)
                     run.settled_at[k] = time.monotonic()
+
+                await disrupt(k, workers, settle)
             run.survivors = [w for w in workers if w.alive()]
             # The live workers hold every cluster between them; nothing was dead-lettered or dropped.
             assert {c for w in run.survivors for c in w.status()["clusters"]} == set(names)
             assert all(w.status()["dead_letters"] == 0 for w in run.survivors)
             assert all(p.state()["dropped"] == 0 for p in publishers.values())
+        except BaseException:
+            for w in workers:
+                w.dump_tasks()  # what a stuck worker was waiting for, in its log
+            raise
         finally:
             for p in publishers.values():
                 p.stop()
@@ -208,12 +217,12 @@ async def test_three_clusters_two_workers_one_killed_match_single_process_agents
     broker = request.getfixturevalue({"tansu": "broker", "kafka": "kafka"}[broker_kind])
     victims: list[Worker] = []
 
-    async def kill_a_worker(k: int, workers: list[Worker]) -> bool:
+    async def kill_a_worker(k: int, workers: list[Worker], settle: Settle) -> None:
         if k == 0:
             # Mid-stream: the step's records are on their way; kill whoever holds the most.
             victims.append(max(workers, key=lambda w: len(w.status()["clusters"])))
             victims[0].kill()
-        return True
+        await settle()
 
     run = await run_fleet(broker, pg_server, prefix, tmp_path, kill_a_worker)
     # The survivor took the victim's clusters over (run_fleet: the live workers hold them all).
@@ -222,23 +231,26 @@ async def test_three_clusters_two_workers_one_killed_match_single_process_agents
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
 async def test_kafka_restarted_under_workers_and_publishers(how, kafka, pg_server, prefix, tmp_path) -> None:
-    """Apache Kafka stopped (cleanly, or killed) after the first step's records left, the
-    second step played while it is away, then started again on the same port and log
-    directories: the workers and publishers reconnect by themselves, nothing is lost
+    """Apache Kafka stopped (cleanly, or killed) once the first step is analysed, the
+    second step played while it is away (the publishers buffer it), then started again on
+    the same port and log directories: the workers and publishers reconnect by themselves, nothing is lost
     (every published record applied), nothing is counted twice (the incidents and
     notifications are exactly the single-process agents'), and no worker restarts."""
     outage: dict[str, float] = {}
 
-    async def restart_the_broker(k: int, workers: list[Worker]) -> bool:
+    async def restart_the_broker(k: int, workers: list[Worker], settle: Settle) -> None:
         if k == 0:
+            # The step is analysed first, as the single-process agents analyse each step: were
+            # its records still in flight, the next step would be analysed with them as one.
+            await settle()
             outage["down"] = time.monotonic()
             await asyncio.to_thread(kafka.stop if how == "SIGTERM" else kafka.kill)
-            return False  # nothing can settle while the broker is away
+            return  # nothing can settle while the broker is away
         if k == 1:
             await asyncio.to_thread(kafka.start)
             outage["up"] = time.monotonic()
             outage["start"] = kafka.started_in
-        return True
+        await settle()
 
     run = await run_fleet(kafka, pg_server, prefix, tmp_path, restart_the_broker)
     assert len(run.survivors) == 2, "a worker exited while the broker was away"
