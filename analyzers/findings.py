@@ -10,6 +10,7 @@ the way a human would.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -113,6 +114,7 @@ class Finding:
         }
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a pure function asked again for every pass that sees a finding
 def fingerprint(rule_id: str, subject: ObjectRef, cause: str = "") -> str:
     """Stable identity of a root cause: the owning workload, the rule and the cause.
 

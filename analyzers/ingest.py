@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import orjson
 import yaml
@@ -76,6 +76,7 @@ from analyzers.validate import check_object, json_type
 T = TypeVar("T")
 Obj = Mapping[str, Any]
 _intern = sys.intern
+SCHEDULED_TRUE: Final = make_condition("PodScheduled", "True", "", "", None)
 
 
 class InputError(ValueError):
@@ -506,6 +507,14 @@ class Decoder:
             for i, c in enumerate(value)
         )
 
+    def _scheduled(self, c: Mapping[str, Any]) -> Condition:
+        """A pod's PodScheduled condition. ``True`` without reason or message (every bound pod)
+        is one shared record: what the analysis reads of it is that it is there and True (its
+        transition time is read only while it is False: ``agent.pipeline.pending_since``)."""
+        if c.get("status") == "True" and not c.get("reason") and not c.get("message"):
+            return SCHEDULED_TRUE
+        return self._condition(c)
+
     def _condition(self, c: Mapping[str, Any]) -> Condition:
         s = self.s
         return make_condition(
@@ -816,7 +825,7 @@ class Decoder:
             if ctype == "PodScheduled":
                 if scheduled is None:
                     held = prev.scheduled if prev is not None else None
-                    scheduled = held if held is not None and _same_condition(c, held) else self._condition(c)
+                    scheduled = held if held is not None and _same_condition(c, held) else self._scheduled(c)
             elif ctype == "Ready" and c.get("status") == "True":
                 ready = True
             elif ctype == "DisruptionTarget" and preempted is None:

@@ -28,6 +28,7 @@ entry and notification is complete when :func:`decide` returns.
 from __future__ import annotations
 
 import enum
+import operator
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -186,13 +187,11 @@ class IncidentState:
 
     def copy(self) -> IncidentState:
         """A shallow copy (the decision replaces evidence, remedies and pods, never edits them)."""
-        new = object.__new__(IncidentState)
-        for name in _INCIDENT_FIELDS:
-            setattr(new, name, getattr(self, name))
-        return new
+        return IncidentState(*_incident_fields(self))
 
 
 _INCIDENT_FIELDS: Final = tuple(IncidentState.__slots__)
+_incident_fields: Final = operator.attrgetter(*_INCIDENT_FIELDS)  # every field, in __init__'s order
 
 
 @dataclass(slots=True)
@@ -286,26 +285,29 @@ def subject_names(passes: Sequence[Pass]) -> set[str] | None:
 def ids_needed(passes: Sequence[Pass], open_incidents: Iterable[IncidentState]) -> int:
     """Exactly how many incidents :func:`decide` will open for these passes (the ids the writer
     reserves): the open/resolve bookkeeping of fingerprints alone, without the rest."""
-    subject_of: dict[str, ObjectRef] = {}
-    by_subject: dict[ObjectRef, set[str]] = defaultdict(set)
+    # Subjects as (kind, namespace, name) tuples: cheaper to build and hash than ObjectRefs.
+    subject_of: dict[str, tuple[str, str, str]] = {}
+    by_subject: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for inc in open_incidents:
-        subject_of[inc.fingerprint] = inc.ref
-        by_subject[inc.ref].add(inc.fingerprint)
+        key = (inc.subject_kind, inc.namespace, inc.subject_name)
+        subject_of[inc.fingerprint] = key
+        by_subject[key].add(inc.fingerprint)
     count = 0
     for p in passes:
         found = {f.fingerprint: f.subject for f in p.findings}
-        new = [(fp, ref) for fp, ref in found.items() if fp not in subject_of]
+        new = [(fp, (r.kind, r.namespace, r.name)) for fp, r in found.items() if fp not in subject_of]
         count += len(new)
         if isinstance(p.evaluated, _EverySubject):
             candidates = list(subject_of)
         else:
-            candidates = [fp for ref in set(p.evaluated) for fp in by_subject.get(ref, ())]
+            refs = {(r.kind, r.namespace, r.name) for r in p.evaluated}
+            candidates = [fp for key in refs for fp in by_subject.get(key, ())]
         for fp in candidates:
             if fp not in found:
                 by_subject[subject_of.pop(fp)].discard(fp)
-        for fp, ref in new:
-            subject_of[fp] = ref
-            by_subject[ref].add(fp)
+        for fp, key in new:
+            subject_of[fp] = key
+            by_subject[key].add(fp)
     return count
 
 
@@ -353,7 +355,9 @@ def _remedy_key(raw: Mapping[str, Any]) -> tuple[str, str, str]:
 def _new_first_remedy(stored: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> bool:
     """A first remedy that was not offered before (a remedy that merely moved up because the one
     above it was applied, or stopped applying, is nothing new to act on)."""
-    return bool(new) and _remedy_key(new[0]) not in {_remedy_key(r) for r in stored}
+    if not new or (stored and stored[0] == new[0]):  # the usual repeat: the same first remedy
+        return False
+    return _remedy_key(new[0]) not in {_remedy_key(r) for r in stored}
 
 
 def _describe_update(inc: IncidentState, what: Sequence[str], previous: Mapping[str, Any]) -> list[str]:
@@ -405,7 +409,8 @@ class _Lifecycle:
             self.open_by_fp[inc.fingerprint] = inc
             self.fps_by_subject[inc.ref].add(inc.fingerprint)
         self.latest_resolved = dict(latest_resolved)
-        self.fresh_keys = set(fresh_keys)
+        self.fresh_keys = fresh_keys if isinstance(fresh_keys, (set, frozenset)) else set(fresh_keys)
+        self.counted_keys: set[str] = set()  # fresh keys a pass of this batch counted already
         self.recent_opens = list(recent_opens)
         self.policy = policy
         self.ids = iter(ids)
@@ -452,8 +457,8 @@ class _Lifecycle:
         subjects: set[ObjectRef] = set() if isinstance(p.evaluated, _EverySubject) else set(p.evaluated)
 
         unique = list({t.key: t for t in reversed(p.triggers)}.values())[::-1]  # first of each key, in order
-        fresh = [t for t in unique if t.key in self.fresh_keys]
-        self.fresh_keys.difference_update(t.key for t in fresh)  # a key counts once per batch
+        fresh = [t for t in unique if t.key in self.fresh_keys and t.key not in self.counted_keys]
+        self.counted_keys.update(t.key for t in fresh)  # a key counts once per batch
         result.new_triggers, result.replayed_triggers = len(fresh), len(unique) - len(fresh)
         pass_message = fresh[-1].message if fresh else (p.triggers[-1].message if p.triggers else "")
 
@@ -563,7 +568,7 @@ class _Lifecycle:
                 actionable.append("remedy")
                 previous["remedy"] = (inc.remedies or [{}])[0].get("title")
             peak = max(inc.peak_pods or 0, len(inc.pods or ()))
-            if any(peak < t <= len(f.pods) for t in self.policy.pod_thresholds):
+            if len(f.pods) > peak and any(peak < t <= len(f.pods) for t in self.policy.pod_thresholds):
                 actionable.append("pods")
                 previous["pods"] = peak
             inc.peak_pods = max(peak, len(f.pods))

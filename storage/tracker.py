@@ -179,6 +179,10 @@ log = logging.getLogger(__name__)
 _CHUNK = 500
 
 _INCIDENTS = cast(Table, Incident.__table__)
+_APPLIED = cast(Table, AppliedEvent.__table__)
+_GENERATIONS = cast(Table, TrackerGeneration.__table__)
+_TIMELINE = cast(Table, TimelineEntry.__table__)
+_OUTBOX = cast(Table, Notification.__table__)
 _COLUMNS = tuple(_INCIDENTS.c)
 # What a pass can change on an incident that exists (everything else is fixed when it opens).
 _MUTABLE = (
@@ -214,9 +218,58 @@ def _update_by_id(columns: tuple[str, ...]) -> Any:
     return stmt
 
 
+_UNNEST_UPDATES: dict[tuple[str, ...], tuple[Any, tuple[Any, ...]]] = {}
+
+
+def _update_from_arrays(columns: tuple[str, ...], dialect: Any) -> tuple[Any, tuple[Any, ...]]:
+    """PostgreSQL: ``UPDATE incidents SET c = v.c … FROM unnest($1::bigint[], $2::…[], …) AS v(…)
+    WHERE incidents.id = v.b_id``: every changed row of a batch in one statement with one
+    parameter per column (the same text whatever the number of rows, so asyncpg prepares it once).
+
+    Returns the statement and, per column, the bind processor that turns a value into what
+    the column's type sends (the arrays are bound as plain lists)."""
+    built = _UNNEST_UPDATES.get(columns)
+    if built is None:
+        cols = [_INCIDENTS.c.id, *(_INCIDENTS.c[name] for name in columns)]
+        names = ["b_id", *columns]
+        arrays = ", ".join(
+            f"CAST(:a_{name} AS {col.type.compile(dialect=dialect)}[])"
+            for name, col in zip(names, cols, strict=True)
+        )
+        assignments = ", ".join(f"{name} = v.{name}" for name in columns)
+        stmt = text(
+            f"UPDATE incidents SET {assignments} FROM unnest({arrays}) AS v({', '.join(names)})"
+            " WHERE incidents.id = v.b_id"
+        )
+        processors = tuple(col.type.dialect_impl(dialect).bind_processor(dialect) for col in cols)
+        built = _UNNEST_UPDATES[columns] = (stmt, processors)
+    return built
+
+
+async def _update_rows(session: AsyncSession, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+    """Write ``columns`` of the incidents ``rows`` name (``b_id``): one statement per batch."""
+    dialect = session.get_bind().dialect
+    if dialect.name != "postgresql":
+        # SQLite: one prepared UPDATE run for every row (sqlite3's executemany), no round trips.
+        await _execute(session, _update_by_id(columns), rows)
+        return
+    stmt, processors = _update_from_arrays(columns, dialect)
+    params = {}
+    for name, process in zip(("b_id", *columns), processors, strict=True):
+        values = [row[name] for row in rows]
+        params[f"a_{name}"] = [process(v) for v in values] if process is not None else values
+    await _execute(session, stmt, params)
+
+
 def _insert_ignore(session: AsyncSession) -> Any:
     name = session.get_bind().dialect.name
     return pg_insert if name == "postgresql" else sqlite_insert
+
+
+async def _execute(session: AsyncSession, stmt: Any, params: Any = None) -> Any:
+    """A Core statement on the session's connection: no ORM bookkeeping on the hot path."""
+    conn = await session.connection()
+    return await conn.execute(stmt, params)
 
 
 async def _record_triggers(
@@ -230,12 +283,12 @@ async def _record_triggers(
     if not keys:
         return set()
     stmt = (
-        _insert_ignore(session)(AppliedEvent)
+        _insert_ignore(session)(_APPLIED)
         .on_conflict_do_nothing(index_elements=["cluster", "key"])
-        .returning(AppliedEvent.key)
+        .returning(_APPLIED.c.key)
     )
     rows = [{"cluster": cluster, "key": k, "applied_at": now} for k in keys]
-    return set((await session.execute(stmt, rows)).scalars())
+    return set((await _execute(session, stmt, rows)).scalars())
 
 
 async def _lock_cluster(session: AsyncSession, cluster: str) -> None:
@@ -260,14 +313,12 @@ async def _next_generation(session: AsyncSession, cluster: str) -> int:
     SQLite it also takes the database's write lock first, so the reads that follow see what
     the transaction will be applied to)."""
     stmt = (
-        _insert_ignore(session)(TrackerGeneration)
+        _insert_ignore(session)(_GENERATIONS)
         .values(cluster=cluster, generation=1)
-        .on_conflict_do_update(
-            index_elements=["cluster"], set_={"generation": TrackerGeneration.generation + 1}
-        )
-        .returning(TrackerGeneration.generation)
+        .on_conflict_do_update(index_elements=["cluster"], set_={"generation": _GENERATIONS.c.generation + 1})
+        .returning(_GENERATIONS.c.generation)
     )
-    return int((await session.execute(stmt)).scalar_one())
+    return int((await _execute(session, stmt)).scalar_one())
 
 
 class HeldIncidents:
@@ -363,7 +414,7 @@ async def _load_open(
     found: dict[str, IncidentState] = {}
 
     async def read(stmt: Any) -> None:
-        for row in (await session.execute(stmt)).mappings():
+        for row in (await _execute(session, stmt)).mappings():
             found[row["fingerprint"]] = IncidentState(**row)
 
     if names is None:
@@ -499,7 +550,7 @@ async def _write(
     """Persist a decision: a handful of multi-row statements, whatever the number of passes
     (``loaded``: the incidents as read, by id, to update only what changed)."""
     if decision.created:
-        await session.execute(insert(_INCIDENTS), [_row(i) for i in decision.created.values()])
+        await _execute(session, insert(_INCIDENTS), [_row(i) for i in decision.created.values()])
     if decision.changed:
         # Only the columns a batch changed, grouped by which: a repeated event moves
         # occurrences and last_seen, and the JSON columns are not serialised again for it.
@@ -513,12 +564,11 @@ async def _write(
                 row = {"b_id": inc.id, **{name: getattr(inc, name) for name in columns}}
                 groups.setdefault(columns, []).append(row)
         for columns, rows in groups.items():
-            await session.execute(
-                _update_by_id(columns), rows, execution_options={"synchronize_session": False}
-            )
+            await _update_rows(session, columns, rows)
     if decision.timeline:
-        await session.execute(
-            insert(TimelineEntry),
+        await _execute(
+            session,
+            insert(_TIMELINE),
             [
                 {
                     "incident_id": e.incident_id,
@@ -540,7 +590,7 @@ async def _write(
             result = decision.results[n.pass_index]
             result.notifications += len(sinks)
             result.silenced += len(sinks) if silenced_by is not None else 0
-        await session.execute(insert(Notification), outbox)
+        await _execute(session, insert(_OUTBOX), outbox)
 
 
 async def apply_passes(

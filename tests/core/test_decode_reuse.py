@@ -151,7 +151,6 @@ POD_CHANGES: dict[str, Mutation] = {
     "scheduled condition status": _set("status.conditions.0.status", "False"),
     "scheduled condition reason": _set("status.conditions.0.reason", "Unschedulable"),
     "scheduled condition message": _set("status.conditions.0.message", "0/3 nodes are available"),
-    "scheduled condition time": _set("status.conditions.0.lastTransitionTime", "2026-11-20T10:05:00Z"),
     "not ready": _set("status.conditions.1.status", "False"),
     "nominated": _set("status.nominatedNodeName", "n3"),
     # metadata
@@ -182,6 +181,8 @@ POD_NON_CHANGES: dict[str, Mutation] = {
     "other annotation": lambda p: p["metadata"]["annotations"].update(other="y"),
     "hostname": _set("spec.hostname", "web-1b"),
     "token volume": _set("spec.volumes.1.name", "kube-api-access-x2"),
+    # A bound pod's PodScheduled=True is one shared record: only a False one's time is read.
+    "scheduled condition time": _set("status.conditions.0.lastTransitionTime", "2026-11-20T10:05:00Z"),
 }
 
 
@@ -385,3 +386,16 @@ def test_a_pod_status_naming_its_generated_resource_claim_is_a_new_record() -> N
     now = state.apply_object(copy.deepcopy(obj))
     assert now is not held and now.resource_claim_statuses == {"gpu": "p-gpu-1"}
     assert state.apply_object(copy.deepcopy(obj)) is now
+
+
+def test_a_pending_pods_scheduled_condition_time_changes_the_record() -> None:
+    """When the pod started waiting (``agent.pipeline.pending_since``) is read from a False
+    PodScheduled condition's transition time: that one is kept, and its change re-decoded."""
+    pending = rich_pod()
+    pending["status"]["conditions"][0].update(status="False", reason="Unschedulable", message="0/3 nodes")
+    state = ClusterState()
+    held = state.apply_object(pending)
+    changed = _changed(_set("status.conditions.0.lastTransitionTime", "2026-11-20T10:05:00Z"), pending)
+    got = state.apply_object(changed)
+    assert got != held and got == Decoder().decode(copy.deepcopy(changed))
+    assert got.scheduled is not None and got.scheduled.last_transition != held.scheduled.last_transition  # type: ignore[union-attr]

@@ -22,14 +22,17 @@ Sessions = async_sessionmaker[AsyncSession]
 async def _rows(sessions: Sessions) -> list[tuple[int, str, str, int | None, int]]:
     async with sessions() as s:
         rows = await s.execute(
-            select(Incident.id, Incident.cluster, Incident.status, Incident.previous_id, Incident.occurrences)
-            .order_by(Incident.id)
+            select(
+                Incident.id, Incident.cluster, Incident.status, Incident.previous_id, Incident.occurrences
+            ).order_by(Incident.id)
         )
         return [tuple(r) for r in rows]  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("batch", [1, 2, 9])
-async def test_held_incidents_decide_as_reading_them_every_batch(engine: object, db_url: str, batch: int) -> None:
+async def test_held_incidents_decide_as_reading_them_every_batch(
+    engine: object, db_url: str, batch: int
+) -> None:
     script = _script()
     reading = create_sessionmaker(engine)  # type: ignore[arg-type]
     for i in range(0, len(script), batch):
@@ -54,16 +57,40 @@ async def test_a_second_writer_makes_the_holder_read_again(sessions: Sessions) -
     a = deployment("a")
     gpu = finding(a, cause="gpu")
     held = HeldIncidents("prod")
-    await track(sessions, cluster="prod", findings=[gpu], evaluated=[a], now=at(0), triggers=[trigger("e1")], held=held)
+    await track(
+        sessions,
+        cluster="prod",
+        findings=[gpu],
+        evaluated=[a],
+        now=at(0),
+        triggers=[trigger("e1")],
+        held=held,
+    )
     # Another agent (no held copy) sees the workload healthy and resolves the incident.
     await track(sessions, cluster="prod", findings=[], evaluated=[a], now=at(1), triggers=[trigger("ok")])
     # The holder's copy still says "open": trusting it would update a resolved incident.
-    await track(sessions, cluster="prod", findings=[gpu], evaluated=[a], now=at(2), triggers=[trigger("e2")], held=held)
+    await track(
+        sessions,
+        cluster="prod",
+        findings=[gpu],
+        evaluated=[a],
+        now=at(2),
+        triggers=[trigger("e2")],
+        held=held,
+    )
     assert await _rows(sessions) == [(1, "prod", "resolved", None, 1), (2, "prod", "open", 1, 1)]
     assert held.reloads == 2
     # Writes to another cluster are no concern of this copy.
     await track(sessions, cluster="staging", findings=[gpu], now=at(3), triggers=[trigger("e3")])
-    await track(sessions, cluster="prod", findings=[gpu], evaluated=[a], now=at(4), triggers=[trigger("e4")], held=held)
+    await track(
+        sessions,
+        cluster="prod",
+        findings=[gpu],
+        evaluated=[a],
+        now=at(4),
+        triggers=[trigger("e4")],
+        held=held,
+    )
     assert held.reloads == 2 and (await _rows(sessions))[1] == (2, "prod", "open", 1, 2)
 
 
@@ -72,9 +99,27 @@ async def test_a_reminder_makes_the_holder_read_again(sessions: Sessions) -> Non
     gpu = finding(a, cause="gpu", pods=("ml/a-1",))
     policy = NotifyPolicy(reminder_interval=timedelta(hours=1))
     held = HeldIncidents("prod")
-    await track(sessions, cluster="prod", findings=[gpu], evaluated=[a], now=at(0), sinks=["s"], policy=policy, held=held)
+    await track(
+        sessions,
+        cluster="prod",
+        findings=[gpu],
+        evaluated=[a],
+        now=at(0),
+        sinks=["s"],
+        policy=policy,
+        held=held,
+    )
     assert await track_reminders(sessions, cluster="prod", now=at(61), sinks=["s"], policy=policy) == [1]
-    await track(sessions, cluster="prod", findings=[gpu], evaluated=[a], now=at(62), sinks=["s"], policy=policy, held=held)
+    await track(
+        sessions,
+        cluster="prod",
+        findings=[gpu],
+        evaluated=[a],
+        now=at(62),
+        sinks=["s"],
+        policy=policy,
+        held=held,
+    )
     assert held.reloads == 2
     # The copy read again carries the reminder's notified_at, as the database does.
     [inc] = held.of_subjects(None).values()
