@@ -36,7 +36,14 @@ from analyzers.findings import ObjectRef
 from analyzers.records import Event, Node, Pod
 from analyzers.simulator.nodeinfo import DERIVED_KEY, NodeTable
 from analyzers.simulator.results import PodVerdict
-from analyzers.snapshot import KIND_COLLECTIONS, ClusterSnapshot, Origin, bound_node, pods_by_node_updated
+from analyzers.snapshot import (
+    KIND_COLLECTIONS,
+    UNSCHEDULED_KEY,
+    ClusterSnapshot,
+    Origin,
+    bound_node,
+    pods_by_node_updated,
+)
 
 Change = tuple[str, Any, Any]  # (collection, old record or None, new record or None)
 
@@ -272,10 +279,19 @@ def scoped(snapshot: ClusterSnapshot, scope: frozenset[ObjectRef]) -> ClusterSna
     """The snapshot without the pending pods of workloads outside ``scope``: everything
     the analysis of the workloads in scope reads (nodes, bound pods, their own pods,
     budgets, events) is still there, and no time is spent on the others."""
-    drop = [
-        ("pods", pod.key) for pod in snapshot.unscheduled_pods() if snapshot.workload_of(pod).ref not in scope
-    ]
-    return snapshot.replace(remove=drop) if drop else snapshot
+    kept: list[Pod] = []
+    drop: list[tuple[str, Any]] = []
+    for pod in snapshot.unscheduled_pods():
+        if snapshot.workload_of(pod).ref in scope:
+            kept.append(pod)
+        else:
+            drop.append(("pods", pod.key))
+    if not drop:
+        return snapshot
+    narrowed = snapshot.replace(remove=drop)
+    # Its pending pods are these, in the same order: no walk over every pod again.
+    narrowed.derived(UNSCHEDULED_KEY, lambda: tuple(kept))
+    return narrowed
 
 
 def carry_over(older: ClusterSnapshot, newer: ClusterSnapshot, changed: Iterable[Change]) -> bool:

@@ -479,8 +479,14 @@ class ClusterSnapshot:
         return index.get(namespace, ())
 
     def unscheduled_pods(self) -> list[Pod]:
-        """Pods waiting for kube-scheduler (other schedulers' pods excluded)."""
-        return [p for p in self.pods.values() if p.unscheduled]
+        """Pods waiting for kube-scheduler (other schedulers' pods excluded), in the
+        snapshot's order. Found once per snapshot: a pass asks several times, and on a
+        large cluster each look is a walk over every pod."""
+        pending: tuple[Pod, ...] = self.derived(UNSCHEDULED_KEY, self._unscheduled)
+        return list(pending)
+
+    def _unscheduled(self) -> tuple[Pod, ...]:
+        return tuple(p for p in self.pods.values() if p.unscheduled)
 
     def workload_of(self, pod: Pod) -> Workload:
         """Follow the owner chain Pod → ReplicaSet → Deployment (Job → CronJob stops at Job)."""
@@ -570,6 +576,9 @@ class ClusterSnapshot:
 
     def __repr__(self) -> str:
         return f"<ClusterSnapshot nodes={len(self.nodes)} pods={len(self.pods)} generation={self.generation}>"
+
+
+UNSCHEDULED_KEY = "unscheduled_pods"  # ClusterSnapshot.unscheduled_pods, cached
 
 
 def bound_node(pod: Pod | None) -> str | None:
