@@ -227,6 +227,31 @@ def _scale_one_by_one(cluster: Cluster, metrics: list[dict[str, Any]]) -> tuple[
     return counts, outside
 
 
+def _rolled(cluster: Cluster) -> bool:
+    """The StatefulSet controller saw the new template (observedGeneration) and both
+    Cassandra pods are re-created with requests, bound and Ready: a status read before
+    the controller observed the change would still say "2 updated, 2 ready"."""
+    ns = cluster.ns
+    sts = cluster.api.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/cassandra")
+    status = sts.get("status") or {}
+    if status.get("observedGeneration", 0) < sts["metadata"]["generation"]:
+        return False
+    if status.get("currentRevision") != status.get("updateRevision") or status.get("readyReplicas") != 2:
+        return False
+    labels = ",".join(f"{k}={v}" for k, v in sts["spec"]["selector"]["matchLabels"].items())
+    pods = cluster.api.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=labels)["items"]
+    return len(pods) == 2 and all(
+        not p["metadata"].get("deletionTimestamp")
+        and p["spec"].get("nodeName")
+        and (p["spec"]["containers"][0].get("resources") or {}).get("requests")
+        and any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in p["status"].get("conditions") or ()
+        )
+        for p in pods
+    )
+
+
 def _on_hot(dist: dict[str, Any]) -> float:
     return sum(float(dist.get(n, 0)) for n in HOT)
 
@@ -282,17 +307,7 @@ def test_seed_003_real_placement_before_and_after_the_remedy(cluster: Cluster) -
 
     # 3. The remedy, as the rule words it, with the real kubectl; the rollout; again.
     cluster.plane.kubectl(*shlex.split(remedy.command)[1:])
-    _wait(
-        "cassandra rolled with the new requests",
-        lambda: (
-            lambda s: (
-                s.get("updatedReplicas") == 2
-                and s.get("readyReplicas") == 2
-                and s.get("currentRevision") == s.get("updateRevision")
-            )
-        )(cluster.api.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/cassandra")["status"]),
-        timeout=90,
-    )
+    _wait("cassandra rolled with the new requests", lambda: _rolled(cluster), timeout=90)
     _scale(cluster, 0)
     _wait(
         f"{APP} scaled to 0",
