@@ -29,6 +29,20 @@ async def _rows(sessions: Sessions) -> list[tuple[int, str, str, int | None, int
         return [tuple(r) for r in rows]  # type: ignore[misc]
 
 
+async def _seen(sessions: Sessions, held: HeldIncidents | None, minute: float, **extra: object) -> None:
+    """One pass of cluster "prod" that finds the gpu problem of Deployment "a" again."""
+    a = deployment("a")
+    await track(
+        sessions,
+        cluster="prod",
+        findings=[finding(a, cause="gpu", pods=("ml/a-1",))],
+        evaluated=[a],
+        now=at(minute),
+        held=held,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
 @pytest.mark.parametrize("batch", [1, 2, 9])
 async def test_held_incidents_decide_as_reading_them_every_batch(
     engine: object, db_url: str, batch: int
@@ -54,72 +68,27 @@ async def test_held_incidents_decide_as_reading_them_every_batch(
 
 
 async def test_a_second_writer_makes_the_holder_read_again(sessions: Sessions) -> None:
-    a = deployment("a")
-    gpu = finding(a, cause="gpu")
     held = HeldIncidents("prod")
-    await track(
-        sessions,
-        cluster="prod",
-        findings=[gpu],
-        evaluated=[a],
-        now=at(0),
-        triggers=[trigger("e1")],
-        held=held,
-    )
+    await _seen(sessions, held, 0, triggers=[trigger("e1")])
     # Another agent (no held copy) sees the workload healthy and resolves the incident.
+    a = deployment("a")
     await track(sessions, cluster="prod", findings=[], evaluated=[a], now=at(1), triggers=[trigger("ok")])
     # The holder's copy still says "open": trusting it would update a resolved incident.
-    await track(
-        sessions,
-        cluster="prod",
-        findings=[gpu],
-        evaluated=[a],
-        now=at(2),
-        triggers=[trigger("e2")],
-        held=held,
-    )
+    await _seen(sessions, held, 2, triggers=[trigger("e2")])
     assert await _rows(sessions) == [(1, "prod", "resolved", None, 1), (2, "prod", "open", 1, 1)]
     assert held.reloads == 2
     # Writes to another cluster are no concern of this copy.
-    await track(sessions, cluster="staging", findings=[gpu], now=at(3), triggers=[trigger("e3")])
-    await track(
-        sessions,
-        cluster="prod",
-        findings=[gpu],
-        evaluated=[a],
-        now=at(4),
-        triggers=[trigger("e4")],
-        held=held,
-    )
+    await track(sessions, cluster="staging", findings=[finding(a)], now=at(3), triggers=[trigger("e3")])
+    await _seen(sessions, held, 4, triggers=[trigger("e4")])
     assert held.reloads == 2 and (await _rows(sessions))[1] == (2, "prod", "open", 1, 2)
 
 
 async def test_a_reminder_makes_the_holder_read_again(sessions: Sessions) -> None:
-    a = deployment("a")
-    gpu = finding(a, cause="gpu", pods=("ml/a-1",))
     policy = NotifyPolicy(reminder_interval=timedelta(hours=1))
     held = HeldIncidents("prod")
-    await track(
-        sessions,
-        cluster="prod",
-        findings=[gpu],
-        evaluated=[a],
-        now=at(0),
-        sinks=["s"],
-        policy=policy,
-        held=held,
-    )
+    await _seen(sessions, held, 0, sinks=["s"], policy=policy)
     assert await track_reminders(sessions, cluster="prod", now=at(61), sinks=["s"], policy=policy) == [1]
-    await track(
-        sessions,
-        cluster="prod",
-        findings=[gpu],
-        evaluated=[a],
-        now=at(62),
-        sinks=["s"],
-        policy=policy,
-        held=held,
-    )
+    await _seen(sessions, held, 62, sinks=["s"], policy=policy)
     assert held.reloads == 2
     # The copy read again carries the reminder's notified_at, as the database does.
     [inc] = held.of_subjects(None).values()
