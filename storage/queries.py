@@ -248,12 +248,18 @@ class Stats:
         }
 
 
-def _duration_seconds(dialect: str, *, indexed: bool = True) -> ColumnElement[Any]:
-    """The time to resolve as ix_incidents_resolve_seconds indexes it (the same text), or,
-    ``indexed=False``, written so that no planner walks that index for it (a unary plus):
-    a filtered query is faster from its filter's index and a sort of the rows it finds."""
-    expression = RESOLVE_SECONDS["postgresql" if dialect == "postgresql" else "sqlite"]
-    return literal_column(expression if indexed else f"+({expression})")
+def _duration_seconds(dialect: str) -> ColumnElement[Any]:
+    """The time to resolve; SQLite's written as ix_incidents_resolve_seconds indexes it."""
+    return literal_column(RESOLVE_SECONDS["postgresql" if dialect == "postgresql" else "sqlite"])
+
+
+def _resolved(dialect: str, *, by_index: bool) -> ColumnElement[bool]:
+    """``resolved_at IS NOT NULL``: as written, SQLite may read the partial index
+    ix_incidents_resolve_seconds for it; ``by_index=False`` keeps SQLite's planner off that
+    index (a unary plus), so a filter uses its own index or the covering last_seen one."""
+    if by_index or dialect != "sqlite":
+        return Incident.resolved_at.is_not(None)
+    return literal_column("+resolved_at").is_not(None)
 
 
 def _day(dialect: str) -> ColumnElement[str]:
@@ -298,11 +304,13 @@ async def incident_stats(
     stats.by_day = [{"day": d, "count": int(n)} for d, n in res]
 
     duration = _duration_seconds(dialect)
-    # resolved_at is set exactly when an incident resolves; testing it (not status) matches
-    # the partial index ix_incidents_resolve_seconds, which holds the durations in order.
-    resolved_where = [*where, Incident.resolved_at.is_not(None)]
-    if where:
-        # A filter reads its rows anyway: one scan for count, mean and maximum.
+    # resolved_at is set exactly when an incident resolves. SQLite reads the whole history's
+    # durations from the partial index ix_incidents_resolve_seconds alone; a filter reads its
+    # rows anyway (one scan, one sort), and PostgreSQL has no such index.
+    from_index = not where and dialect == "sqlite"
+    resolved_where = [*where, _resolved(dialect, by_index=from_index)]
+    if not from_index:
+        # One scan for count, mean and maximum.
         agg = (
             await session.execute(
                 select(func.count(), func.avg(duration), func.max(duration)).where(*resolved_where)
@@ -332,11 +340,10 @@ async def incident_stats(
             key: min(n, int(q * (n - 1) + 0.5) + 1) for key, q in (("p50_seconds", 0.5), ("p90_seconds", 0.9))
         }
         by_rank: dict[int, float] = {}
-        if where:
-            # Both percentiles from one sort of the filtered rows.
-            unindexed = _duration_seconds(dialect, indexed=False)
+        if not from_index:
+            # Both percentiles from one sort of the rows.
             ranked = (
-                select(duration.label("d"), func.row_number().over(order_by=unindexed).label("rn"))
+                select(duration.label("d"), func.row_number().over(order_by=duration).label("rn"))
                 .where(*resolved_where)
                 .subquery()
             )

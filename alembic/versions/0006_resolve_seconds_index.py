@@ -1,10 +1,11 @@
-"""The stats' time to resolve from an index: ``ix_incidents_resolve_seconds``.
+"""The stats' time to resolve from an index (SQLite): ``ix_incidents_resolve_seconds``.
 
 A partial expression index (resolved incidents only) on the time to resolve in seconds,
-written per dialect exactly as ``storage.models.RESOLVE_SECONDS`` and the stats query
-write it: SQLite ``(julianday(resolved_at) - julianday(first_seen)) * 86400.0``,
-PostgreSQL ``EXTRACT(epoch FROM (resolved_at - first_seen))``. The median, p90 and
-maximum of ``/api/v1/stats`` become index lookups instead of a sort of every row.
+written exactly as ``storage.models.RESOLVE_SECONDS["sqlite"]`` and the stats query write
+it: ``(julianday(resolved_at) - julianday(first_seen)) * 86400.0``. The mean, median, p90
+and maximum of the whole history's ``/api/v1/stats`` are read from the index alone instead
+of computing and sorting every row's. PostgreSQL gets no such index: it cannot scan an
+expression index without fetching every row, and its one scan and sort are faster.
 
 Revision ID: 0005
 Revises: 0004
@@ -22,19 +23,18 @@ down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# Frozen copies (a migration must not change when the models do).
-RESOLVE_SECONDS = {
-    "sqlite": "(julianday(resolved_at) - julianday(first_seen)) * 86400.0",
-    "postgresql": "EXTRACT(epoch FROM (resolved_at - first_seen))",
-}
+# A frozen copy (a migration must not change when the models do).
+RESOLVE_SECONDS = "(julianday(resolved_at) - julianday(first_seen)) * 86400.0"
 
 
 def upgrade() -> None:
-    expression = RESOLVE_SECONDS[op.get_bind().dialect.name]
-    op.execute(
-        f"CREATE INDEX ix_incidents_resolve_seconds ON incidents (({expression})) WHERE resolved_at IS NOT NULL"
-    )
+    if op.get_bind().dialect.name == "sqlite":
+        op.execute(
+            f"CREATE INDEX ix_incidents_resolve_seconds ON incidents (({RESOLVE_SECONDS})) "
+            "WHERE resolved_at IS NOT NULL"
+        )
 
 
 def downgrade() -> None:
-    op.drop_index("ix_incidents_resolve_seconds", table_name="incidents")
+    if op.get_bind().dialect.name == "sqlite":
+        op.drop_index("ix_incidents_resolve_seconds", table_name="incidents")

@@ -198,7 +198,7 @@ async def test_stats(sessions: Sessions) -> None:
 
 
 async def test_stats_time_to_resolve_is_the_same_from_the_index_and_from_a_filter(sessions: Sessions) -> None:
-    """The whole history's percentiles come from ix_incidents_resolve_seconds (index lookups),
+    """SQLite: the whole history's percentiles come from ix_incidents_resolve_seconds (index lookups),
     a filter's from a sort of its rows: a filter that matches everything gives the same numbers."""
     for i in range(9):  # durations 0, 600, 1200, ... 4800 s beside the seed's
         f = finding(ObjectRef("Deployment", "ttr", f"app-{i}"))
