@@ -241,12 +241,17 @@ def _finding(ctx: RuleContext, group: P.Blocked) -> Finding | None:
         "request": c.request,
         "device_class": c.sub.class_name,
         "asks": want,
+        # Every node with devices in a pool gets a number in every column (0, not a gap:
+        # a missing cell reads as "unknown" in the evidence table).
         "devices_per_node": {
-            "in_pools": c.total,
-            "matching_class": c.class_ok,
-            "matching_request": c.selected,
-            "free": c.free,
-            "free_and_tolerated": c.tolerated,
+            column: {node: counts.get(node, 0) for node in sorted(c.total)}
+            for column, counts in (
+                ("in_pools", c.total),
+                ("matching_class", c.class_ok),
+                ("matching_request", c.selected),
+                ("free", c.free),
+                ("free_and_tolerated", c.tolerated),
+            )
         },
     }
     remedies: list[Remedy] = []

@@ -54,6 +54,10 @@ def test_devices_held_for_a_finished_pod_are_named_and_releasing_them_is_verifie
     assert f.evidence["holders"][0]["stale"] is True
     (remedy,) = f.remedies
     assert remedy.command == "kubectl delete resourceclaim -n default old" and remedy.verified
+    # A node whose devices are all held has 0 free, written as 0 (not left out of the column).
+    assert f.evidence["devices_per_node"]["in_pools"] == {"a": 1}
+    assert f.evidence["devices_per_node"]["free"] == {"a": 0}
+    assert f.evidence["devices_per_node"]["free_and_tolerated"] == {"a": 0}
 
 
 def test_devices_held_for_a_running_pod_have_no_release_remedy() -> None:
