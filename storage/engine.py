@@ -266,6 +266,17 @@ def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]
     return async_sessionmaker(engine, expire_on_commit=False)
 
 
+def reading_sessions(sessions: async_sessionmaker[AsyncSession]) -> async_sessionmaker[AsyncSession]:
+    """Sessions over the same engine and pool in autocommit: each statement stands alone, so a
+    request that only reads costs no ``BEGIN`` and ``ROLLBACK`` round trips. For handlers that
+    only read; a read of several statements sees each statement's own snapshot."""
+    bind = sessions.kw.get("bind")
+    if not isinstance(bind, AsyncEngine):
+        return sessions
+    options = {k: v for k, v in sessions.kw.items() if k != "bind"}
+    return async_sessionmaker(bind.execution_options(isolation_level="AUTOCOMMIT"), **options)
+
+
 def backend_name(engine: AsyncEngine) -> str:
     """``"sqlite"`` or ``"postgresql"``."""
     return engine.dialect.name

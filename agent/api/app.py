@@ -37,6 +37,7 @@ from agent.api.keys import (
     OPENAPI,
     PROXIES,
     READINESS,
+    READS,
     ROLE,
     SESSIONS,
     SETTINGS,
@@ -48,6 +49,7 @@ from agent.api.keys import (
 )
 from agent.api.metrics import HttpMetrics, metrics_middleware
 from agent.settings import ApiSettings
+from storage.engine import reading_sessions
 
 log = logging.getLogger(__name__)
 
@@ -338,6 +340,7 @@ def create_app(
         ],
     )
     app[SESSIONS] = sessions
+    app[READS] = reading_sessions(sessions)
     app[SETTINGS] = settings
     app[TOKENS] = tokens
     app[SIGNINS] = auth.Sessions()

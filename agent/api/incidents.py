@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from agent.api.errors import ApiError, bad_parameter, json_response
-from agent.api.keys import OPENAPI, SESSIONS, SETTINGS
+from agent.api.keys import OPENAPI, READS, SETTINGS
 from agent.api.params import MAX_REMEDY, parse_id, parse_list, parse_stats, single_values
 from storage.outbox import notification_dict, notifications_of
 from storage.queries import InvalidCursor, get_incident, incident_stats, list_incidents
@@ -24,7 +24,7 @@ async def list_(request: web.Request) -> web.Response:
     params = parse_list(
         request.query, default_limit=settings.default_page_size, max_limit=settings.max_page_size
     )
-    async with request.app[SESSIONS]() as session:
+    async with request.app[READS]() as session:
         try:
             page = await list_incidents(
                 session, params.filter, sort=params.sort, limit=params.limit, cursor=params.cursor
@@ -38,7 +38,7 @@ async def list_(request: web.Request) -> web.Response:
 async def show(request: web.Request) -> web.Response:
     _no_params(request)
     incident_id = parse_id("id", request.match_info["id"])
-    async with request.app[SESSIONS]() as session:
+    async with request.app[READS]() as session:
         found = await get_incident(session, incident_id)
         notes = await notifications_of(session, incident_id) if found is not None else []
     if found is None:
@@ -53,7 +53,7 @@ async def remedy_yaml(request: web.Request) -> web.Response:
     _no_params(request)
     incident_id = parse_id("id", request.match_info["id"])
     n = parse_id("n", request.match_info["n"], minimum=0, maximum=MAX_REMEDY)
-    async with request.app[SESSIONS]() as session:
+    async with request.app[READS]() as session:
         found = await get_incident(session, incident_id)
     if found is None:
         raise ApiError(404, f"no incident {incident_id}")
@@ -75,7 +75,7 @@ async def remedy_yaml(request: web.Request) -> web.Response:
 @routes.get("/api/v1/stats")
 async def stats(request: web.Request) -> web.Response:
     flt = parse_stats(request.query)
-    async with request.app[SESSIONS]() as session:
+    async with request.app[READS]() as session:
         result = await incident_stats(session, flt)
     return json_response(result.as_dict())
 

@@ -23,6 +23,9 @@ DemoApply = Callable[[int, int], Awaitable[str]]
 DemoChanges = Callable[[str, str], bool]
 
 SESSIONS = web.AppKey("sessions", async_sessionmaker[AsyncSession])
+# Sessions for handlers that only read: autocommit, so a request costs no BEGIN and ROLLBACK
+# round trips (storage.engine.reading_sessions); writes use SESSIONS.
+READS = web.AppKey("reads", async_sessionmaker[AsyncSession])
 SETTINGS = web.AppKey("settings", ApiSettings)
 TOKENS = web.AppKey("tokens", TokenSet)
 JINJA = web.AppKey("jinja", jinja2.Environment)

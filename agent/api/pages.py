@@ -32,6 +32,7 @@ from agent.api.keys import (
     JINJA,
     LIMITER,
     PROXIES,
+    READS,
     SESSIONS,
     SETTINGS,
     SIGNINS,
@@ -239,7 +240,7 @@ async def incident_list(request: web.Request) -> web.Response:
         )
     except ApiError as exc:
         return render(request, "error.html.j2", status=400, title="Bad filter", message=exc.message)
-    async with request.app[SESSIONS]() as session:
+    async with request.app[READS]() as session:
         try:
             page = await list_incidents(
                 session, params.filter, sort=params.sort, limit=params.limit, cursor=params.cursor
@@ -332,7 +333,7 @@ async def trends_page(request: web.Request) -> web.Response:
         flt = parse_stats(query, strict=False)
     except ApiError as exc:
         return render(request, "error.html.j2", status=400, title="Bad filter", message=exc.message)
-    async with request.app[SESSIONS]() as session:
+    async with request.app[READS]() as session:
         trend = (await incident_stats(session, flt, top=TREND_TOP)).as_dict()
     back = {k: v for k, v in request.query.items() if k not in ("cursor", "limit", "sort")}
     return render(
@@ -353,7 +354,7 @@ async def incident_page(request: web.Request) -> web.Response:
         incident_id = parse_id("id", request.match_info["id"])
     except ApiError as exc:
         return render(request, "error.html.j2", status=400, title="Bad incident id", message=exc.message)
-    async with request.app[SESSIONS]() as session:
+    async with request.app[READS]() as session:
         found = await get_incident(session, incident_id)
         notes = await notifications_of(session, incident_id) if found is not None else []
     if found is None:
@@ -399,7 +400,7 @@ async def remedy_apply_manifest(request: web.Request) -> web.Response:
         n = parse_id("n", request.match_info["n"], minimum=0, maximum=1000)
     except ApiError as exc:
         return render(request, "error.html.j2", status=400, title="Bad remedy", message=exc.message)
-    async with request.app[SESSIONS]() as session:
+    async with request.app[READS]() as session:
         found = await get_incident(session, incident_id)
     remedies = list(found[0].remedies or ()) if found is not None else []
     manifest = None
@@ -443,7 +444,7 @@ async def _silences(
     request: web.Request, *, status: int = 200, error: str | None = None, form: dict[str, str] | None = None
 ) -> web.Response:
     now = request.app[CLOCK]()
-    async with request.app[SESSIONS]() as session:
+    async with request.app[READS]() as session:
         items = await list_silences(session, now=now, include_expired=True)
     return render(
         request,

@@ -19,7 +19,7 @@ import orjson
 from aiohttp import web
 
 from agent.api.errors import ApiError, bad_parameter, json_response
-from agent.api.keys import CLOCK, SESSIONS
+from agent.api.keys import CLOCK, READS, SESSIONS
 from agent.api.params import parse_id, parse_time, single_values
 from analyzers.bounds import OutOfBounds
 from storage.silences import (
@@ -98,7 +98,7 @@ async def list_(request: web.Request) -> web.Response:
     if flag not in ("true", "false"):
         raise bad_parameter("include_expired", "must be true or false")
     now = request.app[CLOCK]()
-    async with request.app[SESSIONS]() as session:
+    async with request.app[READS]() as session:
         items = await list_silences(session, now=now, include_expired=flag == "true")
     return json_response({"items": [silence_dict(s, now=now) for s in items]})
 

@@ -13,7 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from agent.settings import Settings
-from storage.engine import EngineOptions, create_engine
+from storage.engine import EngineOptions, create_engine, create_sessionmaker, reading_sessions
 
 
 @pytest.fixture
@@ -67,5 +67,26 @@ async def test_sqlite_is_wal_with_a_busy_timeout(tmp_path) -> None:  # type: ign
         async with engine.connect() as conn:
             assert await conn.scalar(text("PRAGMA journal_mode")) == "wal"
             assert await conn.scalar(text("PRAGMA busy_timeout")) == 5000
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.postgres
+async def test_reading_sessions_run_each_statement_on_its_own(pg_url: str) -> None:
+    """The API's GET handlers read through ``reading_sessions``: no BEGIN/ROLLBACK round trips,
+    so two statements are two transactions (now() differs); the writing sessions keep one."""
+    engine = create_engine(pg_url)
+    writing = create_sessionmaker(engine)
+    try:
+        async with reading_sessions(writing)() as session:
+            first = await session.scalar(text("SELECT now()"))
+            await asyncio.sleep(0.05)
+            second = await session.scalar(text("SELECT now()"))
+        assert first != second
+        async with writing() as session:
+            first = await session.scalar(text("SELECT now()"))
+            await asyncio.sleep(0.05)
+            second = await session.scalar(text("SELECT now()"))
+        assert first == second
     finally:
         await engine.dispose()
