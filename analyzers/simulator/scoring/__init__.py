@@ -58,7 +58,8 @@ def score_pod(
     """The Score phase of ``pod`` over the feasible ``nodes`` (indices of the
     snapshot's node table). ``placed``: copies of ``pod`` already bound, per node
     index, counted as pods of those nodes (placement's later replicas). Raises
-    :class:`ScoreError` on a plugin's Error."""
+    :class:`ScoreError` on a plugin's Error. A list ``nodes`` is kept, not copied
+    (memos recognise a placement's list by identity): do not modify it afterwards."""
     return run_score_plugins(profile_plugins(profile), score_state(snapshot, pod, nodes, profile, placed))
 
 

@@ -118,6 +118,8 @@ def _nodes_memo(
     found = table.memo.get(key)
     if found is None or found[0] is not column or (found[1] is not nodes and found[2] != nodes):
         found = table.memo[key] = (column, nodes, list(nodes), build())
+    elif found[1] is not nodes:  # an equal list: known by identity from now on
+        found = table.memo[key] = (column, nodes, found[2], found[3])
     value: _T = found[3]
     return value
 
