@@ -97,7 +97,7 @@ def timed(snapshot: ClusterSnapshot, runs: int, grouped: bool) -> tuple[float, f
     try:
         for _ in range(runs):
             t0 = time.perf_counter()
-            verdict = simulate(snapshot, pod)
+            verdict = simulate(snapshot, pod, kube_version="1.37")
             samples.append(time.perf_counter() - t0)
     finally:
         preemption.GROUP_DRY_RUNS = True
@@ -123,14 +123,14 @@ def main() -> int:
         same = "same" if v1 == v2 else "DIFFERENT"
         print(
             f"{n:>6}{before:>14.2f} ms{before_mean:>8.2f}{after:>13.2f} ms{after_mean:>8.2f}{before / after:>9.1f}×"
-            f"  {same}: {v2.message[:90]}"
+            f"  {same}: {v2.preemption.message[:100]}"
         )
     if args.profile and snapshot is not None:
         pod = snapshot.pods[("bench-preemption", "preemption-0000")]
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(args.runs):
-            simulate(snapshot, pod)
+            simulate(snapshot, pod, kube_version="1.37")
         prof.disable()
         pstats.Stats(prof).sort_stats("cumulative").print_stats(18)
     print(f"machine after: {describe()}")

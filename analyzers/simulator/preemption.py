@@ -27,7 +27,7 @@ preemption.go).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from analyzers.records import EMPTY_MAP, FrozenMap, Pod
@@ -140,7 +140,8 @@ def _lower_in_importance_order(cycle: Cycle, i: int) -> list[Pod]:
         for p, prio in zip(cycle.table.pods[i], cycle.table.priorities[i], strict=True)  # pragma: no mutate
         if prio < cycle.priority
     ]
-    lower.sort(key=lambda p: _importance_key(cycle, p))
+    if len(lower) > 1:
+        lower.sort(key=lambda p: _importance_key(cycle, p))
     return lower
 
 
@@ -412,7 +413,6 @@ def preempt(
         held |= 1 << i
     to_try, settled = _triage(cycle, outcomes, potential & ~held, reasons, codes)
     to_try |= potential & held
-    tried = bits(to_try)
     wanted = num_candidates(potential.bit_count())
     candidates: list[_Candidate] = []
     statuses: dict[int, FilterFailure] = {}
@@ -422,7 +422,7 @@ def preempt(
     # with one not violating a PDB; here in node order from the first. Grouped dry runs
     # give every node its per-node answer, in the same order: the same candidates and stop.
     groups = _DryRunGroups(cycle, plugins, held) if _DryRunGroups.applicable(cycle, plugins) else None
-    for i in tried:
+    for i in _ascending(to_try):
         result = groups.select_victims(i) if groups is not None else select_victims(cycle, plugins, i)
         if isinstance(result, _Candidate):
             candidates.append(result)
@@ -465,34 +465,38 @@ def preempt(
 def pick_one(cycle: Cycle, candidates: Sequence[_Candidate]) -> _Candidate:
     """pickOneNodeForPreemption (pkg/scheduler/framework/preemption/preemption.go,
     v1.35.4-v1.37.2, no extender score functions): each criterion keeps the best
-    candidates, the next breaks their tie. Upstream takes the last tie's first
-    node of a map's iteration (random); here, the first in ``candidates``."""
+    candidates, the next breaks their tie -- the lexicographic minimum of the five.
+    Upstream takes the last tie's first node of a map's iteration (random); here,
+    the first in ``candidates`` (``min`` keeps the first of equal keys)."""
     priority_of = cycle.snapshot.priority_of
     offset = 2**31  # math.MaxInt32+1: every priority counts >= 0 in the sum
 
-    def highest(c: _Candidate) -> int:
-        return priority_of(c.victims[0])  # victims are in importance order
-
-    def latest_start(c: _Candidate) -> float:
+    def rank(c: _Candidate) -> tuple[int, int, int, int, float]:
+        priorities = [priority_of(v) for v in c.victims]
+        top = priorities[0]  # victims are in importance order
         # util.GetEarliestPodStartTime: the earliest start among the highest-priority victims.
-        top = highest(c)
-        starts = [v.created for v in c.victims if priority_of(v) == top and v.created is not None]
-        return -min(starts) if starts else float("inf")
+        starts = [
+            v.created for v, prio in zip(c.victims, priorities, strict=True) if prio == top and v.created is not None
+        ]
+        return (
+            c.pdb_violations,
+            top,
+            sum(priorities) + offset * len(priorities),
+            len(priorities),
+            -min(starts) if starts else float("inf"),
+        )
 
-    criteria = (
-        lambda c: c.pdb_violations,
-        highest,
-        lambda c: sum(priority_of(v) + offset for v in c.victims),
-        lambda c: len(c.victims),
-        latest_start,
-    )
-    remaining = list(candidates)
-    for key in criteria:
-        best = min(key(c) for c in remaining)
-        remaining = [c for c in remaining if key(c) == best]
-        if len(remaining) == 1:
-            break
-    return remaining[0]
+    return min(candidates, key=rank)
+
+
+def _ascending(mask: int, chunk: int = 256) -> Iterator[int]:
+    """The set bits of ``mask``, ascending, found a chunk at a time: the dry runs
+    usually stop long before the last node."""
+    base = 0
+    while mask >> base:
+        for j in bits((mask >> base) & ((1 << chunk) - 1)):
+            yield base + j
+        base += chunk
 
 
 def _triage(
