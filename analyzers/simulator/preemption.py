@@ -246,7 +246,7 @@ class _DryRunGroups:
         self._cycle = cycle
         self._plugins = plugins
         self._answers: dict[tuple[object, ...], _DryRun] = {}
-        self._signatures: dict[int, tuple[object, ...]] = {}
+        self._signatures: dict[tuple[int, int, str], tuple[object, ...]] = {}
         self._resources = [r for r, _ in checked_requests(cycle.pod)]
         self._pdbs = [
             p for p in cycle.snapshot.pdbs.values() if p.selector is not None and not p.selector.is_empty
@@ -290,7 +290,10 @@ class _DryRunGroups:
         return (tuple(node), *(self._signature(p) for p in lower))
 
     def _signature(self, pod: Pod) -> tuple[object, ...]:
-        found = self._signatures.get(id(pod))
+        # A function of the pod's spec (priority, requests), labels and namespace (PDBs):
+        # pods sharing those (interned) objects share it. They live as long as the cycle.
+        ident = (id(pod.spec), id(pod.labels), pod.namespace)
+        found = self._signatures.get(ident)
         if found is None:
             requests = pod.spec.requests
             pdbs = (
@@ -309,7 +312,7 @@ class _DryRunGroups:
                 tuple(requests.get(r, 0) for r in self._resources),
                 pdbs,
             )
-            self._signatures[id(pod)] = found
+            self._signatures[ident] = found
         return found
 
 
