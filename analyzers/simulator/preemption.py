@@ -240,7 +240,7 @@ class _DryRunGroups:
     position; each node takes its own pods at those positions (and its own start
     times for the final order). Any other node runs its own dry run."""
 
-    __slots__ = ("_answers", "_cycle", "_held", "_pdbs", "_plugins", "_resources", "_signatures")
+    __slots__ = ("_answers", "_columns", "_cycle", "_held", "_pdbs", "_plugins", "_resources", "_signatures")
 
     def __init__(self, cycle: Cycle, plugins: Sequence[Plugin], held: int) -> None:
         self._cycle = cycle
@@ -248,6 +248,14 @@ class _DryRunGroups:
         self._answers: dict[tuple[object, ...], _DryRun] = {}
         self._signatures: dict[tuple[int, int, str], tuple[object, ...]] = {}
         self._resources = [r for r, _ in checked_requests(cycle.pod)]
+        # Allocatable and requested amounts of those resources, per node (0 where absent).
+        table = cycle.table
+        zeros = [0] * table.size
+        self._columns = [
+            column
+            for r in self._resources
+            for column in (table.allocatable.get(r, zeros), table.requested.get(r, zeros))
+        ]
         self._pdbs = [
             p for p in cycle.snapshot.pdbs.values() if p.selector is not None and not p.selector.is_empty
         ]
@@ -282,12 +290,8 @@ class _DryRunGroups:
 
     def _key(self, i: int, lower: Sequence[Pod]) -> tuple[object, ...]:
         table = self._cycle.table
-        node = [table.allowed_pods[i], len(table.pods[i])]
-        for r in self._resources:
-            alloc, used = table.allocatable.get(r), table.requested.get(r)
-            node.append(alloc[i] if alloc is not None else 0)
-            node.append(used[i] if used is not None else 0)
-        return (tuple(node), *(self._signature(p) for p in lower))
+        node = tuple(column[i] for column in self._columns)
+        return (table.allowed_pods[i], len(table.pods[i]), node, *map(self._signature, lower))
 
     def _signature(self, pod: Pod) -> tuple[object, ...]:
         # A function of the pod's spec (priority, requests), labels and namespace (PDBs):
@@ -479,7 +483,9 @@ def pick_one(cycle: Cycle, candidates: Sequence[_Candidate]) -> _Candidate:
         top = priorities[0]  # victims are in importance order
         # util.GetEarliestPodStartTime: the earliest start among the highest-priority victims.
         starts = [
-            v.created for v, prio in zip(c.victims, priorities, strict=True) if prio == top and v.created is not None
+            v.created
+            for v, prio in zip(c.victims, priorities, strict=True)
+            if prio == top and v.created is not None
         ]
         return (
             c.pdb_violations,
