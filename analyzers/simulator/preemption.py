@@ -229,10 +229,10 @@ class _DryRunGroups:
     the pod has no host port, no topology spread constraint, no inter-pod term (of its
     own or of an existing pod: InterPodAffinity keeps no state), no DynamicResources
     allocation pending (then _triage has settled every node failing a filter other than
-    NodeResourcesFit), and the node holds no nominated pod, the only filter that reads the pods removed is NodeResourcesFit
-    (fitsRequest, noderesources/fit.go): it reads the node's allowed pod count, pod
-    count, allocatable and requested amounts of the resources the pod asks for, and
-    each removed pod's requests of those. The reprieve reads the victims' priorities
+    NodeResourcesFit), and the node holds no nominated pod, the only filter that reads
+    the pods removed is NodeResourcesFit (fitsRequest, noderesources/fit.go): it reads
+    the node's allowed pod count, pod count, allocatable and requested amounts of the
+    resources the pod asks for, and each removed pod's requests of those. The reprieve reads the victims' priorities
     and start times only through their order (util.MoreImportantPod) and their PDBs
     through filterPodsWithPDBViolation. So two nodes with the same key -- those node
     figures, and per lower-priority pod in importance order its priority, its requests
