@@ -111,6 +111,7 @@ TESTS: dict[str, list[str]] = {
     ),
     "analyzers/simulator/preemption.py": _sim(
         "preemption",
+        "preemption_grouped",
         "preemption_boundaries",
         "preemption_candidates",
         "resources_boundaries",

@@ -27,7 +27,7 @@ preemption.go).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from analyzers.records import EMPTY_MAP, FrozenMap, Pod
@@ -133,21 +133,45 @@ def _split_by_pdb(cycle: Cycle, pods: Sequence[Pod]) -> tuple[list[Pod], list[Po
     return violating, fine
 
 
-def select_victims(cycle: Cycle, plugins: Sequence[Plugin], i: int) -> _Candidate | FilterFailure:
+def _lower_in_importance_order(cycle: Cycle, i: int) -> list[Pod]:
+    """The node's pods of lower priority than the pod, most important first."""
     lower = [
         p
         for p, prio in zip(cycle.table.pods[i], cycle.table.priorities[i], strict=True)  # pragma: no mutate
         if prio < cycle.priority
     ]
+    if len(lower) > 1:
+        lower.sort(key=lambda p: _importance_key(cycle, p))
+    return lower
+
+
+@dataclass(frozen=True, slots=True)
+class _DryRun:
+    """SelectVictimsOnNode's answer as positions in the node's lower-priority pods
+    (importance order): the victims in the order they were found (PDB-violating
+    group first), how many violate a PDB, and whether both groups had victims."""
+
+    picks: tuple[int, ...]
+    pdb_violations: int
+    both_groups: bool
+
+
+def _dry_run(
+    cycle: Cycle, plugins: Sequence[Plugin], i: int, lower: Sequence[Pod]
+) -> _DryRun | FilterFailure:
+    """SelectVictimsOnNode (pkg/scheduler/framework/plugins/defaultpreemption/
+    default_preemption.go, v1.37.2) on node ``i`` whose lower-priority pods are
+    ``lower``, in importance order (the filters' verdicts do not depend on the
+    order of the removed pods)."""
     if not lower:
         return FilterFailure(C.DEFAULT_PREEMPTION, C.UNRESOLVABLE, (NO_VICTIMS,), (C.PREEMPTION_NO_VICTIMS,))
     status = run_filters_with_nominated(cycle, plugins, i, lower)
     if status is not None:
         return status
-    lower.sort(key=lambda p: _importance_key(cycle, p))
+    position = {id(p): k for k, p in enumerate(lower)}
     violating, fine = _split_by_pdb(cycle, lower)
     removed = list(lower)
-    victims: list[Pod] = []
+    picks: list[int] = []
     violations = 0
     for group_violates, group in ((True, violating), (False, fine)):
         for pod in group:
@@ -155,18 +179,145 @@ def select_victims(cycle: Cycle, plugins: Sequence[Plugin], i: int) -> _Candidat
             if run_filters_with_nominated(cycle, plugins, i, trial) is None:
                 removed = trial
             else:
-                victims.append(pod)
+                picks.append(position[id(pod)])
                 if group_violates:
                     violations += 1
-    if not victims:
+    if not picks:
         name = cycle.table.names[i]
         return FilterFailure(
             C.DEFAULT_PREEMPTION, "Error", (f'expected at least one victim pod on node "{name}"',), (C.OTHER,)
         )
+    return _DryRun(tuple(picks), violations, bool(violating and fine))
+
+
+def _candidate(cycle: Cycle, i: int, lower: Sequence[Pod], run: _DryRun) -> _Candidate:
+    """Node ``i``'s candidate from a dry run's answer, with its own pods."""
+    victims = [lower[k] for k in run.picks]
     # With one group the victims are in importance order already (lower is sorted).
-    if violating and fine:  # pragma: no mutate
+    if run.both_groups:  # pragma: no mutate
         victims.sort(key=lambda p: _importance_key(cycle, p))
-    return _Candidate(i, tuple(victims), violations)
+    return _Candidate(i, tuple(victims), run.pdb_violations)
+
+
+def select_victims(cycle: Cycle, plugins: Sequence[Plugin], i: int) -> _Candidate | FilterFailure:
+    lower = _lower_in_importance_order(cycle, i)
+    run = _dry_run(cycle, plugins, i, lower)
+    return run if isinstance(run, FilterFailure) else _candidate(cycle, i, lower, run)
+
+
+# Preemption's dry runs, one per group of nodes that must give the same answer (True), or
+# one per node (False: the plain path, kept as the tests' oracle and the bench's baseline).
+GROUP_DRY_RUNS = True
+
+# The plugins whose filter_node reads the pods removed; any other plugin's verdict in the
+# dry run is its Filter verdict on the node (Plugin.filter_node).
+_REMOVAL_AWARE = frozenset(
+    {
+        C.NODE_RESOURCES_FIT,
+        C.NODE_PORTS_PLUGIN,
+        C.POD_TOPOLOGY_SPREAD,
+        C.INTER_POD_AFFINITY,
+        C.DYNAMIC_RESOURCES,
+    }
+)
+
+
+class _DryRunGroups:
+    """Dry runs shared by nodes that must give the same answer.
+
+    SelectVictimsOnNode's answer on a node is a function of what its filters read. When
+    the pod has no host port, no topology spread constraint, no inter-pod term (of its
+    own or of an existing pod: InterPodAffinity keeps no state), no DynamicResources
+    allocation pending (then _triage has settled every node failing a filter other than
+    NodeResourcesFit), and the node holds no nominated pod, the only filter that reads
+    the pods removed is NodeResourcesFit (fitsRequest, noderesources/fit.go): it reads
+    the node's allowed pod count, pod count, allocatable and requested amounts of the
+    resources the pod asks for, and each removed pod's requests of those. The reprieve reads the victims' priorities
+    and start times only through their order (util.MoreImportantPod) and their PDBs
+    through filterPodsWithPDBViolation. So two nodes with the same key -- those node
+    figures, and per lower-priority pod in importance order its priority, its requests
+    of the pod's resources and the PDBs matching it -- give the same answer by
+    position; each node takes its own pods at those positions (and its own start
+    times for the final order). Any other node runs its own dry run."""
+
+    __slots__ = ("_answers", "_columns", "_cycle", "_held", "_pdbs", "_plugins", "_resources", "_signatures")
+
+    def __init__(self, cycle: Cycle, plugins: Sequence[Plugin], held: int) -> None:
+        self._cycle = cycle
+        self._plugins = plugins
+        self._answers: dict[tuple[object, ...], _DryRun] = {}
+        self._signatures: dict[tuple[int, int, str], tuple[object, ...]] = {}
+        self._resources = [r for r, _ in checked_requests(cycle.pod)]
+        # Allocatable and requested amounts of those resources, per node (0 where absent).
+        table = cycle.table
+        zeros = [0] * table.size
+        self._columns = [
+            column
+            for r in self._resources
+            for column in (table.allocatable.get(r, zeros), table.requested.get(r, zeros))
+        ]
+        self._pdbs = [
+            p for p in cycle.snapshot.pdbs.values() if p.selector is not None and not p.selector.is_empty
+        ]
+        self._held = held
+
+    @staticmethod
+    def applicable(cycle: Cycle, plugins: Sequence[Plugin]) -> bool:
+        state = cycle.state
+        return (
+            GROUP_DRY_RUNS
+            and not cycle.pod.spec.host_ports
+            and "spread" not in state
+            and "interpod" not in state
+            and state.get("dra_pending") is None
+            and all(type(p).filter_node is Plugin.filter_node or p.name in _REMOVAL_AWARE for p in plugins)
+        )
+
+    def select_victims(self, i: int) -> _Candidate | FilterFailure:
+        cycle = self._cycle
+        lower = _lower_in_importance_order(cycle, i)
+        if not lower or (self._held >> i) & 1:
+            run = _dry_run(cycle, self._plugins, i, lower)
+        else:
+            key = self._key(i, lower)
+            found = self._answers.get(key)
+            if found is not None:
+                return _candidate(cycle, i, lower, found)
+            run = _dry_run(cycle, self._plugins, i, lower)
+            if isinstance(run, _DryRun):
+                self._answers[key] = run
+        return run if isinstance(run, FilterFailure) else _candidate(cycle, i, lower, run)
+
+    def _key(self, i: int, lower: Sequence[Pod]) -> tuple[object, ...]:
+        table = self._cycle.table
+        node = tuple(column[i] for column in self._columns)
+        return (table.allowed_pods[i], len(table.pods[i]), node, *map(self._signature, lower))
+
+    def _signature(self, pod: Pod) -> tuple[object, ...]:
+        # A function of the pod's spec (priority, requests), labels and namespace (PDBs):
+        # pods sharing those (interned) objects share it. They live as long as the cycle.
+        ident = (id(pod.spec), id(pod.labels), pod.namespace)
+        found = self._signatures.get(ident)
+        if found is None:
+            requests = pod.spec.requests
+            pdbs = (
+                tuple(
+                    j
+                    for j, pdb in enumerate(self._pdbs)
+                    if pdb.namespace == pod.namespace
+                    and pdb.selector is not None
+                    and pdb.selector.matches(pod.labels)
+                )
+                if pod.labels
+                else ()
+            )
+            found = (
+                self._cycle.snapshot.priority_of(pod),
+                tuple(requests.get(r, 0) for r in self._resources),
+                pdbs,
+            )
+            self._signatures[ident] = found
+        return found
 
 
 def _deallocates(cycle: Cycle) -> bool:
@@ -269,13 +420,17 @@ def preempt(
         held |= 1 << i
     to_try, settled = _triage(cycle, outcomes, potential & ~held, reasons, codes)
     to_try |= potential & held
-    tried = bits(to_try)
     wanted = num_candidates(potential.bit_count())
     candidates: list[_Candidate] = []
     statuses: dict[int, FilterFailure] = {}
     found_fine = 0
-    for i in tried:
-        result = select_victims(cycle, plugins, i)
+    # DryRunPreemption (preemption.go, v1.37.2) runs SelectVictimsOnNode over the potential
+    # nodes from an offset, in parallel, and stops once it has numCandidates candidates
+    # with one not violating a PDB; here in node order from the first. Grouped dry runs
+    # give every node its per-node answer, in the same order: the same candidates and stop.
+    groups = _DryRunGroups(cycle, plugins, held) if _DryRunGroups.applicable(cycle, plugins) else None
+    for i in _ascending(to_try):
+        result = groups.select_victims(i) if groups is not None else select_victims(cycle, plugins, i)
         if isinstance(result, _Candidate):
             candidates.append(result)
             if result.pdb_violations == 0:
@@ -317,34 +472,40 @@ def preempt(
 def pick_one(cycle: Cycle, candidates: Sequence[_Candidate]) -> _Candidate:
     """pickOneNodeForPreemption (pkg/scheduler/framework/preemption/preemption.go,
     v1.35.4-v1.37.2, no extender score functions): each criterion keeps the best
-    candidates, the next breaks their tie. Upstream takes the last tie's first
-    node of a map's iteration (random); here, the first in ``candidates``."""
+    candidates, the next breaks their tie -- the lexicographic minimum of the five.
+    Upstream takes the last tie's first node of a map's iteration (random); here,
+    the first in ``candidates`` (``min`` keeps the first of equal keys)."""
     priority_of = cycle.snapshot.priority_of
     offset = 2**31  # math.MaxInt32+1: every priority counts >= 0 in the sum
 
-    def highest(c: _Candidate) -> int:
-        return priority_of(c.victims[0])  # victims are in importance order
-
-    def latest_start(c: _Candidate) -> float:
+    def rank(c: _Candidate) -> tuple[int, int, int, int, float]:
+        priorities = [priority_of(v) for v in c.victims]
+        top = priorities[0]  # victims are in importance order
         # util.GetEarliestPodStartTime: the earliest start among the highest-priority victims.
-        top = highest(c)
-        starts = [v.created for v in c.victims if priority_of(v) == top and v.created is not None]
-        return -min(starts) if starts else float("inf")
+        starts = [
+            v.created
+            for v, prio in zip(c.victims, priorities, strict=True)
+            if prio == top and v.created is not None
+        ]
+        return (
+            c.pdb_violations,
+            top,
+            sum(priorities) + offset * len(priorities),
+            len(priorities),
+            -min(starts) if starts else float("inf"),
+        )
 
-    criteria = (
-        lambda c: c.pdb_violations,
-        highest,
-        lambda c: sum(priority_of(v) + offset for v in c.victims),
-        lambda c: len(c.victims),
-        latest_start,
-    )
-    remaining = list(candidates)
-    for key in criteria:
-        best = min(key(c) for c in remaining)
-        remaining = [c for c in remaining if key(c) == best]
-        if len(remaining) == 1:
-            break
-    return remaining[0]
+    return min(candidates, key=rank)
+
+
+def _ascending(mask: int, chunk: int = 256) -> Iterator[int]:
+    """The set bits of ``mask``, ascending, found a chunk at a time: the dry runs
+    usually stop long before the last node."""
+    base = 0
+    while mask >> base:
+        for j in bits((mask >> base) & ((1 << chunk) - 1)):
+            yield base + j
+        base += chunk
 
 
 def _triage(
