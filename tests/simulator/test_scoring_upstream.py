@@ -95,7 +95,58 @@ def test_num_feasible_nodes_to_find(pct: int | None, nodes: int, want: int) -> N
     assert num_feasible_nodes_to_find(pct, nodes) == want
 
 
-PLUGIN_CASES = yaml.safe_load((DATA / "plugins.yaml").read_text())
+PLUGIN_CASES = yaml.safe_load((DATA / "plugins.yaml").read_text()) + yaml.safe_load(
+    (DATA / "volumebinding.yaml").read_text()
+)
+
+
+def _volume_objects(case: dict[str, Any]) -> list[dict[str, Any]]:
+    """The StorageClasses (WaitForFirstConsumer, no provisioner), PVs (Available) and
+    claims (Pending) of a VolumeBinding case; the claims become the incoming pod's volumes."""
+    if "claims" not in case:
+        return []
+    classes = sorted({c for _, c, _ in case["claims"]} | {c for _, c, _, _ in case.get("pvs", [])})
+    objs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": c},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+        for c in classes
+    ]
+    for name, cls, gib, affinity in case.get("pvs", []):
+        terms = [{"matchExpressions": [{"key": k, "operator": "In", "values": v} for k, v in affinity.items()]}]
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": name},
+                "spec": {
+                    "storageClassName": cls,
+                    "capacity": {"storage": f"{gib}Gi"},
+                    "accessModes": ["ReadWriteOnce"],
+                    "nodeAffinity": {"required": {"nodeSelectorTerms": terms}},
+                },
+                "status": {"phase": "Available"},
+            }
+        )
+    for name, cls, gib in case["claims"]:
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {
+                    "storageClassName": cls,
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": f"{gib}Gi"}},
+                },
+                "status": {"phase": "Pending"},
+            }
+        )
+    return objs
 
 
 @pytest.mark.parametrize(
@@ -138,9 +189,14 @@ def test_upstream_plugin_scores_through_a_scheduler_configuration(case: dict[str
             existing["spec"].update(spec[0])
         objs.append(existing)
     incoming = _pod("incoming", [])
-    incoming["spec"].update(case["pod"])
+    incoming["spec"].update(case.get("pod", {}))
     incoming["metadata"]["labels"] = case.get("pod_labels", {})
+    if "claims" in case:
+        incoming["spec"]["volumes"] = [
+            {"name": name, "persistentVolumeClaim": {"claimName": name}} for name, _, _ in case["claims"]
+        ]
     objs.append(incoming)
+    objs += _volume_objects(case)
     snap = ClusterSnapshot.from_objects(objs)
     table = node_table(snap)
     infeasible = {n["name"] for n in case["nodes"] if n.get("feasible") is False}
@@ -148,3 +204,34 @@ def test_upstream_plugin_scores_through_a_scheduler_configuration(case: dict[str
     phase = score_pod(snap, snap.pods[("default", "incoming")], feasible, profile)
     got = {table.names[n]: phase.scores[0][k] for k, n in enumerate(phase.nodes)}
     assert got == case["expected"]
+
+
+def test_volume_binding_scores_every_pod_with_storage_capacity_scoring_on() -> None:
+    """volume_binding.go PreScore (v1.37.2): with StorageCapacityScoring on (the default)
+    a pod without claims is not skipped: it scores 0 on every node (weight 1)."""
+    snap = ClusterSnapshot.from_objects(
+        [_node("n1", {"cpu": "4", "memory": "8Gi"}), _pod("incoming", [{"cpu": "1"}])]
+    )
+    phase = score_pod(snap, snap.pods[("default", "incoming")], [0], DEFAULT_PROFILE)
+    assert "VolumeBinding" not in phase.skipped
+    assert phase.node_scores(0)["VolumeBinding"] == 0
+    assert dict(zip(phase.plugins, phase.weights, strict=True))["VolumeBinding"] == 1
+
+
+def test_volume_binding_a_claim_to_provision_scores_zero_without_storage_capacity() -> None:
+    """A node where the claim is provisioned has no static binding; its capacity would
+    come from CSIStorageCapacity, which the snapshot lacks: no class, score 0 -- while a
+    node with a matching PV scores from it."""
+    case = {
+        "claims": [["pvc-a", "wait-sc", 50]],
+        "pvs": [["pv-a", "wait-sc", 100, {"kubernetes.io/hostname": ["n1"]}]],
+    }
+    objs = [_node(n, {"cpu": "4", "memory": "8Gi"}) for n in ("n1", "n2")]
+    incoming = _pod("incoming", [])
+    incoming["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": "pvc-a"}}]
+    objs += [incoming, *_volume_objects(case)]
+    objs[-3]["provisioner"] = "example.com/csi"  # the class can provision anywhere
+    snap = ClusterSnapshot.from_objects(objs)
+    phase = score_pod(snap, snap.pods[("default", "incoming")], [0, 1], DEFAULT_PROFILE)
+    k = phase.plugins.index("VolumeBinding")
+    assert phase.scores[k] == (50, 0)
