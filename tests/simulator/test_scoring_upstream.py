@@ -235,3 +235,43 @@ def test_volume_binding_a_claim_to_provision_scores_zero_without_storage_capacit
     phase = score_pod(snap, snap.pods[("default", "incoming")], [0, 1], DEFAULT_PROFILE)
     k = phase.plugins.index("VolumeBinding")
     assert phase.scores[k] == (50, 0)
+
+
+# --- Releases whose score code differs (docs/placement.md "Releases") ---------------------
+
+
+def _balanced_phase(kube_version: str | None) -> Any:
+    from tests.simulator.builders import snapshot as build
+
+    objs = [_node("n1", {"cpu": "4", "memory": "8Gi"}), _pod("e", [{"cpu": "3", "memory": "1Gi"}], "n1")]
+    objs.append(_pod("incoming", [{"cpu": "0", "memory": "3Gi"}]))
+    snap = build(*objs, kube_version=kube_version)
+    profile = replace(DEFAULT_PROFILE, score_plugins=(("NodeResourcesBalancedAllocation", 1),))
+    return score_pod(snap, snap.pods[("default", "incoming")], [0], profile)
+
+
+@pytest.mark.parametrize(
+    ("kube_version", "want"),
+    [
+        # Without the pod: cpu 3/4, memory 1/8 -> std 0.3125 -> 68; with it: 3/4, 4/8 -> std 0.125 -> 87.
+        ("1.34.7", 87),  # balanced_allocation.go v1.34.7/v1.35.4: balanced(with) alone
+        ("1.35.4", 87),
+        ("1.36.0", 50 + (50 + 87 - 68) // 2),  # since v1.36.0: the change the pod makes = 84
+        ("1.37.2", 84),
+        (None, 84),  # no release in the dump: v1.37's code
+    ],
+)
+def test_balanced_allocation_formula_by_release(kube_version: str | None, want: int) -> None:
+    assert _balanced_phase(kube_version).scores[0] == (want,)
+
+
+@pytest.mark.parametrize(("kube_version", "scored"), [("1.36.5", False), ("1.37.0", True)])
+def test_volume_binding_scores_only_from_1_37(kube_version: str, scored: bool) -> None:
+    """StorageCapacityScoring is off by default before v1.37 (alpha 1.33-1.36): no scorer,
+    PreScore returns Skip, the pod has no VolumeBinding score at all."""
+    from tests.simulator.builders import snapshot as build
+
+    snap = build(_node("n1", {"cpu": "4", "memory": "8Gi"}), _pod("incoming", []), kube_version=kube_version)
+    phase = score_pod(snap, snap.pods[("default", "incoming")], [0], DEFAULT_PROFILE)
+    assert ("VolumeBinding" in phase.plugins) is scored
+    assert ("VolumeBinding" in phase.skipped) is not scored

@@ -53,9 +53,17 @@ def static_bindings_score(shape: tuple[tuple[int, int], ...], bindings: StaticBi
     return go_round(total / len(classes))
 
 
+# pkg/features/kube_features.go StorageCapacityScoring: on by default since v1.37.
+SCORES_SINCE = (1, 37)
+
+
 class VolumeBinding(ScorePlugin):
     name = VOLUME_BINDING
     placed = PLACED_NONE
+
+    def prescore(self, st: ScoreState) -> bool:
+        """Before v1.37 the gate is off by default: no scorer, PreScore returns Skip."""
+        return st.release >= SCORES_SINCE
 
     def score(self, st: ScoreState) -> list[int]:
         delayed = delayed_claims(st.snapshot, st.pod)
