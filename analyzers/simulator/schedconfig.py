@@ -126,7 +126,7 @@ def parse_config(doc: Any, *, kube_version: tuple[int, int] = (1, 37)) -> dict[s
     out: dict[str, Profile] = {}
     for idx, raw in enumerate(raw_profiles):
         path = f"profiles[{idx}]"
-        prof = _profile(_map(raw, path), path)
+        prof = _profile(_map(raw, path), path, kube_version)
         if prof.percentage_of_nodes_to_score is None and top_pct is not None:
             prof = replace(prof, percentage_of_nodes_to_score=top_pct)
         if prof.scheduler_name in out:
@@ -174,7 +174,7 @@ def _merge(
     return kept
 
 
-def _profile(raw: Mapping[str, Any], path: str) -> Profile:
+def _profile(raw: Mapping[str, Any], path: str, kube_version: tuple[int, int] = (1, 37)) -> Profile:
     name = raw.get("schedulerName")
     if not name:
         raise ConfigError(f"{path}.schedulerName", "Required value")
@@ -226,7 +226,7 @@ def _profile(raw: Mapping[str, Any], path: str) -> Profile:
             raise ConfigError(
                 f"{cpath}.args", f"Invalid value: has to match plugin args ({ARGS_KIND.get(pname)})"
             )
-        prof = _apply_args(prof, pname, args, f"{cpath}.args")
+        prof = _apply_args(prof, pname, args, f"{cpath}.args", kube_version)
     return prof
 
 
@@ -275,7 +275,9 @@ def _shape(value: Any, path: str) -> tuple[tuple[int, int], ...]:
     return tuple(points)
 
 
-def _apply_args(prof: Profile, name: str, args: Mapping[str, Any], path: str) -> Profile:
+def _apply_args(
+    prof: Profile, name: str, args: Mapping[str, Any], path: str, kube_version: tuple[int, int] = (1, 37)
+) -> Profile:
     if name == "NodeResourcesFit":
         strategy = _map(args.get("scoringStrategy"), f"{path}.scoringStrategy")
         if not strategy:
@@ -338,6 +340,14 @@ def _apply_args(prof: Profile, name: str, args: Mapping[str, Any], path: str) ->
             raise ConfigError(
                 f"{path}.bindTimeoutSeconds",
                 f"Invalid value: {timeout}: invalid BindTimeoutSeconds, should not be a negative value",
+            )
+        if kube_version < (1, 37) and args.get("shape") is not None:
+            # validation_pluginargs.go ValidateVolumeBindingArgsWithOptions: StorageCapacityScoring
+            # is off by default before v1.37 (pkg/features/kube_features.go).
+            raise ConfigError(
+                f"{path}.shape",
+                "Invalid value: unexpected field `shape`, remove it or turn on the feature gate "
+                "StorageCapacityScoring",
             )
         if not args.get("shape"):
             return prof  # SetDefaults_VolumeBindingArgs: the default shape

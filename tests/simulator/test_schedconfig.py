@@ -247,3 +247,14 @@ def test_added_required_affinity_is_nothing_when_node_affinity_is_disabled() -> 
     prof = added_required_profile({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["bar"]}]})
     prof = replace(prof, disabled_filters=frozenset({"NodeAffinity"}))
     assert filter_reasons(prof, None) == {"node1": (), "node2": ()}
+
+
+def test_volume_binding_shape_is_refused_before_1_37() -> None:
+    """StorageCapacityScoring is off by default before v1.37: a shape is a validation error."""
+    doc = config({"schedulerName": "s", "pluginConfig": [{"name": "VolumeBinding", "args": {"shape": []}}]})
+    with pytest.raises(ConfigError) as err:
+        parse_config(doc, kube_version=(1, 36))
+    assert err.value.field == "profiles[0].pluginConfig[0].args.shape"
+    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+    doc["profiles"][0]["pluginConfig"][0]["args"]["shape"] = shape
+    assert parse_config(doc)["s"].volume_shape == ((0, 0), (100, 10))
