@@ -165,6 +165,7 @@ def what_if_verdict(ctx: RuleContext, pod: Pod, snapshot: ClusterSnapshot | None
         pod,
         kube_version=ctx.version,
         disabled=ctx.disabled_filters(pod),
+        added_affinity=ctx.added_affinity(pod),
     )
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analyzers.findings import ObjectRef
-from analyzers.records import Pod
+from analyzers.records import NodeSelector, Pod
 from analyzers.remedies import RemedyRenderer
 from analyzers.simulator import PodVerdict, simulate
 from analyzers.simulator.scoring.profile import Profile
@@ -74,14 +74,15 @@ class RuleContext:
         of one template share one simulation, each getting the verdict under
         its own key."""
         disabled = self.disabled_filters(pod)
+        added = self.added_affinity(pod)
         if snapshot is not None and snapshot is not self.snapshot:
-            return simulate(snapshot, pod, kube_version=self.version, disabled=disabled)
+            return simulate(snapshot, pod, kube_version=self.version, disabled=disabled, added_affinity=added)
         key = (pod.namespace, id(pod.spec), id(pod.labels), pod.node_name, pod.nominated_node)
         hit = self._verdicts.get(key)
         if hit is not None and hit[0] is pod.spec and hit[1] is pod.labels:
             verdict = hit[2]
             return verdict if verdict.pod == pod.key else replace(verdict, pod=pod.key)
-        verdict = simulate(self.snapshot, pod, kube_version=self.version, disabled=disabled)
+        verdict = simulate(self.snapshot, pod, kube_version=self.version, disabled=disabled, added_affinity=added)
         self._verdicts[key] = (pod.spec, pod.labels, verdict)
         return verdict
 
@@ -97,6 +98,13 @@ class RuleContext:
             return frozenset()
         profile = self.profiles.get(pod.spec.scheduler_name)
         return profile.disabled_filters if profile is not None else frozenset()
+
+    def added_affinity(self, pod: Pod) -> NodeSelector | None:
+        """The required node affinity the pod's profile enforces (NodeAffinityArgs addedAffinity)."""
+        if self.profiles is None:
+            return None
+        profile = self.profiles.get(pod.spec.scheduler_name)
+        return profile.added_required if profile is not None else None
 
     def pending_by_workload(self) -> Mapping[ObjectRef, tuple[Pod, ...]]:
         """Unscheduled pods of kube-scheduler, grouped by owning workload (oldest first)."""

@@ -37,6 +37,9 @@ REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_NODE_NAME = "node(s) didn't match the requested node name"
 REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
 REASON_AFFINITY_CONFLICT = "pod affinity terms conflict"
+# node_affinity.go errReasonEnforced (v1.37.2): a node the profile's NodeAffinityArgs
+# addedAffinity refuses.
+REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 
 
 def tolerates(tolerations: Sequence[Toleration], taint: Taint) -> bool:
@@ -143,6 +146,9 @@ class NodeAffinity(Plugin):
         return None
 
     def filter_all(self, cycle: Cycle) -> Outcome | None:
+        """node_affinity.go Filter (v1.37.2): the profile's addedAffinity first
+        (errReasonEnforced), then the pod's nodeSelector and required affinity
+        (ErrReasonPod); both UnschedulableAndUnresolvable."""
         spec = cycle.pod.spec
         table = cycle.table
         ok = table.all_mask
@@ -150,17 +156,22 @@ class NodeAffinity(Plugin):
             ok &= table.labels_mask(spec.node_selector)
         if spec.required_node_affinity is not None:
             ok &= table.selector_mask(spec.required_node_affinity)
+        # The pod's own terms only: PodTopologySpread's nodeAffinityPolicy reads
+        # GetRequiredNodeAffinity(pod), not the scheduler-enforced terms.
         cycle.affinity_mask = ok
-        fail = table.all_mask & ~ok
-        if not fail:
+        enforced = table.all_mask
+        if cycle.added_affinity is not None:
+            enforced = table.selector_mask(cycle.added_affinity)
+        refused = table.all_mask & ~enforced
+        fail = table.all_mask & ~ok & enforced
+        if not fail and not refused:
             return None
         out = Outcome(self.name)
-        out.add_group(
-            fail,
-            failure(
-                self.name, C.UNRESOLVABLE, (cycle.wording.node_affinity_reason,), (C.NODE_AFFINITY_MISMATCH,)
-            ),
-        )
+        for mask, reason in ((refused, REASON_ENFORCED), (fail, cycle.wording.node_affinity_reason)):
+            if mask:
+                out.add_group(
+                    mask, failure(self.name, C.UNRESOLVABLE, (reason,), (C.NODE_AFFINITY_MISMATCH,))
+                )
         return out
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from analyzers.records import EMPTY_MAP, FrozenMap, Pod
+from analyzers.records import EMPTY_MAP, FrozenMap, NodeSelector, Pod
 from analyzers.simulator import codes as C
 from analyzers.simulator.basic import NodeAffinity, NodeName, NodePorts, NodeUnschedulable, TaintToleration
 from analyzers.simulator.dra import claim_hold
@@ -88,6 +88,7 @@ def simulate(
     *,
     kube_version: str | None = None,
     disabled: frozenset[str] = frozenset(),
+    added_affinity: NodeSelector | None = None,
 ) -> PodVerdict:
     """kube-scheduler's verdict for ``pod`` in ``snapshot``.
 
@@ -96,7 +97,9 @@ def simulate(
     follows ``kube_version``, else the snapshot's, else
     :data:`~analyzers.simulator.versions.DEFAULT_KUBE_VERSION`. ``disabled`` names
     filter plugins a KubeSchedulerConfiguration profile disables: they filter
-    nothing (neither PreFilter nor Filter)."""
+    nothing (neither PreFilter nor Filter). ``added_affinity`` is the profile's
+    NodeAffinityArgs ``addedAffinity.requiredDuringSchedulingIgnoredDuringExecution``,
+    which NodeAffinity's Filter enforces on every pod."""
     wording = wording_for(kube_version or snapshot.kube_version)
     # The release's filter order, less the plugins the profile disables.
     filters = tuple(p for p in filter_order(wording) if p.name not in disabled)
@@ -110,6 +113,7 @@ def simulate(
         wording=wording,
         priority=snapshot.priority_of(pod),
         namespace_labels=ns.labels if ns is not None else EMPTY_MAP,
+        added_affinity=added_affinity,
     )
     total = table.size
 

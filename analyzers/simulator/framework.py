@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.records import EMPTY_MAP, FrozenMap, Pod
+from analyzers.records import EMPTY_MAP, FrozenMap, NodeSelector, Pod
 from analyzers.simulator.nodeinfo import NodeTable, bits, has
 from analyzers.simulator.results import FilterFailure
 from analyzers.simulator.versions import Wording
@@ -130,6 +130,8 @@ class Cycle:
     # Nodes whose NoSchedule/NoExecute taints the pod tolerates; set by TaintToleration.
     tolerated_mask: int = -1
     state: dict[str, Any] = field(default_factory=dict)
+    # The profile's NodeAffinityArgs addedAffinity required terms (None: not configured).
+    added_affinity: NodeSelector | None = None
 
 
 class Plugin:

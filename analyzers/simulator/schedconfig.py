@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from analyzers.records import NodeSelectorTerm, Requirement, TopologySpreadConstraint
+from analyzers.records import NodeSelector, NodeSelectorTerm, Requirement, TopologySpreadConstraint
 from analyzers.simulator.scoring.profile import (
     DEFAULT_PROFILE,
     DEFAULT_SCORE_PLUGINS,
@@ -126,7 +126,7 @@ def parse_config(doc: Any, *, kube_version: tuple[int, int] = (1, 37)) -> dict[s
     out: dict[str, Profile] = {}
     for idx, raw in enumerate(raw_profiles):
         path = f"profiles[{idx}]"
-        prof = _profile(_map(raw, path), path)
+        prof = _profile(_map(raw, path), path, kube_version)
         if prof.percentage_of_nodes_to_score is None and top_pct is not None:
             prof = replace(prof, percentage_of_nodes_to_score=top_pct)
         if prof.scheduler_name in out:
@@ -174,7 +174,7 @@ def _merge(
     return kept
 
 
-def _profile(raw: Mapping[str, Any], path: str) -> Profile:
+def _profile(raw: Mapping[str, Any], path: str, kube_version: tuple[int, int] = (1, 37)) -> Profile:
     name = raw.get("schedulerName")
     if not name:
         raise ConfigError(f"{path}.schedulerName", "Required value")
@@ -226,7 +226,7 @@ def _profile(raw: Mapping[str, Any], path: str) -> Profile:
             raise ConfigError(
                 f"{cpath}.args", f"Invalid value: has to match plugin args ({ARGS_KIND.get(pname)})"
             )
-        prof = _apply_args(prof, pname, args, f"{cpath}.args")
+        prof = _apply_args(prof, pname, args, f"{cpath}.args", kube_version)
     return prof
 
 
@@ -251,7 +251,33 @@ def _resources(value: Any, path: str, *, exactly_one: bool = False) -> tuple[Res
     return tuple(out)
 
 
-def _apply_args(prof: Profile, name: str, args: Mapping[str, Any], path: str) -> Profile:
+def _shape(value: Any, path: str) -> tuple[tuple[int, int], ...]:
+    """A UtilizationShapePoint list as validation_pluginargs.go validateFunctionShape
+    (v1.37.2) accepts it: at least one point, utilization increasing in [0, 100],
+    score in [0, 10]."""
+    raw_shape = _list(value, path)
+    if not raw_shape:
+        raise ConfigError(path, "Required value: at least one point must be specified")
+    points: list[tuple[int, int]] = []
+    for i, p in enumerate(raw_shape):
+        p = _map(p, f"{path}[{i}]")
+        u = _int(p.get("utilization", 0), f"{path}[{i}].utilization")
+        s = _int(p.get("score", 0), f"{path}[{i}].score")
+        if points and u <= points[-1][0]:
+            raise ConfigError(
+                f"{path}[{i}].utilization", f"Invalid value: {u}: values must be sorted in increasing order"
+            )
+        if u < 0 or u > 100:
+            raise ConfigError(f"{path}[{i}].utilization", f"Invalid value: {u}: not in valid range [0, 100]")
+        if s < 0 or s > 10:
+            raise ConfigError(f"{path}[{i}].score", f"Invalid value: {s}: not in valid range [0, 10]")
+        points.append((u, s))
+    return tuple(points)
+
+
+def _apply_args(
+    prof: Profile, name: str, args: Mapping[str, Any], path: str, kube_version: tuple[int, int] = (1, 37)
+) -> Profile:
     if name == "NodeResourcesFit":
         strategy = _map(args.get("scoringStrategy"), f"{path}.scoringStrategy")
         if not strategy:
@@ -275,33 +301,10 @@ def _apply_args(prof: Profile, name: str, args: Mapping[str, Any], path: str) ->
                     f"{spath}.requestedToCapacityRatio",
                     "Required value: must be specified when type is RequestedToCapacityRatio",
                 )
-            raw_shape = _list(
+            shape = _shape(
                 _map(rtcr, f"{spath}.requestedToCapacityRatio").get("shape"),
                 f"{spath}.requestedToCapacityRatio.shape",
             )
-            spath2 = f"{spath}.requestedToCapacityRatio.shape"
-            if not raw_shape:
-                raise ConfigError(spath2, "Required value: at least one point must be specified")
-            points: list[tuple[int, int]] = []
-            for i, p in enumerate(raw_shape):
-                p = _map(p, f"{spath2}[{i}]")
-                u = _int(p.get("utilization", 0), f"{spath2}[{i}].utilization")
-                s = _int(p.get("score", 0), f"{spath2}[{i}].score")
-                if points and u <= points[-1][0]:
-                    raise ConfigError(
-                        f"{spath2}[{i}].utilization",
-                        f"Invalid value: {u}: values must be sorted in increasing order",
-                    )
-                if u < 0 or u > 100:
-                    raise ConfigError(
-                        f"{spath2}[{i}].utilization", f"Invalid value: {u}: not in valid range [0, 100]"
-                    )
-                if s < 0 or s > 10:
-                    raise ConfigError(
-                        f"{spath2}[{i}].score", f"Invalid value: {s}: not in valid range [0, 10]"
-                    )
-                points.append((u, s))
-            shape = tuple(points)
         elif rtcr is not None:
             raise ConfigError(
                 f"{spath}.requestedToCapacityRatio",
@@ -331,6 +334,24 @@ def _apply_args(prof: Profile, name: str, args: Mapping[str, Any], path: str) ->
                 )
             prof2 = replace(prof2, ignore_preferred_terms_of_existing_pods=v)
         return prof2
+    if name == "VolumeBinding":
+        timeout = args.get("bindTimeoutSeconds")
+        if timeout is not None and _int(timeout, f"{path}.bindTimeoutSeconds") < 0:
+            raise ConfigError(
+                f"{path}.bindTimeoutSeconds",
+                f"Invalid value: {timeout}: invalid BindTimeoutSeconds, should not be a negative value",
+            )
+        if kube_version < (1, 37) and args.get("shape") is not None:
+            # validation_pluginargs.go ValidateVolumeBindingArgsWithOptions: StorageCapacityScoring
+            # is off by default before v1.37 (pkg/features/kube_features.go).
+            raise ConfigError(
+                f"{path}.shape",
+                "Invalid value: unexpected field `shape`, remove it or turn on the feature gate "
+                "StorageCapacityScoring",
+            )
+        if not args.get("shape"):
+            return prof  # SetDefaults_VolumeBindingArgs: the default shape
+        return replace(prof, volume_shape=_shape(args["shape"], f"{path}.shape"))
     if name == "NodeAffinity":
         added = _map(args.get("addedAffinity"), f"{path}.addedAffinity")
         preferred = []
@@ -346,7 +367,17 @@ def _apply_args(prof: Profile, name: str, args: Mapping[str, Any], path: str) ->
             preferred.append(
                 (w, _term(_map(t.get("preference"), f"{tpath}.preference"), f"{tpath}.preference"))
             )
-        return replace(prof, added_preferred=tuple(preferred))
+        required = None
+        if added.get("requiredDuringSchedulingIgnoredDuringExecution") is not None:
+            rpath = f"{path}.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            raw = _map(added["requiredDuringSchedulingIgnoredDuringExecution"], rpath)
+            required = NodeSelector(
+                tuple(
+                    _term(_map(t, f"{rpath}.nodeSelectorTerms[{i}]"), f"{rpath}.nodeSelectorTerms[{i}]")
+                    for i, t in enumerate(_list(raw.get("nodeSelectorTerms"), f"{rpath}.nodeSelectorTerms"))
+                )
+            )
+        return replace(prof, added_preferred=tuple(preferred), added_required=required)
     if name == "PodTopologySpread":
         dtype = args.get("defaultingType", "System")
         if dtype not in ("System", "List"):

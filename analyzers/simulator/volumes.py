@@ -18,7 +18,7 @@ Filter (UnschedulableAndUnresolvable), per node (FindPodVolumes):
   allowedTopologies must match the node; a claim already given a selected
   node only fits that node): ``node(s) didn't find available persistent
   volumes to bind``.
-Storage capacity (CSIStorageCapacity) is not modelled. A pod's WaitForFirstConsumer
+Storage capacity (CSIStorageCapacity, CSIDriver storageCapacity) is not modelled. A pod's WaitForFirstConsumer
 claims are matched as binder.go findMatchingVolumes does: smallest claim first, each to
 the smallest matching volume not already chosen for another claim of the pod.
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analyzers.messages.reasons import VOLUME_ZONE
-from analyzers.records import PersistentVolume, PersistentVolumeClaim
+from analyzers.records import PersistentVolume, PersistentVolumeClaim, Pod
 from analyzers.simulator import codes as C
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
 from analyzers.simulator.nodeinfo import NodeTable, has
@@ -131,28 +131,42 @@ def _find_matching_volume(
 
 
 def delayed_binding_mask(cycle: Cycle, delayed: list[PersistentVolumeClaim]) -> int:
-    """Nodes where every WaitForFirstConsumer claim of the pod can be bound or provisioned,
-    as FindPodVolumes decides per node (pkg/scheduler/framework/plugins/volumebinding/
-    binder.go, v1.35.4 and v1.37.2): a claim with a selected node fits that node only
-    and is provisioned; the others, smallest request first (findMatchingVolumes sorts
-    byPVCSize; stable for a pod's few claims), each take the smallest matching volume
-    not already chosen for another of the pod's claims (FindMatchingVolume's excluded
-    volumes); a claim left without one must be provisioned (checkVolumeProvisions: a
-    provisioner other than ``kubernetes.io/no-provisioner``, the class's
-    allowedTopologies matching the node). Storage capacity is not modelled.
+    """Nodes where every WaitForFirstConsumer claim of the pod can be bound or provisioned
+    (:func:`delayed_bindings`)."""
+    ok = 0
+    for part, bindings in delayed_bindings(cycle.table, cycle.snapshot, delayed):
+        if bindings is not None:
+            ok |= part
+    return ok
+
+
+StaticBindings = list[tuple[PersistentVolumeClaim, PersistentVolume]]
+
+
+def delayed_bindings(
+    table: NodeTable, snap: ClusterSnapshot, delayed: list[PersistentVolumeClaim]
+) -> list[tuple[int, StaticBindings | None]]:
+    """FindPodVolumes per node (pkg/scheduler/framework/plugins/volumebinding/binder.go,
+    v1.35.4 and v1.37.2): groups of nodes, each with the static bindings (claim, PV)
+    its nodes get, or None where a claim can be neither bound nor provisioned. A claim
+    with a selected node fits that node only and is provisioned; the others, smallest
+    request first (findMatchingVolumes sorts byPVCSize; stable for a pod's few claims),
+    each take the smallest matching volume not already chosen for another of the pod's
+    claims (FindMatchingVolume's excluded volumes); a claim left without one must be
+    provisioned (checkVolumeProvisions: a provisioner other than
+    ``kubernetes.io/no-provisioner``, the class's allowedTopologies matching the node).
+    Storage capacity is not modelled. Nodes outside every group fit nowhere.
 
     Nodes are grouped by which volumes and topologies admit them, and each group is
     decided once. PVs are tried in name order; upstream lists them from its cache in
     no fixed order, which only matters between equally small matching volumes."""
-    table = cycle.table
-    snap = cycle.snapshot
     within = table.all_mask
     for pvc in delayed:
         if pvc.selected_node:
             i = table.index.get(pvc.selected_node)
             within &= 1 << i if i is not None else 0
     if not within:
-        return 0
+        return []
     classes = sorted({pvc.storage_class or "" for pvc in delayed})
     by_class: dict[str, list[PersistentVolume]] = {c: [] for c in classes}
     for pv in sorted(snap.pvs.values(), key=lambda v: v.name):
@@ -169,11 +183,12 @@ def delayed_binding_mask(cycle: Cycle, delayed: list[PersistentVolumeClaim]) -> 
         else:
             provisionable[c] = table.selector_mask(cls.allowed_topologies)
     ordered = sorted(delayed, key=lambda c: c.request_bytes)
-    ok = 0
+    out: list[tuple[int, StaticBindings | None]] = []
     for part in _partition(within, [*pv_masks.values(), *provisionable.values()]):
         rep = (part & -part).bit_length() - 1
         admits = {name: has(m, rep) for name, m in pv_masks.items()}
         chosen: set[str] = set()
+        bindings: StaticBindings = []
         fits = True
         for pvc in ordered:
             c = pvc.storage_class or ""
@@ -181,13 +196,13 @@ def delayed_binding_mask(cycle: Cycle, delayed: list[PersistentVolumeClaim]) -> 
                 found = _find_matching_volume(pvc, by_class[c], admits, chosen)
                 if found is not None:
                     chosen.add(found.name)
+                    bindings.append((pvc, found))
                     continue
             if not has(provisionable[c], rep):
                 fits = False
                 break
-        if fits:
-            ok |= part
-    return ok
+        out.append((part, bindings if fits else None))
+    return out
 
 
 class VolumeRestrictions(Plugin):
@@ -208,6 +223,34 @@ class VolumeRestrictions(Plugin):
             if (pod.namespace, name) not in cycle.snapshot.pvcs and not cycle.snapshot.lacks(PVC_KIND):
                 return claim_not_found(self.name, name)
         return None
+
+
+CLAIM_BOUND = "bound"
+CLAIM_DELAYED = "delayed"  # unbound, of a WaitForFirstConsumer class
+CLAIM_IMMEDIATE = "immediate"  # unbound, of Immediate binding (or pre-bound, not yet bound)
+CLAIM_UNKNOWN = "unknown"  # its class is not in the input: its binding mode is unknown
+
+
+def claim_kind(snap: ClusterSnapshot, pvc: PersistentVolumeClaim) -> str:
+    """How VolumeBinding's PreFilter (GetPodVolumeClaims) sorts a claim of the pod."""
+    if pvc.volume_name and pvc.phase == "Bound":
+        return CLAIM_BOUND
+    cls = snap.storage_classes.get(pvc.storage_class or "") if pvc.storage_class else None
+    if cls is None and pvc.storage_class and snap.lacks(STORAGE_CLASS_KIND):
+        return CLAIM_UNKNOWN
+    if cls is not None and cls.binding_mode == "WaitForFirstConsumer" and not pvc.volume_name:
+        return CLAIM_DELAYED
+    return CLAIM_IMMEDIATE
+
+
+def delayed_claims(snap: ClusterSnapshot, pod: Pod) -> list[PersistentVolumeClaim]:
+    """The pod's unbound WaitForFirstConsumer claims that are in the input."""
+    out = []
+    for name in pod.spec.pvc_names:
+        pvc = snap.pvcs.get((pod.namespace, name))
+        if pvc is not None and claim_kind(snap, pvc) == CLAIM_DELAYED:
+            out.append(pvc)
+    return out
 
 
 class VolumeBinding(Plugin):
@@ -240,16 +283,12 @@ class VolumeBinding(Plugin):
             pvc = snap.pvcs.get((pod.namespace, name))
             if pvc is None:
                 continue  # not in the input (see above)
-            if pvc.volume_name and pvc.phase == "Bound":
+            kind = claim_kind(snap, pvc)
+            if kind == CLAIM_BOUND:
                 claims.bound.append(pvc)
-                continue
-            cls = snap.storage_classes.get(pvc.storage_class or "") if pvc.storage_class else None
-            if cls is None and pvc.storage_class and snap.lacks(STORAGE_CLASS_KIND):
-                continue  # its class is not in the input: its binding mode is unknown, not Immediate
-            delayed = cls is not None and cls.binding_mode == "WaitForFirstConsumer"
-            if delayed and not pvc.volume_name:
+            elif kind == CLAIM_DELAYED:
                 claims.delayed.append(pvc)
-            else:
+            elif kind == CLAIM_IMMEDIATE:
                 unbound_immediate.append(name)
         if unbound_immediate:
             return failure(

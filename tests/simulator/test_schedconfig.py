@@ -3,12 +3,15 @@ percentageOfNodesToScore, and validation errors naming the field."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from analyzers.simulator import simulate
 from analyzers.simulator.schedconfig import ConfigError, parse_config, profile_for
 from analyzers.simulator.scoring.profile import DEFAULT_SCORE_PLUGINS
+from tests.simulator.builders import node, pod, pod_of, snapshot
 
 
 def config(*profiles: dict[str, Any], **top: Any) -> dict[str, Any]:
@@ -152,6 +155,9 @@ def test_v1beta3_only_before_1_29() -> None:
         ({"schedulerName": "s", "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]}}]}, "profiles[0].pluginConfig[0].args.defaultingType"),
         ({"schedulerName": "s", "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]}}]}, "profiles[0].pluginConfig[0].args.defaultConstraints[0].maxSkew"),
         ({"schedulerName": "s", "pluginConfig": [{"name": "InterPodAffinity", "args": {"kind": "NodeAffinityArgs"}}]}, "profiles[0].pluginConfig[0].args"),
+        ({"schedulerName": "s", "pluginConfig": [{"name": "VolumeBinding", "args": {"shape": [{"utilization": 0, "score": 11}]}}]}, "profiles[0].pluginConfig[0].args.shape[0].score"),
+        ({"schedulerName": "s", "pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": -1}}]}, "profiles[0].pluginConfig[0].args.bindTimeoutSeconds"),
+        ({"schedulerName": "s", "pluginConfig": [{"name": "NodeAffinity", "args": {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": {}}}}}]}, "profiles[0].pluginConfig[0].args.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"),
     ],
 )  # fmt: skip
 def test_invalid_configurations_name_the_field(profile: dict[str, Any], field: str) -> None:
@@ -165,3 +171,90 @@ def test_duplicate_scheduler_names_are_refused() -> None:
     with pytest.raises(ConfigError) as err:
         parse_config(config({"schedulerName": "a"}, {"schedulerName": "a"}))
     assert err.value.field == "profiles[1].schedulerName"
+
+
+# --- NodeAffinityArgs addedAffinity.required in the Filter -----------------------------
+# Rows of pkg/scheduler/framework/plugins/nodeaffinity/node_affinity_test.go (v1.37.2)
+# TestNodeAffinity, "Matches added affinity but not Pod's node affinity" and "Doesn't
+# match added affinity", run through the profile a KubeSchedulerConfiguration builds.
+
+ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+POD_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+
+
+def added_required_profile(term: dict[str, Any]) -> Any:
+    return parse_config(
+        config(
+            {
+                "schedulerName": "s",
+                "pluginConfig": [
+                    {
+                        "name": "NodeAffinity",
+                        "args": {
+                            "addedAffinity": {
+                                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+                            }
+                        },
+                    }
+                ],
+            }
+        )
+    )["s"]
+
+
+def zone_affinity(zone: str) -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": [zone]}]}]
+            }
+        }
+    }
+
+
+def filter_reasons(prof: Any, affinity: dict[str, Any] | None) -> dict[str, tuple[str, ...]]:
+    snap = snapshot(
+        node("node1", labels={"zone": "bar"}),
+        node("node2", labels={"zone": "foo"}),
+        pod("p", affinity=affinity),
+    )
+    v = simulate(
+        snap, pod_of(snap, "p"), disabled=prof.disabled_filters, added_affinity=prof.added_required
+    )
+    out = {}
+    for name in ("node1", "node2"):
+        nv = v.node(name)
+        assert nv is not None
+        out[name] = tuple(r for f in nv.filters for r in f.reasons)
+    return out
+
+
+def test_added_required_affinity_refuses_with_its_own_reason() -> None:
+    prof = added_required_profile({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["bar"]}]})
+    assert filter_reasons(prof, None) == {"node1": (), "node2": (ENFORCED,)}
+
+
+def test_matches_added_affinity_but_not_the_pods_own_affinity() -> None:
+    prof = added_required_profile(
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node2"]}]}
+    )
+    # node2 passes the added terms and fails the pod's (ErrReasonPod); node1 fails the
+    # added terms first (errReasonEnforced), whatever the pod says.
+    assert filter_reasons(prof, zone_affinity("bar")) == {"node1": (ENFORCED,), "node2": (POD_AFFINITY,)}
+
+
+def test_added_required_affinity_is_nothing_when_node_affinity_is_disabled() -> None:
+    prof = added_required_profile({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["bar"]}]})
+    prof = replace(prof, disabled_filters=frozenset({"NodeAffinity"}))
+    assert filter_reasons(prof, None) == {"node1": (), "node2": ()}
+
+
+def test_volume_binding_shape_is_refused_before_1_37() -> None:
+    """StorageCapacityScoring is off by default before v1.37: a shape is a validation error."""
+    doc = config({"schedulerName": "s", "pluginConfig": [{"name": "VolumeBinding", "args": {"shape": []}}]})
+    with pytest.raises(ConfigError) as err:
+        parse_config(doc, kube_version=(1, 36))
+    assert err.value.field == "profiles[0].pluginConfig[0].args.shape"
+    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+    doc["profiles"][0]["pluginConfig"][0]["args"]["shape"] = shape
+    assert parse_config(doc)["s"].volume_shape == ((0, 0), (100, 10))

@@ -31,6 +31,7 @@ from analyzers.simulator.scoring.nodeaffinity import NodeAffinity
 from analyzers.simulator.scoring.podtopologyspread import PodTopologySpread
 from analyzers.simulator.scoring.profile import DEFAULT_PROFILE, Profile
 from analyzers.simulator.scoring.tainttoleration import TaintToleration
+from analyzers.simulator.scoring.volumebinding import VolumeBinding
 from analyzers.snapshot import ClusterSnapshot
 
 SCORE_PLUGINS: dict[str, ScorePlugin] = {
@@ -39,6 +40,7 @@ SCORE_PLUGINS: dict[str, ScorePlugin] = {
         TaintToleration(),
         NodeAffinity(),
         NodeResourcesFit(),
+        VolumeBinding(),
         PodTopologySpread(),
         InterPodAffinity(),
         NodeResourcesBalancedAllocation(),

@@ -7,7 +7,9 @@ min(requested_r / allocatable_r, 1) with and without the pod; std = |f1-f2|/2
 for two resources, the population standard deviation for more;
 balanced(f) = int64((1 - std) * 100); the score is
 50 + (50 + balanced(with) - balanced(without)) / 2 (Go integer division):
-v1.37.2 scores the change the pod makes (other releases' code not compared).
+since v1.36 (v1.36.0 to v1.37.2 alike) it scores the change the pod makes.
+Up to v1.35 (v1.34.7, v1.35.4 balancedResourceScorer) the score was
+balanced(with) alone; a snapshot of such a release is scored so.
 No NormalizeScore.
 """
 
@@ -19,6 +21,9 @@ from collections.abc import Sequence
 from analyzers.simulator.scoring.framework import MAX_NODE_SCORE, PLACED_NODE, ScorePlugin, ScoreState, go_div
 from analyzers.simulator.scoring.profile import BALANCED_ALLOCATION
 from analyzers.simulator.scoring.resource_allocation import Patched, columns, pod_request, reported
+
+# noderesources/balanced_allocation.go: the score of the change the pod makes, since v1.36.0.
+CHANGE_SCORED_SINCE = (1, 36)
 
 
 def balanced_score(fractions: list[float]) -> int:
@@ -46,7 +51,8 @@ class NodeResourcesBalancedAllocation(ScorePlugin):
         cols = columns(st.snapshot, st.table, st.pod, resources, use_requested=True, placed=st.placed)
         out = []
         half = MAX_NODE_SCORE // 2
-        if len(cols) == 2:
+        change_scored = st.release >= CHANGE_SCORED_SINCE
+        if len(cols) == 2 and change_scored:
             base = (
                 columns(st.snapshot, st.table, st.pod, resources, use_requested=True) if st.placed else cols
             )
@@ -62,6 +68,9 @@ class NodeResourcesBalancedAllocation(ScorePlugin):
                 f0 = float(used[i]) / float(a)
                 with_pod.append(1.0 if f1 > 1 else f1)
                 without.append(1.0 if f0 > 1 else f0)
+            if not change_scored:
+                out.append(balanced_score(with_pod))
+                continue
             out.append(half + go_div(half + balanced_score(with_pod) - balanced_score(without), 2))
         return out
 

@@ -21,12 +21,28 @@ from typing import Any
 from analyzers.records import EMPTY_MAP, Pod
 from analyzers.simulator.nodeinfo import NodeTable
 from analyzers.simulator.scoring.profile import Profile
+from analyzers.simulator.versions import VersionError, parse_version
 from analyzers.snapshot import ClusterSnapshot
 
 NO_PLACED: Mapping[int, int] = MappingProxyType({})  # no copies placed
 MAX_NODE_SCORE = 100  # k8s.io/kube-scheduler/framework MaxNodeScore
 MIN_FEASIBLE_NODES_TO_FIND = 100  # schedule_one.go minFeasibleNodesToFind
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5  # schedule_one.go minFeasibleNodesPercentageToFind
+# The release the Score phase follows when the snapshot does not say its own.
+SCORE_RELEASE = (1, 37)
+
+
+def score_release(snapshot: ClusterSnapshot) -> tuple[int, int]:
+    """The (major, minor) release whose score code applies: the dump's own
+    (``kube_version``), else v1.37 (not the wording's older default: where
+    releases differ in scores, docs/placement.md "Releases" says how)."""
+    if not snapshot.kube_version:
+        return SCORE_RELEASE
+    try:
+        major, minor, _ = parse_version(snapshot.kube_version)
+    except VersionError:
+        return SCORE_RELEASE
+    return (major, minor)
 
 
 class ScoreError(Exception):
@@ -62,6 +78,10 @@ class ScoreState:
     # a pod on that node: requests, spread and inter-pod counts).
     placed: Mapping[int, int] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def release(self) -> tuple[int, int]:
+        return score_release(self.snapshot)
 
     def positions(self) -> dict[int, int]:
         """Node index -> its position in ``nodes`` (built once per phase)."""

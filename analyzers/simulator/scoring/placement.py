@@ -85,7 +85,13 @@ def attempt(
     """Filters then scores for ``pod`` (scheduled as if it had no node); with
     ``rows`` False (later replicas) the per-node rows are left out."""
     unbound = replace(pod, node_name="", phase="Pending", spec=replace(pod.spec, node_name=""))
-    verdict = simulate(snapshot, unbound, kube_version=kube_version, disabled=profile.disabled_filters)
+    verdict = simulate(
+        snapshot,
+        unbound,
+        kube_version=kube_version,
+        disabled=profile.disabled_filters,
+        added_affinity=profile.added_required,
+    )
     table = node_table(snapshot)
     feasible = feasible_nodes(verdict, table.size)
     phase = score_pod(snapshot, unbound, feasible, profile) if feasible else None

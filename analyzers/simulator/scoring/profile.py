@@ -5,14 +5,16 @@ are scored. Built from a KubeSchedulerConfiguration by
 
 Defaults (v1.37.2):
 - plugins and weights: pkg/scheduler/apis/config/v1/default_plugins.go
-  (TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1, PodTopologySpread 2,
+  (TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1, VolumeBinding 1 (no
+  weight set: 1; it scores since StorageCapacityScoring is on), PodTopologySpread 2,
   InterPodAffinity 2, NodeResourcesBalancedAllocation 1, ImageLocality 1; with
   DynamicResources 2, which scores only pods with claims -- not modelled, see
   docs/placement.md);
 - args: pkg/scheduler/apis/config/v1/defaults.go (NodeResourcesFitArgs
   LeastAllocated over cpu and memory, weight 1 each; BalancedAllocation over cpu
   and memory; InterPodAffinityArgs hardPodAffinityWeight 1;
-  PodTopologySpreadArgs defaultingType System).
+  PodTopologySpreadArgs defaultingType System; VolumeBindingArgs shape
+  0% -> 10, 100% -> 0).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ DEFAULT_SCORE_PLUGINS: tuple[tuple[str, int], ...] = (
     (TAINT_TOLERATION, 3),
     (NODE_AFFINITY, 2),
     (NODE_RESOURCES_FIT, 1),
+    (VOLUME_BINDING, 1),
     (POD_TOPOLOGY_SPREAD, 2),
     (INTER_POD_AFFINITY, 2),
     (BALANCED_ALLOCATION, 1),
@@ -63,6 +66,8 @@ class ResourceSpec:
 
 
 DEFAULT_RESOURCES = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
+# pkg/scheduler/apis/config/v1/defaults.go SetDefaults_VolumeBindingArgs (v1.37.2, gate on).
+DEFAULT_VOLUME_SHAPE = ((0, 10), (100, 0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +80,8 @@ class Profile:
     fit_resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
     # RequestedToCapacityRatio shape: (utilization 0-100, score 0-10), ascending.
     shape: tuple[tuple[int, int], ...] = ()
+    # VolumeBindingArgs shape (StorageCapacityScoring): (utilization 0-100, score 0-10).
+    volume_shape: tuple[tuple[int, int], ...] = DEFAULT_VOLUME_SHAPE
     balanced_resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
     hard_pod_affinity_weight: int = 1
     ignore_preferred_terms_of_existing_pods: bool = False
