@@ -15,8 +15,10 @@ and the session factory once, at start-up, and pass them down::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -266,15 +268,53 @@ def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]
     return async_sessionmaker(engine, expire_on_commit=False)
 
 
-def reading_sessions(sessions: async_sessionmaker[AsyncSession]) -> async_sessionmaker[AsyncSession]:
+def reading_sessions(sessions: async_sessionmaker[AsyncSession]) -> ReadingSessions:
     """Sessions over the same engine and pool in autocommit: each statement stands alone, so a
     request that only reads costs no ``BEGIN`` and ``ROLLBACK`` round trips. For handlers that
-    only read; a read of several statements sees each statement's own snapshot."""
+    only read; a read of several statements sees each statement's own snapshot.
+
+    With a connection pool of fixed size (PostgreSQL), readers take turns first come, first
+    served: a reader waits for one of ``pool_size`` slots in a FIFO queue (at most the pool's
+    timeout, then ``TimeoutError``: a 503 for the API). The pool's own queue lets a newcomer
+    take a connection just returned while older waiters sleep, so under sustained load some
+    requests starved past the pool timeout while most were served in a few seconds."""
     bind = sessions.kw.get("bind")
     if not isinstance(bind, AsyncEngine):
-        return sessions
+        return ReadingSessions(sessions)
     options = {k: v for k, v in sessions.kw.items() if k != "bind"}
-    return async_sessionmaker(bind.execution_options(isolation_level="AUTOCOMMIT"), **options)
+    reads = async_sessionmaker(bind.execution_options(isolation_level="AUTOCOMMIT"), **options)
+    pool = bind.pool
+    size, timeout = getattr(pool, "size", None), getattr(pool, "timeout", None)
+    if callable(size) and callable(timeout):
+        return ReadingSessions(reads, slots=int(size()), wait=float(timeout()))
+    return ReadingSessions(reads)
+
+
+class ReadingSessions:
+    """``async with reads() as session``: a read session, handed out in arrival order when
+    ``slots`` bounds how many are open at once (see :func:`reading_sessions`)."""
+
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], *, slots: int = 0, wait: float = 0.0
+    ) -> None:
+        self.sessions = sessions
+        self.wait = wait
+        self._turns = asyncio.Semaphore(slots) if slots > 0 else None  # FIFO since Python 3.11.1
+
+    @contextlib.asynccontextmanager
+    async def __call__(self) -> AsyncIterator[AsyncSession]:
+        turns = self._turns
+        if turns is None:
+            async with self.sessions() as session:
+                yield session
+            return
+        async with asyncio.timeout(self.wait):
+            await turns.acquire()
+        try:
+            async with self.sessions() as session:
+                yield session
+        finally:
+            turns.release()
 
 
 def backend_name(engine: AsyncEngine) -> str:

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from agent.api.auth import FailureLimiter, ProxyTrust, Sessions, TokenSet
 from agent.api.metrics import HttpMetrics
 from agent.settings import ApiSettings
+from storage.engine import ReadingSessions
 
 Readiness = Callable[[], Awaitable[bool] | bool]
 # What /readyz says about this replica's part in leader election ({"role": "leader", ...}).
@@ -25,7 +26,7 @@ DemoChanges = Callable[[str, str], bool]
 SESSIONS = web.AppKey("sessions", async_sessionmaker[AsyncSession])
 # Sessions for handlers that only read: autocommit, so a request costs no BEGIN and ROLLBACK
 # round trips (storage.engine.reading_sessions); writes use SESSIONS.
-READS = web.AppKey("reads", async_sessionmaker[AsyncSession])
+READS = web.AppKey("reads", ReadingSessions)
 SETTINGS = web.AppKey("settings", ApiSettings)
 TOKENS = web.AppKey("tokens", TokenSet)
 JINJA = web.AppKey("jinja", jinja2.Environment)
