@@ -149,6 +149,12 @@ def gather_pools(
     node: Node, slices: Sequence[ResourceSlice], all_slices: Sequence[ResourceSlice]
 ) -> list[Pool]:
     """GatherPools (pools_incubating.go, v0.37.2) with 1.37's default features."""
+    if len(slices) == 1:
+        # The common node: one plain slice naming it, alone in its pool -- what the loop
+        # below and _build_pool conclude for it, without the dictionaries.
+        s = slices[0]
+        if s.node_name == node.name and s.slice_count == 1 and s.plain and not s.shared_counters and not s.problem:
+            return [Pool(s.driver, s.pool, slices=[s], simple=True)]
     pools: dict[tuple[str, str], list[ResourceSlice]] = {}
     for s in slices:
         if s.problem:
@@ -569,18 +575,30 @@ class _Run:
         if cls is None:
             return _NO_FAST_PATH  # the error path of _validate
         rd = _RequestData(req, "", cls, req.count)
-        key = (0, 0, 0)
         in_use = self.a.allocated.devices
         picked: list[Result] = []
         self.steps += 1
+        # Plain pools have no per-device node selection, and each device is visited once:
+        # _selectable reduces to the class and request selectors, whose per-device cache
+        # entry is looked up here first (the call is the cost of a cold snapshot).
+        both = (cls.selectors, req.selectors)
+        by_device = self.a.cache.by_device if (cls.selectors or req.selectors) else None
+        match = self._class_and_request_match
         for pool in self.pools:
             if pool.incomplete:
                 continue
+            driver, pool_name = pool.driver, pool.name
             for s in pool.slices:
                 for d in s.devices:
-                    did = (pool.driver, pool.name, d.name)
-                    if did in in_use or not self._selectable(key, rd, s, d, did):
+                    did = (driver, pool_name, d.name)
+                    if did in in_use:
                         continue
+                    if by_device is not None:
+                        ok = by_device.get((both, driver, id(d)))
+                        if ok is None:
+                            ok = match(0, rd, d, did)
+                        if not ok:
+                            continue
                     picked.append(Result(req.name, did[0], did[1], did[2]))
                     if len(picked) == req.count:
                         return [picked]
