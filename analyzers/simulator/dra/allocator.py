@@ -412,10 +412,10 @@ class _MatchCache:
     def __init__(self) -> None:
         self.results: dict[tuple[Any, ...], bool] = {}
         self.by_device: dict[tuple[Any, str, int], bool] = {}
-        # (class selectors, request selectors) -> the device entries they read (cel.reads), or
-        # None when they may read anything
+        # (class selectors, request selectors) -> the device entries they read (cel.reads),
+        # spelled (cel.lookups), or None when they may read anything
         self.reads: dict[
-            tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[str, str, str], ...] | None
+            tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[bool, str, str, str], ...] | None
         ] = {}
         self.variables: dict[tuple[str, Any, Any, bool], dict[str, Any]] = {}
 
@@ -458,6 +458,22 @@ class Allocator:
         :class:`Timeout` is raised (the DRASchedulerFilterTimeout outcome)."""
         run = _Run(self, node, claims, budget)
         return run.run()
+
+    def reads_of(
+        self, both: tuple[tuple[str, ...], tuple[str, ...]]
+    ) -> tuple[tuple[bool, str, str, str], ...] | None:
+        """What a class's and a request's selectors read of a device (cel.reads, spelled by
+        cel.lookups), or None when they may read anything."""
+        found = self.cache.reads.get(both, _UNREAD)
+        if found is _UNREAD:
+            read = [cel.reads(e) for e in (*both[0], *both[1])]
+            found = (
+                None
+                if any(r is None for r in read)
+                else cel.lookups(tuple(sorted({x for r in read for x in r or ()})))
+            )
+            self.cache.reads[both] = found
+        return found  # type: ignore[return-value]
 
     def node_selector(self, node: Node, results: Sequence[Result]) -> NodeSelector | None:
         """The node selector of ``results`` allocated on ``node`` (:func:`allocation_node_selector`)."""
@@ -582,7 +598,10 @@ class _Run:
         # _selectable reduces to the class and request selectors, whose per-device cache
         # entry is looked up here first (the call is the cost of a cold snapshot).
         both = (cls.selectors, req.selectors)
-        by_device = self.a.cache.by_device if (cls.selectors or req.selectors) else None
+        cache = self.a.cache
+        by_device = cache.by_device if (cls.selectors or req.selectors) else None
+        spelled = self.a.reads_of(both) if by_device is not None else None
+        results, project = cache.results, cel.project
         match = self._class_and_request_match
         for pool in self.pools:
             if pool.incomplete:
@@ -595,8 +614,15 @@ class _Run:
                         continue
                     if by_device is not None:
                         ok = by_device.get((both, driver, id(d)))
+                        if ok is None and spelled is not None:
+                            # another device with the same values where the selectors read
+                            ok = results.get(
+                                (both, driver, project(spelled, driver, d.attributes, d.capacity), d.allow_multiple)
+                            )
+                            if ok is not None:
+                                by_device[(both, driver, id(d))] = ok
                         if ok is None:
-                            ok = match(0, rd, d, did)
+                            ok = match(0, rd, d, did)  # evaluates, and fills both caches
                         if not ok:
                             continue
                     picked.append(Result(req.name, did[0], did[1], did[2]))
@@ -759,18 +785,12 @@ class _Run:
         hit = cache.by_device.get(dkey)
         if hit is not None:
             return hit
-        entries = cache.reads.get(both, _UNREAD)
-        if entries is _UNREAD:
-            read = [cel.reads(e) for e in (*cls_selectors, *selectors)]
-            entries = (
-                None if any(r is None for r in read) else tuple(sorted({x for r in read for x in r or ()}))
-            )
-            cache.reads[both] = entries
-        if entries is not None:
+        spelled = self.a.reads_of(both)
+        if spelled is not None:
             ckey: tuple[Any, ...] = (
                 both,
                 did[0],
-                cel.projection(entries, did[0], d.attributes, d.capacity),  # type: ignore[arg-type]
+                cel.project(spelled, did[0], d.attributes, d.capacity),  # type: ignore[arg-type]
                 d.allow_multiple,
             )
             hit = cache.results.get(ckey)
@@ -780,7 +800,7 @@ class _Run:
         ok = (
             rd.cls is None or self._selectors_match(ci, d, did, rd.cls.name, cls_selectors)
         ) and self._selectors_match(ci, d, did, None, selectors)
-        if entries is not None:
+        if spelled is not None:
             cache.results[ckey] = ok
         cache.by_device[dkey] = ok
         return ok
