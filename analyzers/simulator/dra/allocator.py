@@ -153,7 +153,13 @@ def gather_pools(
         # The common node: one plain slice naming it, alone in its pool -- what the loop
         # below and _build_pool conclude for it, without the dictionaries.
         s = slices[0]
-        if s.node_name == node.name and s.slice_count == 1 and s.plain and not s.shared_counters and not s.problem:
+        if (
+            s.node_name == node.name
+            and s.slice_count == 1
+            and s.plain
+            and not s.shared_counters
+            and not s.problem
+        ):
             return [Pool(s.driver, s.pool, slices=[s], simple=True)]
     pools: dict[tuple[str, str], list[ResourceSlice]] = {}
     for s in slices:
@@ -608,21 +614,44 @@ class _Run:
                 continue
             driver, pool_name = pool.driver, pool.name
             for s in pool.slices:
+                # The selectors read only entries equal on all the slice's devices (decided at
+                # decoding: ResourceSlice.varying): the first free device's answer is theirs.
+                varying = s.varying
+                same = (
+                    spelled is not None
+                    and varying is not None
+                    and not any(
+                        (is_attribute, qualified) in varying
+                        or (domain == driver and (is_attribute, ident) in varying)
+                        for is_attribute, qualified, domain, ident in spelled
+                    )
+                )
+                answer: bool | None = None
                 for d in s.devices:
                     did = (driver, pool_name, d.name)
                     if did in in_use:
                         continue
-                    if by_device is not None:
+                    if answer is not None:
+                        if not answer:
+                            break
+                    elif by_device is not None:
                         ok = by_device.get((both, driver, id(d)))
                         if ok is None and spelled is not None:
                             # another device with the same values where the selectors read
                             ok = results.get(
-                                (both, driver, project(spelled, driver, d.attributes, d.capacity), d.allow_multiple)
+                                (
+                                    both,
+                                    driver,
+                                    project(spelled, driver, d.attributes, d.capacity),
+                                    d.allow_multiple,
+                                )
                             )
                             if ok is not None:
                                 by_device[(both, driver, id(d))] = ok
                         if ok is None:
                             ok = match(0, rd, d, did)  # evaluates, and fills both caches
+                        if same:
+                            answer = ok
                         if not ok:
                             continue
                     picked.append(Result(req.name, did[0], did[1], did[2]))
@@ -790,7 +819,7 @@ class _Run:
             ckey: tuple[Any, ...] = (
                 both,
                 did[0],
-                cel.project(spelled, did[0], d.attributes, d.capacity),  # type: ignore[arg-type]
+                cel.project(spelled, did[0], d.attributes, d.capacity),
                 d.allow_multiple,
             )
             hit = cache.results.get(ckey)

@@ -543,4 +543,6 @@ def project(
 @lru_cache(maxsize=4096)
 def lookups(entries: tuple[tuple[str, str, str], ...]) -> tuple[tuple[bool, str, str, str], ...]:
     """``entries`` with their qualified names spelled once (projection runs per device)."""
-    return tuple((kind == "attributes", f"{domain}/{ident}", domain, ident) for kind, domain, ident in entries)
+    return tuple(
+        (kind == "attributes", f"{domain}/{ident}", domain, ident) for kind, domain, ident in entries
+    )
