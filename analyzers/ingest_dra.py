@@ -370,7 +370,7 @@ def resource_slice(dec: Decoder, obj: Obj) -> ResourceSlice:
             shared_counters=counters,
             problem=problem,
             plain=plain,
-            varying=varying_entries(devices) if plain else None,
+            varying=dec.value(varying_entries(devices)) if plain else None,  # shared by like slices
         )
 
     try:
