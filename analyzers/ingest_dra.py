@@ -355,6 +355,7 @@ def resource_slice(dec: Decoder, obj: Obj) -> ResourceSlice:
         counters: tuple[tuple[str, FrozenMap[str]], ...] = (),
         problem: str = "",
     ) -> ResourceSlice:
+        plain = not problem and is_plain(devices, bool(spec.get("perDeviceNodeSelection")))
         return ResourceSlice(
             name=name,
             driver=driver,
@@ -368,7 +369,8 @@ def resource_slice(dec: Decoder, obj: Obj) -> ResourceSlice:
             devices=devices,
             shared_counters=counters,
             problem=problem,
-            plain=not problem and is_plain(devices, bool(spec.get("perDeviceNodeSelection"))),
+            plain=plain,
+            varying=dec.value(varying_entries(devices)) if plain else None,  # shared by like slices
         )
 
     try:
@@ -404,6 +406,19 @@ def is_plain(devices: tuple[Device, ...], per_device_node_selection: bool) -> bo
         d.taints or d.consumes_counters or d.allow_multiple or d.binding_conditions or d.request_policies
         for d in devices
     )
+
+
+def varying_entries(devices: tuple[Device, ...]) -> frozenset[tuple[bool, str]]:
+    """ResourceSlice.varying: the (is an attribute, name) entries whose value is not the same
+    on every device (present on some and absent on others included)."""
+    out: set[tuple[bool, str]] = set()
+    for is_attribute in (True, False):
+        maps = [d.attributes if is_attribute else d.capacity for d in devices]
+        for name in {n for m in maps for n in m}:
+            first = maps[0].get(name)
+            if any(m.get(name) != first for m in maps[1:]):
+                out.add((is_attribute, name))
+    return frozenset(out)
 
 
 def _check_counters(devices: tuple[Device, ...], counters: list[tuple[str, FrozenMap[str]]]) -> None:

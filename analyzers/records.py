@@ -593,6 +593,10 @@ class ResourceSlice:
     # request policies, no per-device node selection, device names unique: a one-slice pool
     # of such a slice is valid and takes the allocator's fast path (set at decoding).
     plain: bool = False
+    # Of a plain slice: (is an attribute, name) of the attributes and capacities whose value
+    # differs between its devices (absent counting as a value); a selector reading none of
+    # them answers alike for every device of the slice. None: not computed.
+    varying: frozenset[tuple[bool, str]] | None = None
 
     @property
     def key(self) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+from analyzers.ingest_dra import varying_entries
 from analyzers.records import (
     ClaimSpec,
     Device,
@@ -26,14 +27,35 @@ def _cluster(rng: random.Random) -> tuple[list[ResourceSlice], AllocatedState, d
     in_use = set()
     for driver in DRIVERS:
         for k in range(rng.randint(1, 3)):
+            # one model for the whole slice (the fast path then evaluates one device of it:
+            # ResourceSlice.varying) or a model per device; a unique attribute on each
+            uniform = rng.choice(["x", "y"]) if rng.random() < 0.5 else None
             devices = tuple(
-                Device(f"dev-{i}", FrozenMap({"model": ("string", rng.choice(["x", "y"]))}))
+                Device(
+                    f"dev-{i}",
+                    FrozenMap(
+                        {
+                            "model": ("string", uniform or rng.choice(["x", "y"])),
+                            "uuid": ("string", f"u{k}-{i}"),
+                        }
+                    ),
+                )
                 for i in range(rng.randint(0, 5))
             )
             pool = f"pool-{rng.randint(0, 1)}"
             count = rng.choice([1, 1, 1, 2])
             slices.append(
-                ResourceSlice(f"{driver}-{k}", driver, pool, 1, count, node_name="n", devices=devices)
+                ResourceSlice(
+                    f"{driver}-{k}",
+                    driver,
+                    pool,
+                    1,
+                    count,
+                    node_name="n",
+                    devices=devices,
+                    plain=rng.random() < 0.7,
+                    varying=varying_entries(devices) if rng.random() < 0.7 else None,
+                )
             )
             for d in devices:
                 if rng.random() < 0.4:
@@ -69,3 +91,17 @@ def test_fast_path_equals_the_general_search() -> None:
         assert results[0] == results[1]
         compared += 1
     assert compared == 300
+
+
+def test_varying_entries_names_what_differs_between_devices() -> None:
+    devices = (
+        Device(
+            "a", FrozenMap({"model": ("string", "x"), "uuid": ("string", "1")}), FrozenMap({"mem": "1Gi"})
+        ),
+        Device(
+            "b", FrozenMap({"model": ("string", "x"), "uuid": ("string", "2")}), FrozenMap({"mem": "1Gi"})
+        ),
+        Device("c", FrozenMap({"model": ("string", "x")}), FrozenMap({"mem": "1Gi"})),
+    )
+    assert varying_entries(devices) == {(True, "uuid")}
+    assert varying_entries(devices[:1]) == frozenset()

@@ -149,6 +149,18 @@ def gather_pools(
     node: Node, slices: Sequence[ResourceSlice], all_slices: Sequence[ResourceSlice]
 ) -> list[Pool]:
     """GatherPools (pools_incubating.go, v0.37.2) with 1.37's default features."""
+    if len(slices) == 1:
+        # The common node: one plain slice naming it, alone in its pool -- what the loop
+        # below and _build_pool conclude for it, without the dictionaries.
+        s = slices[0]
+        if (
+            s.node_name == node.name
+            and s.slice_count == 1
+            and s.plain
+            and not s.shared_counters
+            and not s.problem
+        ):
+            return [Pool(s.driver, s.pool, slices=[s], simple=True)]
     pools: dict[tuple[str, str], list[ResourceSlice]] = {}
     for s in slices:
         if s.problem:
@@ -406,10 +418,10 @@ class _MatchCache:
     def __init__(self) -> None:
         self.results: dict[tuple[Any, ...], bool] = {}
         self.by_device: dict[tuple[Any, str, int], bool] = {}
-        # (class selectors, request selectors) -> the device entries they read (cel.reads), or
-        # None when they may read anything
+        # (class selectors, request selectors) -> the device entries they read (cel.reads),
+        # spelled (cel.lookups), or None when they may read anything
         self.reads: dict[
-            tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[str, str, str], ...] | None
+            tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[bool, str, str, str], ...] | None
         ] = {}
         self.variables: dict[tuple[str, Any, Any, bool], dict[str, Any]] = {}
 
@@ -452,6 +464,22 @@ class Allocator:
         :class:`Timeout` is raised (the DRASchedulerFilterTimeout outcome)."""
         run = _Run(self, node, claims, budget)
         return run.run()
+
+    def reads_of(
+        self, both: tuple[tuple[str, ...], tuple[str, ...]]
+    ) -> tuple[tuple[bool, str, str, str], ...] | None:
+        """What a class's and a request's selectors read of a device (cel.reads, spelled by
+        cel.lookups), or None when they may read anything."""
+        found = self.cache.reads.get(both, _UNREAD)
+        if found is _UNREAD:
+            read = [cel.reads(e) for e in (*both[0], *both[1])]
+            found = (
+                None
+                if any(r is None for r in read)
+                else cel.lookups(tuple(sorted({x for r in read for x in r or ()})))
+            )
+            self.cache.reads[both] = found
+        return found  # type: ignore[return-value]
 
     def node_selector(self, node: Node, results: Sequence[Result]) -> NodeSelector | None:
         """The node selector of ``results`` allocated on ``node`` (:func:`allocation_node_selector`)."""
@@ -569,18 +597,63 @@ class _Run:
         if cls is None:
             return _NO_FAST_PATH  # the error path of _validate
         rd = _RequestData(req, "", cls, req.count)
-        key = (0, 0, 0)
         in_use = self.a.allocated.devices
         picked: list[Result] = []
         self.steps += 1
+        # Plain pools have no per-device node selection, and each device is visited once:
+        # _selectable reduces to the class and request selectors, whose per-device cache
+        # entry is looked up here first (the call is the cost of a cold snapshot).
+        both = (cls.selectors, req.selectors)
+        cache = self.a.cache
+        by_device = cache.by_device if (cls.selectors or req.selectors) else None
+        spelled = self.a.reads_of(both) if by_device is not None else None
+        results, project = cache.results, cel.project
+        match = self._class_and_request_match
         for pool in self.pools:
             if pool.incomplete:
                 continue
+            driver, pool_name = pool.driver, pool.name
             for s in pool.slices:
+                # The selectors read only entries equal on all the slice's devices (decided at
+                # decoding: ResourceSlice.varying): the first free device's answer is theirs.
+                varying = s.varying
+                same = (
+                    spelled is not None
+                    and varying is not None
+                    and not any(
+                        (is_attribute, qualified) in varying
+                        or (domain == driver and (is_attribute, ident) in varying)
+                        for is_attribute, qualified, domain, ident in spelled
+                    )
+                )
+                answer: bool | None = None
                 for d in s.devices:
-                    did = (pool.driver, pool.name, d.name)
-                    if did in in_use or not self._selectable(key, rd, s, d, did):
+                    did = (driver, pool_name, d.name)
+                    if did in in_use:
                         continue
+                    if answer is not None:
+                        if not answer:
+                            break
+                    elif by_device is not None:
+                        ok = by_device.get((both, driver, id(d)))
+                        if ok is None and spelled is not None:
+                            # another device with the same values where the selectors read
+                            ok = results.get(
+                                (
+                                    both,
+                                    driver,
+                                    project(spelled, driver, d.attributes, d.capacity),
+                                    d.allow_multiple,
+                                )
+                            )
+                            if ok is not None:
+                                by_device[(both, driver, id(d))] = ok
+                        if ok is None:
+                            ok = match(0, rd, d, did)  # evaluates, and fills both caches
+                        if same:
+                            answer = ok
+                        if not ok:
+                            continue
                     picked.append(Result(req.name, did[0], did[1], did[2]))
                     if len(picked) == req.count:
                         return [picked]
@@ -741,18 +814,12 @@ class _Run:
         hit = cache.by_device.get(dkey)
         if hit is not None:
             return hit
-        entries = cache.reads.get(both, _UNREAD)
-        if entries is _UNREAD:
-            read = [cel.reads(e) for e in (*cls_selectors, *selectors)]
-            entries = (
-                None if any(r is None for r in read) else tuple(sorted({x for r in read for x in r or ()}))
-            )
-            cache.reads[both] = entries
-        if entries is not None:
+        spelled = self.a.reads_of(both)
+        if spelled is not None:
             ckey: tuple[Any, ...] = (
                 both,
                 did[0],
-                cel.projection(entries, did[0], d.attributes, d.capacity),  # type: ignore[arg-type]
+                cel.project(spelled, did[0], d.attributes, d.capacity),
                 d.allow_multiple,
             )
             hit = cache.results.get(ckey)
@@ -762,7 +829,7 @@ class _Run:
         ok = (
             rd.cls is None or self._selectors_match(ci, d, did, rd.cls.name, cls_selectors)
         ) and self._selectors_match(ci, d, did, None, selectors)
-        if entries is not None:
+        if spelled is not None:
             cache.results[ckey] = ok
         cache.by_device[dkey] = ok
         return ok

@@ -519,8 +519,19 @@ def projection(
     capacity: Mapping[str, str],
 ) -> tuple[Any, ...]:
     """The values ``entries`` (from :func:`reads`) see on one device (None: absent)."""
+    return project(lookups(entries), driver, attributes, capacity)
+
+
+def project(
+    spelled: tuple[tuple[bool, str, str, str], ...],
+    driver: str,
+    attributes: Mapping[str, tuple[str, Any]],
+    capacity: Mapping[str, str],
+) -> tuple[Any, ...]:
+    """:func:`projection` with the entries' :func:`lookups` spelled by the caller (once
+    per selector set rather than once per device)."""
     out: list[Any] = []
-    for is_attribute, qualified, domain, ident in _lookups(entries):
+    for is_attribute, qualified, domain, ident in spelled:
         source: Mapping[str, Any] = attributes if is_attribute else capacity
         value = source.get(qualified)
         if value is None and domain == driver:
@@ -530,6 +541,8 @@ def projection(
 
 
 @lru_cache(maxsize=4096)
-def _lookups(entries: tuple[tuple[str, str, str], ...]) -> tuple[tuple[bool, str, str, str], ...]:
+def lookups(entries: tuple[tuple[str, str, str], ...]) -> tuple[tuple[bool, str, str, str], ...]:
     """``entries`` with their qualified names spelled once (projection runs per device)."""
-    return tuple((kind == "attributes", f"{domain}/{ident}", domain, ident) for kind, domain, ident in entries)
+    return tuple(
+        (kind == "attributes", f"{domain}/{ident}", domain, ident) for kind, domain, ident in entries
+    )
