@@ -285,7 +285,7 @@ def reading_sessions(sessions: async_sessionmaker[AsyncSession]) -> ReadingSessi
     reads = async_sessionmaker(bind.execution_options(isolation_level="AUTOCOMMIT"), **options)
     pool = bind.pool
     size, timeout = getattr(pool, "size", None), getattr(pool, "timeout", None)
-    if callable(size) and callable(timeout):
+    if bind.dialect.name == "postgresql" and callable(size) and callable(timeout):
         return ReadingSessions(reads, slots=int(size()), wait=float(timeout()))
     return ReadingSessions(reads)
 
