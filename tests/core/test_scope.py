@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,18 +136,24 @@ def test_a_replicaset_change_touches_its_deployment(base: ClusterSnapshot) -> No
     assert affected_workloads(base, base.replace(replace(rs, replicas=3))) == {WEB}
 
 
-def _snapshot_of(case: Path) -> tuple[ClusterSnapshot, float, str | None]:
+def _snapshot_of(case: Path) -> tuple[ClusterSnapshot, float, str | None, Any]:
+    """The case's snapshot, time, release and scheduler profiles (its ``scheduler_config``)."""
     objects, expected = load_case(case)
     state = ClusterState(expected.get("kube_version"))
     state.load(objects)
     now = parse_time(expected["now"])
     assert now is not None
-    return state.snapshot(), now, expected.get("kube_version")
+    profiles = None
+    if expected.get("scheduler_config") is not None:
+        from analyzers.simulator.schedconfig import parse_config
+
+        profiles = parse_config(expected["scheduler_config"])
+    return state.snapshot(), now, expected.get("kube_version"), profiles
 
 
 def _has_findings(case: Path) -> bool:
-    snap, now, version = _snapshot_of(case)
-    return bool(build_report(snap, now=now, kube_version=version).findings)
+    snap, now, version, profiles = _snapshot_of(case)
+    return bool(build_report(snap, now=now, kube_version=version, profiles=profiles).findings)
 
 
 WITH_FINDINGS = [c for c in CASES if _has_findings(c)]
@@ -158,14 +165,16 @@ def test_every_rule_has_a_scenario_with_findings_to_compare() -> None:
 
 @pytest.mark.parametrize("case", WITH_FINDINGS, ids=[str(c.relative_to(SCENARIOS)) for c in WITH_FINDINGS])
 def test_scoped_report_says_what_the_full_report_says_about_its_workloads(case: Path) -> None:
-    snap, now, version = _snapshot_of(case)
-    full = build_report(snap, now=now, kube_version=version)
+    snap, now, version, profiles = _snapshot_of(case)
+    full = build_report(snap, now=now, kube_version=version, profiles=profiles)
     for subject in {f.subject for f in full.findings}:
-        scoped = build_report(snap, now=now, kube_version=version, scope=frozenset({subject}))
+        scoped = build_report(
+            snap, now=now, kube_version=version, profiles=profiles, scope=frozenset({subject})
+        )
         assert [f.as_dict() for f in scoped.findings] == [
             f.as_dict() for f in full.findings if f.subject == subject
         ], subject
-    nothing = build_report(snap, now=now, kube_version=version, scope=frozenset())
+    nothing = build_report(snap, now=now, kube_version=version, profiles=profiles, scope=frozenset())
     assert nothing.findings == () and nothing.pods == ()
 
 
@@ -265,13 +274,13 @@ def test_a_narrowed_node_change_keeps_what_a_full_pass_finds(case: Path) -> None
     """On every golden scenario, each node tainted, untainted, made not ready, cordoned,
     uncordoned or given images: the findings of the workloads ``affected_workloads``
     names, re-analysed, beside the others' findings from before, are the full report's."""
-    snap, now, version = _snapshot_of(case)
+    snap, now, version, profiles = _snapshot_of(case)
 
     def by_subject(
         s: ClusterSnapshot, scope: frozenset[ObjectRef] | None = None
     ) -> dict[ObjectRef, list[dict]]:
         out: dict[ObjectRef, list[dict]] = {}
-        for f in build_report(s, now=now, kube_version=version, scope=scope).findings:
+        for f in build_report(s, now=now, kube_version=version, profiles=profiles, scope=scope).findings:
             out.setdefault(f.subject, []).append(f.as_dict())
         return out
 
