@@ -17,6 +17,12 @@ these (:meth:`Fleet.adopt`) before analysing it, so a takeover needs no relist;
 the records after the last committed offset are then delivered again and
 applied again, which converges to the same state.
 
+A publisher re-sends the rest of a send round that failed half-way, and part of
+it may have landed (agent.stream.publisher): the copies come right after the
+originals, so a record not newer (epoch, seq) than the last one this runtime
+applied is a copy and is skipped — the state never steps back to an older
+version of an object between the two.
+
 Every failure of one record — not JSON, an unknown version, an object the
 decoder rejects, a bug — is caught here, sent to the dead-letter callback with
 the error and counted; the partition goes on. Rule errors of a pass are
@@ -54,10 +60,11 @@ DeadLetter = Callable[[bytes | None, bytes | None, str, int, int], Awaitable[Non
 # backlog(partition): records of the partition the broker holds and this worker has not handled yet
 Backlog = Callable[[int], int]
 
-# A pass over a state the partition's backlog is about to change is work thrown away: before
-# a pass, while more than BACKLOG_HOLD records of its partition wait, they are handled first,
-# for at most MAX_HOLD seconds (a partition that never drains still gets a pass that often).
-BACKLOG_HOLD = 500
+# A pass over a state the partition's backlog is about to change is work thrown away (and a
+# pass between two records of one change sees a state the cluster never had): before a pass,
+# while more than BACKLOG_HOLD records of its partition wait, they are handled first, for at
+# most MAX_HOLD seconds (a partition that never drains still gets a pass that often).
+BACKLOG_HOLD = 0
 MAX_HOLD = 2.0
 
 META, OBJECT, METRICS, SCALE = b"C\x00", b"O\x00", b"M\x00", b"S\x00"
@@ -104,6 +111,8 @@ class ClusterRuntime:
     gaps: int = 0
     first_offset: int | None = None  # offsets applied since the last pass (for dead letters of rule errors)
     last_offset: int | None = None
+    last_applied: tuple[int, int] | None = None  # (epoch, seq) of the newest record applied since built
+    copies: int = 0  # records skipped as copies of ones applied (a publisher's re-sent round)
 
     @property
     def synced(self) -> bool:
@@ -121,6 +130,7 @@ class ClusterRuntime:
             "failed_passes": self.pipeline.stats.failed_passes,
             "caught_up": self.synced and self.pipeline.caught_up,
             "gaps": self.gaps,
+            "copies": self.copies,
         }
 
 
@@ -240,6 +250,11 @@ class Fleet:
             rt.partition = partition
             self._save_meta(rt)
         rt.records += 1
+        stamp = (msg.epoch, msg.seq)
+        if rt.last_applied is not None and stamp <= rt.last_applied:
+            rt.copies += 1
+            return None
+        rt.last_applied = stamp
         if msg.epoch >= rt.epoch:
             rt.epoch, rt.applied_seq = msg.epoch, msg.seq
         rt.first_offset = offset if rt.first_offset is None else rt.first_offset

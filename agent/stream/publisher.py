@@ -9,7 +9,8 @@ acknowledged it, and after an error (with backoff) sending starts again
 from the first record not acknowledged, so a broker restart loses nothing the buffer could hold.
 A chunk that failed half-way may have landed in part (aiokafka retries batches
 independently), so copies may repeat, but the last copy of every record comes
-in order: a worker applying the stream converges to the cluster's state. When the buffer is full,
+in order, and a worker skips a record not newer (epoch, seq) than the last it applied
+(agent.stream.fleet). When the buffer is full,
 new records are dropped, counted (``unstick_publish_dropped_total``) and
 logged, and a ``gap`` marker saying how many follows once sending resumes.
 
@@ -263,6 +264,10 @@ class DeltaPublisher:
                         self.buffer.popleft()
                     self.sent += acked
                     self.metrics.sent.labels(self.cluster).inc(acked)
+                    if acked:
+                        # The broker answered: the rest is retried after the shortest delay, so a
+                        # round that failed half-way does not arrive split by a long backoff.
+                        backoff.reset()
                     if acked < len(chunk):
                         raise results[acked]
                 except (KafkaError, OSError) as exc:

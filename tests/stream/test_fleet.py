@@ -121,6 +121,27 @@ async def test_takeover_rebuilds_from_the_table_and_redelivery_duplicates_nothin
     await second.close()
 
 
+async def test_copies_of_a_resent_round_are_skipped_and_the_state_never_steps_back(sessions, tmp_path) -> None:
+    """A publisher re-sends the rest of a round that failed half-way, part of which had landed:
+    the copies (not newer than the last record applied) are skipped, so a pass between them
+    never sees an object back at an older version."""
+    initial, deadlock, *fix = await recorded_stream(tmp_path)
+    assert fix and fix[0], "the scenario has a step after the deadlock"
+    fleet = new_fleet(sessions, {}, [])
+    offset = await feed(fleet, initial + deadlock + fix[0])
+    rt = fleet.runtimes["seed-1"]
+    state = rt.cache.state
+    generation, before = state.generation, state.snapshot()
+
+    await feed(fleet, deadlock + fix[0], offset)  # the copies: older versions first
+    assert rt.copies == len(deadlock) + len(fix[0])
+    assert state.generation == generation  # nothing applied
+    after = state.snapshot()
+    assert after.pods == before.pods and after.deployments == before.deployments
+    assert rt.status()["copies"] == rt.copies
+    await fleet.close()
+
+
 async def test_a_poison_record_is_dead_lettered_and_the_partition_goes_on(sessions, tmp_path) -> None:
     table: dict[bytes, bytes] = {}
     dead: list = []
@@ -144,7 +165,7 @@ async def test_a_poison_record_is_dead_lettered_and_the_partition_goes_on(sessio
 
 
 async def test_a_pass_lets_its_partitions_backlog_in_first(sessions, tmp_path) -> None:
-    """While more than BACKLOG_HOLD records of the cluster's partition wait, a pass waits for
+    """While more than BACKLOG_HOLD (none) records of the cluster's partition wait, a pass waits for
     them (each would change the state it analyses) — at most max_hold seconds."""
     initial, deadlock, *_ = await recorded_stream(tmp_path)
     backlog = {0: BACKLOG_HOLD + 1}
