@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -49,18 +49,6 @@ async def host(tmp_path: Path) -> AsyncIterator[AgentHost]:
 async def incidents(host: AgentHost) -> list[Incident]:
     async with host.sessions() as session:
         return list((await session.execute(select(Incident).order_by(Incident.id))).scalars())
-
-
-async def eventually(check: Callable[[], Any], timeout: float = 15.0, interval: float = 0.1) -> Any:
-    """Await ``check()`` (sync or async) until it returns something truthy."""
-    async with asyncio.timeout(timeout):
-        while True:
-            value = check()
-            if asyncio.iscoroutine(value):
-                value = await value
-            if value:
-                return value
-            await asyncio.sleep(interval)
 
 
 async def start_unstick(

@@ -21,7 +21,8 @@ from agent.fakecluster.scenario import play_step
 from storage.engine import create_engine, create_sessionmaker
 from storage.models import Incident, TimelineEntry
 from tests import pg
-from tests.agent.conftest import eventually, start_unstick
+from tests.agent.conftest import start_unstick
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

@@ -16,7 +16,7 @@ from agent.fakecluster import FakeCluster
 from agent.kube.gateway import Gateway
 from agent.leader import JITTER_FACTOR, LeaderElector, LeaseConfig, lead
 from agent.settings import LeaderSettings, SettingsError
-from tests.agent.conftest import eventually
+from tests.waiting import eventually
 
 TIMINGS = {"lease_duration": 2.0, "renew_deadline": 1.0, "retry_period": 0.2}
 

@@ -13,7 +13,8 @@ from agent.fakecluster.scenario import Scenario, play_step
 from agent.kube.gateway import Gateway
 from agent.pipeline import PipelineConfig
 from agent.runner import AgentHost, ClusterAgent
-from tests.agent.conftest import eventually, first_of, incidents
+from tests.agent.conftest import first_of, incidents
+from tests.waiting import eventually
 
 
 async def start_agent(host: AgentHost, scenario: Scenario, tmp_path: Path, **config: object):

@@ -13,8 +13,9 @@ from agent.fakecluster.server import FakeCluster
 from agent.kube.gateway import Gateway
 from agent.pipeline import PipelineConfig
 from agent.runner import AgentHost, ClusterAgent
-from tests.agent.conftest import eventually, incidents
+from tests.agent.conftest import incidents
 from tests.rules.placement_fixtures import deployment, node, template
+from tests.waiting import eventually
 
 
 def claimed_web() -> list[dict]:

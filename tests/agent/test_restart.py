@@ -15,7 +15,7 @@ from sqlalchemy import select
 from agent.fakecluster.scenario import play_step
 from storage.engine import create_engine, create_sessionmaker
 from storage.models import Incident
-from tests.agent.conftest import eventually
+from tests.waiting import eventually
 
 
 async def start_watch(kubeconfig: Path, db: str) -> tuple[asyncio.subprocess.Process, str]:

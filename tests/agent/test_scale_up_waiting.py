@@ -20,7 +20,8 @@ from agent.kube.gateway import Gateway
 from agent.pipeline import PipelineConfig
 from agent.runner import AgentHost, ClusterAgent
 from storage.models import Incident, Notification, TimelineEntry
-from tests.agent.conftest import eventually, incidents, stuck_pod
+from tests.agent.conftest import incidents, stuck_pod
+from tests.waiting import eventually
 
 TRIGGERED = "pod triggered scale-up: [{eks-gpu-pool 1->2 (max: 4)}]"
 FAILED = "Node group eks-gpu-pool increase failed: InsufficientInstanceCapacity"

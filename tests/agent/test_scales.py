@@ -20,9 +20,10 @@ from agent.scales import ScaleReader, implements_scale
 from analyzers.disruption import budget_status
 from analyzers.records import OwnerRef
 from analyzers.snapshot import ClusterState
-from tests.agent.conftest import eventually, incidents
+from tests.agent.conftest import incidents
 from tests.core.helpers import node, pdb, pod
 from tests.core.test_disruption_scale import SCALE, crd, with_status
+from tests.waiting import eventually
 
 SEL = {"matchLabels": {"app": "db"}}
 

@@ -12,7 +12,8 @@ import aiohttp
 from agent.commands.watch import register
 from agent.fakecluster.scenario import play_step
 from agent.settings import Settings
-from tests.agent.conftest import eventually, start_unstick
+from tests.agent.conftest import start_unstick
+from tests.waiting import eventually
 
 
 def test_no_pages_needs_no_token() -> None:

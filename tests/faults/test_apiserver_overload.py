@@ -31,8 +31,9 @@ from sqlalchemy import select
 from agent.fakecluster.scenario import play_step
 from storage.engine import create_engine, create_sessionmaker
 from storage.models import Incident, Notification, TimelineEntry
-from tests.agent.conftest import eventually, gpu_scenario, start_unstick
+from tests.agent.conftest import gpu_scenario, start_unstick
 from tests.faults.receivers import ChaosReceiver, Collector
+from tests.waiting import eventually
 
 __all__ = ["gpu_scenario"]  # the fixture
 

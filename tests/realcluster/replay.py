@@ -26,6 +26,7 @@ from storage.models import Incident
 from tests.realcluster.conftest import Cluster, scheduled_condition
 from tests.realcluster.harness import CLUSTER_SCOPED, KUBE_VERSION, ApiError, ControlPlane, object_path
 from tests.realcluster.seeds import Seed
+from tests.waiting import eventually
 
 
 def substitute(obj: Any, ns: str) -> Any:
@@ -194,20 +195,6 @@ def apply_remedy(cluster: Cluster, seed: Seed, remedy: dict[str, Any], cleanup: 
 async def open_incidents(host: AgentHost) -> list[Incident]:
     async with host.sessions() as session:
         return list((await session.execute(select(Incident).order_by(Incident.id))).scalars())
-
-
-async def eventually(check: Any, timeout: float, what: str) -> Any:
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                value = check()
-                if asyncio.iscoroutine(value):
-                    value = await value
-                if value:
-                    return value
-                await asyncio.sleep(0.2)
-    except TimeoutError:
-        raise AssertionError(f"timed out after {timeout:.0f}s: {what}") from None
 
 
 async def watch_remedy_resolve(

@@ -32,10 +32,11 @@ from typing import Any
 
 import pytest
 
-from tests.agent.conftest import eventually, start_unstick
+from tests.agent.conftest import start_unstick
 from tests.faults.receivers import ChaosReceiver, Collector
 from tests.realcluster.conftest import Cluster, running_control_plane
 from tests.realcluster.harness import ControlPlane, node
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.realcluster
 
