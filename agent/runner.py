@@ -35,6 +35,7 @@ from agent.notify.settings import NotifySettings
 from agent.notify.worker import OutboxWorker
 from agent.pipeline import PassOutcome, Pipeline, PipelineConfig
 from agent.scales import ScaleReader
+from agent.scheduler_config import SchedulerConfigFile
 from agent.settings import ApiSettings
 from analyzers.findings import Finding
 from analyzers.remedies import RemedyRenderer
@@ -86,9 +87,12 @@ class ClusterAgent:
         metrics_interval: float = 30.0,
         notifier: OutboxWorker | None = None,
         verify_with_dry_run: bool = False,
+        scheduler_config: SchedulerConfigFile | None = None,
     ) -> ClusterAgent:
         """Connect to the cluster and build its watcher, cache and pipeline. With a ``notifier``,
-        passes write outbox rows for its sinks and wake it."""
+        passes write outbox rows for its sinks and wake it. ``scheduler_config``: the cluster's
+        KubeSchedulerConfiguration, validated for the API server's release (a
+        :class:`~agent.scheduler_config.SchedulerConfigError` when that release refuses it)."""
         await gateway.open()
         kube_version = config.kube_version
         if kube_version is None:
@@ -97,8 +101,17 @@ class ClusterAgent:
             except Exception as exc:  # an old or odd server: analyse with the default wording
                 log.warning("could not read the API server version (%s); assuming a recent release", exc)
         sinks = notifier.sink_names if notifier is not None else config.sinks
+        profiles = config.scheduler_profiles
+        if scheduler_config is not None:
+            profiles = scheduler_config.profiles(kube_version)
         config = PipelineConfig(
-            **{**config.__dict__, "kube_version": kube_version, "cluster": cluster, "sinks": sinks}
+            **{
+                **config.__dict__,
+                "kube_version": kube_version,
+                "cluster": cluster,
+                "sinks": sinks,
+                "scheduler_profiles": profiles,
+            }
         )
         cache = ClusterCache(ClusterState(kube_version))
         agent: ClusterAgent

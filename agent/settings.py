@@ -41,6 +41,7 @@ from analyzers import bounds
 if TYPE_CHECKING:
     from agent.leader import LeaseConfig
     from agent.pipeline import PipelineConfig
+    from agent.scheduler_config import SchedulerConfigFile
 
 from storage.engine import DEFAULT_DB_URL, DatabaseURLError, EngineOptions, parse_db_url, redact_db_url
 
@@ -367,8 +368,9 @@ class AgentSettings:
     renotify_interval: timedelta = timedelta(hours=24)
     storm_threshold: int = 10
     storm_window: timedelta = timedelta(minutes=5)
-    # Profiles of the cluster's KubeSchedulerConfiguration by schedulerName (None: the default).
-    scheduler_profiles: Mapping[str, Any] | None = None
+    # The cluster's KubeSchedulerConfiguration (None: the default), validated for its release
+    # once the API server says which (ClusterAgent.connect).
+    scheduler_config: SchedulerConfigFile | None = None
 
     @classmethod
     def from_args(
@@ -426,20 +428,23 @@ class AgentSettings:
                 )
             except bounds.OutOfBounds as exc:
                 errors.append(str(exc))
-        profiles = None
+        scheduler_config = None
         config_file = flags.get("scheduler_config") or env.get("UNSTICK_SCHEDULER_CONFIG")
         if config_file:
-            from agent.scheduler_config import SchedulerConfigError, load_scheduler_config
+            from agent.scheduler_config import SchedulerConfigError, read_scheduler_config
 
             try:
-                profiles = load_scheduler_config(str(config_file))
+                scheduler_config = read_scheduler_config(str(config_file))
+                scheduler_config.check()
+                if version is not None:
+                    scheduler_config.profiles(version)
             except SchedulerConfigError as exc:
                 errors.append(f"--scheduler-config / UNSTICK_SCHEDULER_CONFIG: {exc}")
         if errors:
             raise SettingsError(errors)
         return cls(
             cluster=flags.get("cluster") or env.get("UNSTICK_CLUSTER", ""),
-            scheduler_profiles=profiles,
+            scheduler_config=scheduler_config,
             namespaces=tuple(dict.fromkeys(namespaces)),
             grace=grace,
             scale_up_timeout=scale_up,
@@ -450,6 +455,8 @@ class AgentSettings:
         )
 
     def pipeline_config(self) -> PipelineConfig:
+        """The pipeline's configuration, but for the scheduler profiles: those depend on the
+        cluster's release, and ``ClusterAgent.connect(scheduler_config=…)`` reads them."""
         from agent.pipeline import PipelineConfig
         from storage.tracker import NotifyPolicy
 
@@ -458,7 +465,6 @@ class AgentSettings:
             grace=self.grace,
             scale_up_timeout=self.scale_up_timeout,
             kube_version=self.kube_version,
-            scheduler_profiles=self.scheduler_profiles,
             notify_policy=NotifyPolicy(
                 storm_threshold=self.storm_threshold,
                 storm_window=self.storm_window,

@@ -81,13 +81,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _profiles(args: argparse.Namespace) -> Any:
+def _scheduler_config(args: argparse.Namespace) -> Any:
+    """The ``--scheduler-config`` file, read and checked as far as no release is known yet."""
     if not getattr(args, "scheduler_config", None):
         return None
-    from agent.scheduler_config import SchedulerConfigError, load_scheduler_config
+    from agent.scheduler_config import SchedulerConfigError, read_scheduler_config
 
     try:
-        return load_scheduler_config(args.scheduler_config)
+        config = read_scheduler_config(args.scheduler_config)
+        config.check()
+    except SchedulerConfigError as exc:
+        raise UserError(str(exc)) from None
+    return config
+
+
+def _profiles(config: Any, kube_version: str | None) -> Any:
+    """The file's profiles as the dump's release validates them."""
+    if config is None:
+        return None
+    from agent.scheduler_config import SchedulerConfigError
+
+    try:
+        return config.profiles(kube_version)
     except SchedulerConfigError as exc:
         raise UserError(str(exc)) from None
 
@@ -228,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
     if args.now is not None and parse_time(args.now) is None:
         raise UserError(f"--now: not an RFC 3339 time: {args.now!r}")
     pod_filter = _pod_filter(args)
-    profiles = _profiles(args)
+    scheduler_config = _scheduler_config(args)
     if args.eviction_log == "-" and "-" in args.paths:
         raise UserError("stdin cannot be both a dump and the --eviction-log")
     evictions = _eviction_messages(args.eviction_log)
@@ -246,6 +261,12 @@ def run(args: argparse.Namespace) -> int:
                 now, now_source = _now(args, facts)
                 version, why = facts.kube_version(override)
                 snapshot = state.snapshot()
+                try:
+                    profiles = _profiles(scheduler_config, version)
+                except UserError as exc:
+                    doc["error"] = str(exc)
+                    sys.stdout.buffer.write(orjson.dumps(doc) + b"\n")
+                    continue
                 doc.update(
                     build_report(
                         snapshot, now=now, kube_version=version, pod_filter=pod_filter, profiles=profiles
@@ -270,6 +291,7 @@ def run(args: argparse.Namespace) -> int:
     if used == 0:
         raise UserError(f"no usable Kubernetes objects in {', '.join(args.paths)}")
     version, why = facts.kube_version(override)
+    profiles = _profiles(scheduler_config, version)
     now, now_source = _now(args, facts)
     state.kube_version = version
     snapshot = state.snapshot()

@@ -159,10 +159,12 @@ async def demo(
     args: argparse.Namespace,
     notify: NotifySettings | None = None,
 ) -> int:
+    from agent.cli import UserError
     from agent.demo import scenario_paths
     from agent.fakecluster.scenario import Scenario, ScenarioPlayer, play_step
     from agent.kube.gateway import Gateway
     from agent.runner import AgentHost, ClusterAgent, install_signal_handlers
+    from agent.scheduler_config import SchedulerConfigError
     from storage.queries import IncidentFilter, list_incidents
     from storage.views import incident_dict
 
@@ -200,17 +202,21 @@ async def demo(
             if fixer is not None:
                 fixer.add(scenario.name, cluster)
             kubeconfig = cluster.write_kubeconfig(tmp / f"{scenario.name}.kubeconfig")
-            agent = await ClusterAgent.connect(
-                cluster=scenario.name,
-                gateway=Gateway(str(kubeconfig)),
-                sessions=host.sessions,
-                config=agent_settings.pipeline_config(),
-                renderer=host.renderer,
-                on_pass=on_pass,
-                observe_seconds=host.observe,
-                metrics_interval=1.0,
-                notifier=notifier,
-            )
+            try:
+                agent = await ClusterAgent.connect(
+                    cluster=scenario.name,
+                    gateway=Gateway(str(kubeconfig)),
+                    sessions=host.sessions,
+                    config=agent_settings.pipeline_config(),
+                    renderer=host.renderer,
+                    on_pass=on_pass,
+                    observe_seconds=host.observe,
+                    metrics_interval=1.0,
+                    notifier=notifier,
+                    scheduler_config=agent_settings.scheduler_config,
+                )
+            except SchedulerConfigError as exc:
+                raise UserError(f"--scheduler-config, scenario {scenario.name}: {exc}") from None
             host.agents.append(agent)
         sign_in = (
             "no sign-in needed in the demo"

@@ -584,12 +584,13 @@ async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str], li
     target = parse_target(args.target)
     if args.all_namespaces and target.kind is not None:
         raise PluginError("a resource cannot be retrieved by name across all namespaces")
-    profiles = None
-    if args.scheduler_config:
-        from agent.scheduler_config import SchedulerConfigError, load_scheduler_config
+    from agent.scheduler_config import SchedulerConfigError, read_scheduler_config
 
+    scheduler_config = None
+    if args.scheduler_config:
         try:
-            profiles = load_scheduler_config(args.scheduler_config)
+            scheduler_config = read_scheduler_config(args.scheduler_config)
+            scheduler_config.check()
         except SchedulerConfigError as exc:
             raise PluginError(f"error: --scheduler-config {exc}") from None
     notes: list[str] = []
@@ -621,6 +622,12 @@ async def diagnose(args: argparse.Namespace) -> tuple[Report, int, list[str], li
         await ScaleReader(gw).refresh(state)
     finally:
         await gw.close()
+    profiles = None
+    if scheduler_config is not None:
+        try:
+            profiles = scheduler_config.profiles(version)
+        except SchedulerConfigError as exc:
+            raise PluginError(f"error: --scheduler-config {exc}") from None
     notes.extend(claim_notes(state.snapshot(), reads))
     report, nodes = report_for(
         state,

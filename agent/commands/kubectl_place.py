@@ -155,12 +155,13 @@ async def place_live(args: argparse.Namespace) -> tuple[Answer, list[str]]:
 
     target = parse_place_target(args.target)
     check_replicas(args.replicas)
-    profiles = None
-    if args.scheduler_config:
-        from agent.scheduler_config import SchedulerConfigError, load_scheduler_config
+    from agent.scheduler_config import SchedulerConfigError, read_scheduler_config
 
+    scheduler_config = None
+    if args.scheduler_config:
         try:
-            profiles = load_scheduler_config(args.scheduler_config)
+            scheduler_config = read_scheduler_config(args.scheduler_config)
+            scheduler_config.check()
         except SchedulerConfigError as exc:
             raise PlaceError(str(exc)) from None
     gw = Gateway(
@@ -179,6 +180,12 @@ async def place_live(args: argparse.Namespace) -> tuple[Answer, list[str]]:
             raise PluginError(f"error: {exc}") from None
     finally:
         await gw.close()
+    profiles = None
+    if scheduler_config is not None:
+        try:
+            profiles = scheduler_config.profiles(version)
+        except SchedulerConfigError as exc:
+            raise PlaceError(str(exc)) from None
     notes = [
         f"Namespaces could not be listed ({why}): pod affinity namespaceSelectors match no namespace"
         for kind, why in reads.not_listed.items()

@@ -15,7 +15,7 @@ import orjson
 
 from agent.cli import EXIT_OK, EXIT_USAGE, UserError
 from agent.dumps import DumpError, DumpFacts, expand, load_into
-from agent.scheduler_config import SchedulerConfigError, load_scheduler_config
+from agent.scheduler_config import SchedulerConfigError, read_scheduler_config
 from analyzers.records import OwnerRef, Pod
 from analyzers.snapshot import ClusterSnapshot, ClusterState
 
@@ -207,10 +207,11 @@ def run(args: argparse.Namespace) -> int:
         check_replicas(args.replicas)
     except PlaceError as exc:
         return _fail(args, str(exc), exc.code)
-    profiles = None
+    scheduler_config = None
     if args.scheduler_config:
         try:
-            profiles = load_scheduler_config(args.scheduler_config)
+            scheduler_config = read_scheduler_config(args.scheduler_config)
+            scheduler_config.check()
         except SchedulerConfigError as exc:
             return _fail(args, str(exc), EXIT_USAGE)
     try:
@@ -232,6 +233,12 @@ def run(args: argparse.Namespace) -> int:
             return _fail(args, f"--kube-version: {exc}", EXIT_USAGE)
     version, _why = facts.kube_version(override)
     state.kube_version = version
+    profiles = None
+    if scheduler_config is not None:
+        try:
+            profiles = scheduler_config.profiles(version)
+        except SchedulerConfigError as exc:
+            return _fail(args, str(exc), EXIT_USAGE)
     try:
         found = answer(
             state.snapshot(),

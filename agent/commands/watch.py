@@ -12,6 +12,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
+from agent.cli import UserError
 from agent.notify.settings import NotifySettings, add_notify_arguments
 from agent.settings import (
     AgentSettings,
@@ -276,18 +277,24 @@ async def _connect(
 ) -> ClusterAgent:
     """Start the notifier (if configured) and connect the cluster's agent to ``gateway``."""
     from agent.runner import ClusterAgent
+    from agent.scheduler_config import SchedulerConfigError
 
     notifier = await host.start_notifier(notify) if notify is not None else None
-    cluster_agent = await ClusterAgent.connect(
-        cluster=agent.cluster or context or "default",
-        gateway=gateway,
-        sessions=host.sessions,
-        config=agent.pipeline_config(),
-        renderer=host.renderer,
-        namespaces=agent.namespaces or None,
-        observe_seconds=host.observe,
-        notifier=notifier,
-        verify_with_dry_run=verify_with_dry_run,
-    )
+    try:
+        cluster_agent = await ClusterAgent.connect(
+            cluster=agent.cluster or context or "default",
+            gateway=gateway,
+            sessions=host.sessions,
+            config=agent.pipeline_config(),
+            renderer=host.renderer,
+            namespaces=agent.namespaces or None,
+            observe_seconds=host.observe,
+            notifier=notifier,
+            verify_with_dry_run=verify_with_dry_run,
+            scheduler_config=agent.scheduler_config,
+        )
+    except SchedulerConfigError as exc:
+        await gateway.close()
+        raise UserError(f"--scheduler-config / UNSTICK_SCHEDULER_CONFIG: {exc}") from None
     host.agents.append(cluster_agent)
     return cluster_agent

@@ -78,3 +78,21 @@ def test_a_bad_configuration_is_one_line_exit_2(tmp_path: Path) -> None:
     code, _, err = run("analyze", _dump(tmp_path), "--scheduler-config", cfg)
     assert code == 2 and err.count("\n") == 1
     assert "profiles[0].percentageOfNodesToScore" in err and cfg in err
+
+
+def test_the_dumps_release_decides_what_the_file_may_say(tmp_path: Path) -> None:
+    """v1beta3 is served up to 1.28: the same file is the cluster's profiles for a 1.28 dump
+    and one clear line (exit 2) for a 1.30 one — not refused for every dump, nor taken for all."""
+    cfg = _write(
+        tmp_path,
+        "sched.yaml",
+        {**_config([{"schedulerName": "default-scheduler"}, {"schedulerName": "gpu-packing"}]),
+         "apiVersion": "kubescheduler.config.k8s.io/v1beta3"},
+    )
+    common = ("analyze", _dump(tmp_path), "--json", "--now", "2026-11-18T03:30:00Z", "--scheduler-config", cfg)
+    code, out, err = run(*common, "--kube-version", "1.28")
+    assert code in (0, 1), err
+    assert "default/gpu-job" in _pods(out)  # its profile serves it
+    code, out, err = run(*common, "--kube-version", "1.30")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and cfg in err and "apiVersion" in err and "(Kubernetes 1.30)" in err
