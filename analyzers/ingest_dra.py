@@ -119,7 +119,9 @@ def _selectors(dec: Decoder, value: Any, where: str) -> tuple[str, ...]:
             raise _Problem(f"{where}[{i}].cel.expression: Required value")
         compiled = compile_selector(expr)
         if compiled.error:
-            raise _Problem(f"{where}[{i}].cel.expression: Invalid value: {compiled.error.splitlines()[0]}")
+            # convertCELErrorToValidationError (pkg/apis/resource/validation/validation.go v1.37.2).
+            kind = "Internal error" if compiled.internal else "Invalid value"
+            raise _Problem(f"{where}[{i}].cel.expression: {kind}: {compiled.error.splitlines()[0]}")
         out.append(dec.s(expr))
     return tuple(out)
 

@@ -166,6 +166,7 @@ def what_if_verdict(ctx: RuleContext, pod: Pod, snapshot: ClusterSnapshot | None
         kube_version=ctx.version,
         disabled=ctx.disabled_filters(pod),
         added_affinity=ctx.added_affinity(pod),
+        dra_filter_timeout=ctx.dra_filter_timeout(pod),
     )
 
 

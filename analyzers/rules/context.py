@@ -75,14 +75,29 @@ class RuleContext:
         its own key."""
         disabled = self.disabled_filters(pod)
         added = self.added_affinity(pod)
+        timeout = self.dra_filter_timeout(pod)
         if snapshot is not None and snapshot is not self.snapshot:
-            return simulate(snapshot, pod, kube_version=self.version, disabled=disabled, added_affinity=added)
+            return simulate(
+                snapshot,
+                pod,
+                kube_version=self.version,
+                disabled=disabled,
+                added_affinity=added,
+                dra_filter_timeout=timeout,
+            )
         key = (pod.namespace, id(pod.spec), id(pod.labels), pod.node_name, pod.nominated_node)
         hit = self._verdicts.get(key)
         if hit is not None and hit[0] is pod.spec and hit[1] is pod.labels:
             verdict = hit[2]
             return verdict if verdict.pod == pod.key else replace(verdict, pod=pod.key)
-        verdict = simulate(self.snapshot, pod, kube_version=self.version, disabled=disabled, added_affinity=added)
+        verdict = simulate(
+            self.snapshot,
+            pod,
+            kube_version=self.version,
+            disabled=disabled,
+            added_affinity=added,
+            dra_filter_timeout=timeout,
+        )
         self._verdicts[key] = (pod.spec, pod.labels, verdict)
         return verdict
 
@@ -105,6 +120,13 @@ class RuleContext:
             return None
         profile = self.profiles.get(pod.spec.scheduler_name)
         return profile.added_required if profile is not None else None
+
+    def dra_filter_timeout(self, pod: Pod) -> float | None:
+        """The pod's profile's DynamicResourcesArgs.filterTimeout in seconds (None: not configured)."""
+        if self.profiles is None:
+            return None
+        profile = self.profiles.get(pod.spec.scheduler_name)
+        return profile.dra_filter_timeout if profile is not None else None
 
     def pending_by_workload(self) -> Mapping[ObjectRef, tuple[Pod, ...]]:
         """Unscheduled pods of kube-scheduler, grouped by owning workload (oldest first)."""

@@ -89,6 +89,7 @@ def simulate(
     kube_version: str | None = None,
     disabled: frozenset[str] = frozenset(),
     added_affinity: NodeSelector | None = None,
+    dra_filter_timeout: float | None = None,
 ) -> PodVerdict:
     """kube-scheduler's verdict for ``pod`` in ``snapshot``.
 
@@ -99,7 +100,8 @@ def simulate(
     filter plugins a KubeSchedulerConfiguration profile disables: they filter
     nothing (neither PreFilter nor Filter). ``added_affinity`` is the profile's
     NodeAffinityArgs ``addedAffinity.requiredDuringSchedulingIgnoredDuringExecution``,
-    which NodeAffinity's Filter enforces on every pod."""
+    which NodeAffinity's Filter enforces on every pod; ``dra_filter_timeout`` its
+    DynamicResourcesArgs ``filterTimeout`` in seconds (None: the release's default)."""
     wording = wording_for(kube_version or snapshot.kube_version)
     # The release's filter order, less the plugins the profile disables.
     filters = tuple(p for p in filter_order(wording) if p.name not in disabled)
@@ -114,6 +116,7 @@ def simulate(
         priority=snapshot.priority_of(pod),
         namespace_labels=ns.labels if ns is not None else EMPTY_MAP,
         added_affinity=added_affinity,
+        dra_filter_timeout=dra_filter_timeout,
     )
     total = table.size
 

@@ -132,6 +132,8 @@ class Cycle:
     state: dict[str, Any] = field(default_factory=dict)
     # The profile's NodeAffinityArgs addedAffinity required terms (None: not configured).
     added_affinity: NodeSelector | None = None
+    # The profile's DynamicResourcesArgs.filterTimeout in seconds (None: not configured).
+    dra_filter_timeout: float | None = None
 
 
 class Plugin:

@@ -14,6 +14,7 @@ releases up to 1.28 (removed in 1.29).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -352,6 +353,8 @@ def _apply_args(
         if not args.get("shape"):
             return prof  # SetDefaults_VolumeBindingArgs: the default shape
         return replace(prof, volume_shape=_shape(args["shape"], f"{path}.shape"))
+    if name == "DynamicResources":
+        return _dynamic_resources_args(prof, args, path, kube_version)
     if name == "NodeAffinity":
         added = _map(args.get("addedAffinity"), f"{path}.addedAffinity")
         preferred = []
@@ -416,6 +419,57 @@ def _apply_args(
             )
         return replace(prof, spread_defaulting_type=dtype, spread_default_constraints=tuple(constraints))
     return prof
+
+
+def _dynamic_resources_args(
+    prof: Profile, args: Mapping[str, Any], path: str, kube_version: tuple[int, int]
+) -> Profile:
+    """DynamicResourcesArgs.filterTimeout (ValidateDynamicResourcesArgs,
+    validation_pluginargs.go v1.37.2): a duration, zero or positive, allowed only with the
+    DRASchedulerFilterTimeout gate (beta and on since 1.34, pkg/features/kube_features.go)."""
+    raw = args.get("filterTimeout")
+    if raw is None:
+        return prof
+    if kube_version < (1, 34):
+        raise ConfigError(
+            f"{path}.filterTimeout", "Forbidden: DRASchedulingFilterTimeout feature gate is disabled"
+        )
+    seconds = go_duration(_str(raw, f"{path}.filterTimeout"), f"{path}.filterTimeout")
+    if seconds < 0:
+        raise ConfigError(f"{path}.filterTimeout", f"Invalid value: {raw}: must be zero or positive")
+    return replace(prof, dra_filter_timeout=seconds)
+
+
+_DURATION_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "\u00b5s": 1e-6,
+    "\u03bcs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+
+
+def go_duration(text: str, path: str) -> float:
+    """Go's time.ParseDuration (metav1.Duration's JSON form), in seconds: a signed sequence
+    of decimal numbers with units (``10s``, ``1m30s``, ``500ms``; ``0`` alone)."""
+    body = text[1:] if text[:1] in "+-" else text
+    sign = -1.0 if text.startswith("-") else 1.0
+    if body == "0":
+        return 0.0
+    total, pos = 0.0, 0
+    while pos < len(body):
+        m = _DURATION_PART.match(body, pos)
+        if m is None:
+            break
+        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+        pos = m.end()
+    if not body or pos != len(body):
+        raise ConfigError(path, f'time: invalid duration "{text}"')
+    return sign * total
 
 
 def _term(raw: Mapping[str, Any], path: str) -> NodeSelectorTerm:

@@ -259,12 +259,21 @@ def _regex(pattern: str) -> Any:
     no lookaround or backreferences, ASCII ``\\w``/``\\d``/``\\b``, ``$`` only at the end
     of the text). A pattern Go refuses raises the library's runtime error,
     ``Illegal regex: error parsing regexp: <code>: `<fragment>```."""
+    compiled, error = _go_regexp(pattern)
+    if error:
+        raise CelError(f"Illegal regex: {error}")
+    return compiled
+
+
+@lru_cache(maxsize=256)
+def _go_regexp(pattern: str) -> tuple[Any, str]:
+    """(the compiled pattern, "") or (None, Go's ``regexp.Compile`` error text)."""
     try:
-        return re2.compile(pattern, options=_RE2_OPTIONS)
+        return re2.compile(pattern, options=_RE2_OPTIONS), ""
     except re2.error as exc:
         raw = exc.args[0] if exc.args else b""
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-        raise CelError(f"Illegal regex: {go_regexp_error(text)}") from None
+        return None, go_regexp_error(text)
 
 
 def go_regexp_error(re2_text: str) -> str:
@@ -355,16 +364,22 @@ def _strip_status(text: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Compiled:
     """A compiled selector, or ``error``: the compile error as kube's CompilationResult
-    words it (``compilation failed: ERROR: <input>:...``)."""
+    words it (``compilation failed: ERROR: <input>:...``); ``internal`` when its type is
+    ErrorTypeInternal (the program could not be created), else ErrorTypeInvalid."""
 
     expression: str
     program: Any = None
     error: str = ""
+    internal: bool = False
 
 
 @lru_cache(maxsize=4096)
 def compile_selector(expression: str) -> Compiled:
-    """Compile ``expression`` once (cel.Cache.GetOrCompile)."""
+    """Compile ``expression`` once (cel.Cache.GetOrCompile), in CompileCELExpression's order
+    (k8s.io/dynamic-resource-allocation/cel/compile.go v0.37.2): parse and check, then the
+    environment's AST validators (a constant ``matches`` pattern, :func:`regex_literal_issues`),
+    the output type, then the program (constant ``find``/``findAll``/``matches`` patterns,
+    :func:`regex_constant_error`)."""
     try:
         program = _env().compile(expression)
     except Exception as exc:  # the library's one error type is a RuntimeError
@@ -374,13 +389,205 @@ def compile_selector(expression: str) -> Compiled:
         # cel-cpp's checker refuses a comprehension over a dyn value, which cel-go accepts
         # (device.attributes[domain].exists(...)); such an expression passed every other
         # check, so it is evaluated unchecked.
-        return Compiled(expression, _env().compile(expression, disable_check=True))
-    if program.return_type() not in (_BOOL, _DYN):
+        program = _env().compile(expression, disable_check=True)
+        return_type = _DYN
+    else:
+        return_type = program.return_type()
+    if issues := regex_literal_issues(expression):
+        return Compiled(expression, error="compilation failed: " + issues)
+    if return_type not in (_BOOL, _DYN):
         return Compiled(
             expression,
-            error=f"must evaluate to bool or the unknown type, not {program.return_type().name().lower()}",
+            error=f"must evaluate to bool or the unknown type, not {return_type.name().lower()}",
         )
+    if error := regex_constant_error(expression):
+        return Compiled(expression, error="program instantiation failed: " + error, internal=True)
     return Compiled(expression, program)
+
+
+# -- constant regex patterns ---------------------------------------------------------------
+# Kubernetes' base CEL environment (k8s.io/apiserver/pkg/cel/environment/base.go v0.37.2,
+# from 1.29) adds cel.ValidateRegexLiterals(): after type-checking, every call of ``matches``
+# whose first argument (the receiver not counted) is a string literal has it compiled with Go's
+# regexp.Compile, and a refused one is the issue ``invalid matches argument`` at the literal
+# (cel-go v0.29.2 cel/validator.go). Creating the program then compiles the constant pattern
+# of ``find``/``findAll`` (the regex library's FindRegexOptimization and
+# FindAllRegexOptimization, library/regex.go) and of ``matches`` (cel-go's
+# MatchesRegexOptimization) -- the second argument, the receiver counted -- and the first one
+# refused fails the program: ``program instantiation failed: error parsing regexp: ...``.
+# Patterns built at run time stay runtime errors.
+
+_REGEX_FUNCTIONS = ("matches", "find", "findAll")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMBER = re.compile(r"[0-9][0-9A-Za-z_.]*")
+_ESCAPE = re.compile(
+    r"""\\(?:([\\'"`?abfnrtv])|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([0-3][0-7]{2})|)"""
+)
+_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+_QUOTES = ('"""', "'''", '"', "'")
+_STRING_PREFIXES = ("r", "b", "rb", "br")
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    kind: str  # "str" (a string literal), "other" (bytes, numbers), "ident" or "punct"
+    text: str
+    start: int  # offset in code points
+    value: str = ""  # a string literal's value
+
+
+def _unescape(body: str) -> str | None:
+    """A quoted CEL string's value (cel-go parser/unescape.go); None when it is malformed."""
+    bad = False
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal bad
+        simple, hex2, hex4, hex8, octal = m.groups()
+        if simple is not None:
+            return _SIMPLE_ESCAPES.get(simple, simple)
+        code = hex2 or hex4 or hex8
+        if code is not None and int(code, 16) < 0x110000:
+            return chr(int(code, 16))
+        if octal is not None:
+            return chr(int(octal, 8))
+        bad = True
+        return ""
+
+    value = _ESCAPE.sub(one, body)
+    return None if bad else value
+
+
+def _string_at(expression: str, i: int, prefix: str) -> tuple[int, str] | None:
+    """The string literal whose quote starts at ``i``: (its end, its value); None when it
+    does not scan."""
+    quote = next(q for q in _QUOTES if expression.startswith(q, i))
+    raw = "r" in prefix
+    j = i + len(quote)
+    while not expression.startswith(quote, j):
+        if j >= len(expression) or (len(quote) == 1 and expression[j] == "\n"):
+            return None
+        j += 2 if expression[j] == "\\" and not raw else 1
+    body = expression[i + len(quote) : j].replace("\r\n", "\n").replace("\r", "\n")
+    value = body if raw else _unescape(body)
+    return None if value is None else (j + len(quote), value)
+
+
+def _tokens(expression: str) -> list[_Token] | None:
+    """CEL's lexemes, as far as calls and their literal arguments need (comments and
+    whitespace dropped); None when a string does not scan (then it did not compile)."""
+    out: list[_Token] = []
+    i, n = 0, len(expression)
+    while i < n:
+        c = expression[i]
+        if c.isspace():
+            i += 1
+            continue
+        if expression.startswith("//", i):
+            newline = expression.find("\n", i)
+            i = n if newline < 0 else newline
+            continue
+        prefix = ""
+        m = _IDENT.match(expression, i)
+        if m and m.group(0).lower() in _STRING_PREFIXES and expression[m.end() : m.end() + 1] in ("'", '"'):
+            prefix = m.group(0).lower()
+        elif m:
+            out.append(_Token("ident", m.group(0), i))
+            i = m.end()
+            continue
+        if expression[i + len(prefix) : i + len(prefix) + 1] in ("'", '"'):
+            scanned = _string_at(expression, i + len(prefix), prefix)
+            if scanned is None:
+                return None
+            end, value = scanned
+            out.append(_Token("other" if "b" in prefix else "str", expression[i:end], i, value))
+            i = end
+            continue
+        m = _NUMBER.match(expression, i)
+        if m:
+            out.append(_Token("other", m.group(0), i))
+            i = m.end()
+            continue
+        out.append(_Token("punct", c, i))
+        i += 1
+    return out
+
+
+def _arguments(tokens: list[_Token]) -> list[list[_Token]]:
+    """The comma-separated arguments from just after a call's "(" to its ")"."""
+    args: list[list[_Token]] = [[]]
+    depth = 0
+    for t in tokens:
+        if t.kind == "punct" and t.text in "([{":
+            depth += 1
+        elif t.kind == "punct" and t.text in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        elif t.kind == "punct" and t.text == "," and depth == 0:
+            args.append([])
+            continue
+        args[-1].append(t)
+    return args
+
+
+def _regex_calls(expression: str) -> list[tuple[str, bool, list[_Token | None]]]:
+    """Each call of ``matches``/``find``/``findAll`` in source order: (name, called on a
+    receiver, each argument's string literal or None when it is not one literal)."""
+    tokens = _tokens(expression)
+    if tokens is None:
+        return []
+    found = []
+    for k, tok in enumerate(tokens[:-1]):
+        if tok.kind != "ident" or tok.text not in _REGEX_FUNCTIONS or tokens[k + 1].text != "(":
+            continue
+        literals: list[_Token | None] = []
+        for arg in _arguments(tokens[k + 2 :]):
+            while len(arg) >= 3 and arg[0].text == "(" and arg[-1].text == ")":
+                arg = arg[1:-1]  # parentheses are not in the AST
+            literals.append(arg[0] if len(arg) == 1 and arg[0].kind == "str" else None)
+        member = k > 0 and tokens[k - 1].kind == "punct" and tokens[k - 1].text == "."
+        found.append((tok.text, member, literals))
+    return found
+
+
+def regex_literal_issues(expression: str) -> str:
+    """cel.ValidateRegexLiterals' issues, displayed as cel-go displays them ("" when none)."""
+    if "matches" not in expression:
+        return ""
+    issues = []
+    for name, _, args in _regex_calls(expression):
+        literal = args[0] if args else None
+        if name == "matches" and literal is not None and _go_regexp(literal.value)[1]:
+            issues.append(literal.start)
+    return "\n".join(_display(expression, at, "invalid matches argument") for at in sorted(issues))
+
+
+def regex_constant_error(expression: str) -> str:
+    """The Go error of the first constant pattern the program cannot compile ("" when none)."""
+    if not any(name in expression for name in _REGEX_FUNCTIONS):
+        return ""
+    for _, member, args in _regex_calls(expression):
+        at = 0 if member else 1  # the pattern is the second argument, the receiver counted
+        pattern = args[at] if len(args) > at else None
+        if pattern is not None and (error := _go_regexp(pattern.value)[1]):
+            return error
+    return ""
+
+
+def _display(expression: str, at: int, message: str) -> str:
+    """common.Error.ToDisplayString (cel-go v0.29.2): the 1-based line and column, the
+    source line and a caret under the offending character (wide characters as wide dots)."""
+    line_start = expression.rfind("\n", 0, at) + 1
+    line_end = expression.find("\n", at)
+    snippet = expression[line_start : line_end if line_end >= 0 else len(expression)]
+    column = at - line_start
+    text = f"ERROR: <input>:{expression.count(chr(10), 0, at) + 1}:{column + 1}: {message}"
+    if len(snippet.encode()) > 16384:
+        return text
+    wide = [len(ch.encode()) > 1 for ch in snippet]
+    marks = "".join("\uff0e" if w else "." for w in wide[:column])
+    caret = "\uff3e" if column < len(wide) and wide[column] else "^"
+    return f"{text}\n | {snippet.replace(chr(9), ' ')}\n | {marks}{caret}"
 
 
 def _only_dyn_range_errors(text: str) -> bool:

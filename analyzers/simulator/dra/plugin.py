@@ -18,12 +18,17 @@ Filter, per node:
   a missing class): Filter returns Error and the attempt is aborted; the
   simulator reports the error text on every node.
 
-DRASchedulerFilterTimeout (beta, on since 1.34; default filterTimeout 10s):
-when the search is large the real scheduler may time out on a node; the
-simulator bounds its own search (:data:`SEARCH_BUDGET` allocateOne calls per
-node, a count, not the real scheduler's wall time) and past it reports the real
-scheduler's ``node N: timed out trying to allocate devices``: the real one *may*
-time out there (docs/dra.md).
+DRASchedulerFilterTimeout (beta, on since 1.34): Filter gives the allocator
+``DynamicResourcesArgs.filterTimeout`` per node (default 10 s, 0: no limit;
+pkg/scheduler/apis/config/v1/defaults.go, dynamicresources.go v1.37.2) and past it
+returns the Error ``node N: timed out trying to allocate devices``. The simulator
+cannot measure the scheduler's wall time: it counts allocateOne steps instead
+(:func:`search_bound`: :data:`STEPS_PER_SECOND` per second of the profile's
+filterTimeout) and past that count reports the scheduler's text with the note that
+the real outcome depends on its wall clock. Without a timeout (``filterTimeout:
+0``, or a release before 1.34) the scheduler searches on; the simulator stops at
+:data:`SAFETY_STEPS` and says so in its own words, not the scheduler's
+(docs/dra.md).
 
 Unjudged (never guessed): without ResourceSlices in the input (the "were they
 collected" rule) or when a claim, its template or a class did not validate,
@@ -76,14 +81,44 @@ REASON_CANNOT_ALLOCATE = "cannot allocate all claims"
 REASON_NOT_AVAILABLE = "resourceclaim not available on the node"
 REASON_IN_USE = "resourceclaim in use"
 REASON_INVALID_POOLS = "invalid resource pools were encountered"
+TIMED_OUT = "timed out trying to allocate devices"  # statusError's text after "node N: "
+STOPPED = "unstick stopped searching"  # the simulator's own limit, worded as its own
 RESERVED_FOR_MAX_SIZE = 256  # resourceapi.ResourceClaimReservedForMaxSize
-SEARCH_BUDGET = 200_000  # allocateOne calls per node before "may time out"
+# configv1.DynamicResourcesFilterTimeoutDefault (k8s.io/kube-scheduler config/v1 types.go v0.37.2).
+FILTER_TIMEOUT_DEFAULT = 10.0
+# The allocateOne steps per second of filterTimeout the simulator allows before it says the
+# scheduler may time out: a stated assumption about kube-scheduler's pace, not a measurement
+# (10 s -> 200,000 steps).
+STEPS_PER_SECOND = 20_000
+# unstick's own limit on one node's search when kube-scheduler has no timeout.
+SAFETY_STEPS = 1_000_000
 
 ERROR = "Error"  # a Filter status of code Error (statusError)
 FILTER_ERROR = "filter_error"  # Cycle.state key: the error that aborts the attempt
 ALLOCATIONS = "dra_allocations"  # Cycle.state key: node index -> tuple of Result
 # Cycle.state key: node index -> ((claim to allocate, its results), ...) for the claims allocated there
 CLAIM_RESULTS = "dra_claim_results"
+
+
+def filter_timeout(configured: float | None, version: tuple[int, ...]) -> float:
+    """The filterTimeout kube-scheduler applies, in seconds (0: none): the profile's, else
+    the default where DRASchedulerFilterTimeout is on (1.34 on), else none."""
+    if version[:2] < (1, 34):
+        return 0.0
+    return FILTER_TIMEOUT_DEFAULT if configured is None else configured
+
+
+def search_bound(timeout: float) -> int:
+    """The allocateOne steps the simulator searches one node for before it stops: the
+    scheduler's ``timeout`` at :data:`STEPS_PER_SECOND` (at least 1 step), or
+    :data:`SAFETY_STEPS` when the scheduler has no timeout (``timeout`` 0)."""
+    if timeout <= 0:
+        return SAFETY_STEPS
+    return min(SAFETY_STEPS, max(1, round(timeout * STEPS_PER_SECOND)))
+
+
+def _format_seconds(seconds: float) -> str:
+    return f"{seconds:g}s" if seconds >= 1 else f"{seconds * 1000:g}ms"
 
 
 def pod_claims(snapshot: ClusterSnapshot, pod: Pod) -> list[ResourceClaim] | None:
@@ -213,6 +248,7 @@ class DynamicResources(Plugin):
                 allocated_state(snap), snap.device_classes, list(snap.resource_slices.values()), cache
             )
             allocator.pools_cache = snap.derived("dra_pools", dict)
+        timeout = filter_timeout(cycle.dra_filter_timeout, cycle.wording.version)
         allocations: dict[int, tuple[Result, ...]] = {}
         cycle.state[ALLOCATIONS] = allocations
         claim_results: dict[int, tuple[tuple[ClaimToAllocate, tuple[Result, ...]], ...]] = {}
@@ -246,16 +282,36 @@ class DynamicResources(Plugin):
                     for r in c.allocation
                 )
                 continue
-            reason, code = self._allocate(allocator, node, per_node, allocations, i, allocated, claim_results)
-            if code == ERROR:
+            reason, code = self._allocate(
+                timeout, allocator, node, per_node, allocations, i, allocated, claim_results
+            )
+            if code == ERROR and reason is not None:
                 # Filter's Error status aborts the scheduling attempt, whatever the other nodes
                 # say (schedule_one.go findNodesThatPassFilters): the condition is the error.
-                cycle.state.setdefault(FILTER_ERROR, f'running "{self.name}" filter plugin: {reason}')
+                # unstick's own stop is not the scheduler's error and is not worded as one.
+                said = (
+                    reason if reason.startswith(STOPPED) else f'running "{self.name}" filter plugin: {reason}'
+                )
+                cycle.state.setdefault(FILTER_ERROR, said)
                 code = C.UNRESOLVABLE
-            if reason is not None:
+            if reason is not None and reason.endswith(TIMED_OUT):
+                out.add_group(1 << i, self._node_failure(code, reason, timeout))
+            elif reason is not None:
                 out.add_node(i, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
         cycle.state["dra_pending"] = (allocator, to_allocate, allocated, earlier, out)
         return out
+
+    def _node_failure(self, code: str, reason: str, timeout: float) -> FilterFailure:
+        """One node's failure; the scheduler's timeout carries what the simulator counted in
+        its detail: a count of steps, not the scheduler's wall time."""
+        if not reason.endswith(TIMED_OUT):
+            return failure(self.name, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
+        note = (
+            f"unstick stopped after {search_bound(timeout):,} allocation steps, its stand-in for the "
+            f"{_format_seconds(timeout)} filterTimeout at an assumed {STEPS_PER_SECOND:,} steps a second; "
+            "whether kube-scheduler times out on this node depends on its wall clock"
+        )
+        return failure(self.name, code, (reason,), (C.DRA_CANNOT_ALLOCATE,), detail(filter_timeout=note))
 
     @staticmethod
     def _with_extended(
@@ -283,6 +339,7 @@ class DynamicResources(Plugin):
         if pending is None:
             return None
         allocator, to_allocate, allocated, earlier, out = pending
+        timeout = filter_timeout(cycle.dra_filter_timeout, cycle.wording.version)
         if allocator is None or not earlier >> i & 1:
             found: FilterFailure | None = out.failure(i)
             return found
@@ -291,16 +348,17 @@ class DynamicResources(Plugin):
             node = cycle.snapshot.nodes[cycle.table.names[i]]
             per_node = self._with_extended(cycle, i, to_allocate, delegated_resources(cycle))
             reason, code = (
-                self._allocate(allocator, node, per_node, {}, i, allocated) if per_node else (None, "")
+                self._allocate(timeout, allocator, node, per_node, {}, i, allocated)
+                if per_node
+                else (None, "")
             )
             code = C.UNRESOLVABLE if code == ERROR else code
-            late[i] = (
-                None if reason is None else failure(self.name, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
-            )
+            late[i] = None if reason is None else self._node_failure(code, reason, timeout)
         return late[i]
 
     def _allocate(
         self,
+        timeout: float,
         allocator: Allocator,
         node: Node,
         claims: Sequence[ClaimToAllocate],
@@ -309,12 +367,19 @@ class DynamicResources(Plugin):
         allocated: Sequence[ResourceClaim],
         claim_results: dict[int, tuple[tuple[ClaimToAllocate, tuple[Result, ...]], ...]] | None = None,
     ) -> tuple[str | None, str]:
+        bound = search_bound(timeout)
         try:
-            found = allocator.allocate(node, claims, SEARCH_BUDGET)
+            found = allocator.allocate(node, claims, bound)
         except InvalidPools:
             return REASON_INVALID_POOLS, C.UNRESOLVABLE
         except Timeout:
-            return f"node {node.name}: timed out trying to allocate devices", ERROR
+            if timeout > 0:
+                return f"node {node.name}: {TIMED_OUT}", ERROR
+            return (
+                f"{STOPPED} for devices on node {node.name} after {bound:,} allocation steps "
+                "(kube-scheduler has no filterTimeout here and searches on)",
+                ERROR,
+            )
         except AllocationError as exc:
             return str(exc), ERROR
         if found is None:

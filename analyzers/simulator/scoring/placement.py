@@ -91,6 +91,7 @@ def attempt(
         kube_version=kube_version,
         disabled=profile.disabled_filters,
         added_affinity=profile.added_required,
+        dra_filter_timeout=profile.dra_filter_timeout,
     )
     table = node_table(snapshot)
     feasible = feasible_nodes(verdict, table.size)

@@ -91,6 +91,9 @@ class Profile:
     spread_default_constraints: tuple[TopologySpreadConstraint, ...] = ()
     # None: not set in the profile (the top-level value, then the adaptive default, applies).
     percentage_of_nodes_to_score: int | None = None
+    # DynamicResourcesArgs.filterTimeout in seconds (0: no timeout); None: not configured, the
+    # release's default applies (analyzers.simulator.dra.plugin.filter_timeout).
+    dra_filter_timeout: float | None = None
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
