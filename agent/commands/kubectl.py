@@ -16,7 +16,7 @@ what the question needs, through the one gateway, and prints the same report as
   for ``job/`` (findings name the Jobs: a Job's pods are what the scheduler sees);
 * ``pdb/NAME``: the budget, what it weighs (the pods it selects, their workloads, the
   namespace's other budgets and eviction events) and the placement inputs; findings that
-  name this budget;
+  name this budget, and the rollouts of the Deployments whose pods it selects;
 * every kind in kubectl's spellings: plural (``jobs/x``), short (``sts/x``, ``cj/x``) and
   group-qualified (``statefulset.apps/x``, ``deployments.v1.apps/x``);
 * ``node/NAME``: why a drain of it hangs: the pods on it, the budgets and workloads of
@@ -560,7 +560,19 @@ def report_for(
             if (f.subject.kind, f.subject.name) == ("PodDisruptionBudget", name)
             or any(isinstance(p, dict) and p.get("name") == name for p in f.evidence.get("pdbs") or ())
         )
-        report = replaced(report, findings=findings, deployments=())
+        # The Deployments whose pods the budget selects: the rollouts it can hold up.
+        from analyzers.disruption import selected_pods
+
+        budget = snapshot.pdbs.get((namespace or "default", name))
+        weighed = (
+            {snapshot.workload_of(p).ref for p in selected_pods(snapshot, budget)} if budget is not None else set()
+        )
+        deployments = tuple(
+            d
+            for d in report.deployments
+            if ObjectRef("Deployment", d.deployment.namespace, d.deployment.name) in weighed
+        )
+        report = replaced(report, findings=findings, deployments=deployments)
     if scope is not None:
         findings = tuple(f for f in report.findings if f.subject in scope)
         deployments = tuple(

@@ -264,6 +264,10 @@ async def test_pdb_says_which_evictions_it_blocks(tmp_path: Path) -> None:
         findings = json.loads(out)["findings"]
         assert [f["rule_id"] for f in findings] == ["pdb-blocks-eviction"]
         assert [p["name"] for p in findings[0]["evidence"]["pdbs"]] == ["storefront"]
+        # The rollouts it can hold up: the Deployments whose pods it selects, and only those.
+        deployments = {o["metadata"]["name"] for o in objects if o.get("kind") == "Deployment"}
+        assert [d["name"] for d in json.loads(out)["deployments"]] == ["storefront"]
+        assert deployments - {"storefront"}, "the dump has Deployments the budget does not select"
         paths = {r.path for r in cluster.requests if r.verb == "get"}
         assert "/apis/policy/v1/namespaces/shop/poddisruptionbudgets/storefront" in paths
     finally:
