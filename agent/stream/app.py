@@ -170,7 +170,8 @@ class StreamWorker:
 
         @app.page("/status")
         async def status(view: Any, request: Any) -> Any:
-            return view.json({"ready": self.ready(), "assigned": sorted(self.assigned()), **fleet.status()})
+            body = {"ready": self.ready(), "assigned": sorted(self.assigned()), **fleet.status()}
+            return view.json({**body, "consumer": self.consumer_state()})
 
     async def _dead_letter(
         self, key: bytes | None, value: bytes | None, error: str, partition: int, offset: int
@@ -198,6 +199,30 @@ class StreamWorker:
         except Exception:
             return False
         return recovered and self.fleet.ready(self.assigned())
+
+    def consumer_state(self) -> dict[str, Any]:
+        """What faust's consumer and aiokafka's under it say about fetching (for diagnosis:
+        which partitions are paused, whether the flow is on, positions and high watermarks)."""
+        topic = self.deltas.get_topic_name()
+        state: dict[str, Any] = {}
+        try:
+            consumer = self.app.consumer
+            mine = lambda tps: sorted(tp.partition for tp in tps if tp.topic == topic)  # noqa: E731
+            state["flow_active"] = consumer.flow_active
+            state["can_resume_flow"] = consumer.can_resume_flow.is_set()
+            state["paused"] = mine(consumer._paused_partitions)
+            state["active"] = mine(consumer._active_partitions or ())
+            inner = consumer._thread._consumer
+            if inner is not None:
+                state["aiokafka_paused"] = mine(inner.paused())
+                state["aiokafka_assignment"] = mine(inner.assignment())
+                state["highwater"] = {
+                    tp.partition: inner.highwater(tp) for tp in inner.assignment() if tp.topic == topic
+                }
+            state["next_offset"] = dict(self._next_offset)
+        except Exception as exc:  # internals of faust and aiokafka: report what could be read
+            state["error"] = f"{type(exc).__name__}: {exc}"
+        return state
 
     def lag(self) -> dict[int, int]:
         out: dict[int, int] = {}

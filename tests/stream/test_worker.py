@@ -13,6 +13,7 @@ same outcome required.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -195,6 +196,9 @@ async def run_fleet(
         except BaseException:
             for w in workers:
                 w.dump_tasks()  # what a stuck worker was waiting for, in its log
+                if w.alive():
+                    with contextlib.suppress(Exception):
+                        print(f"worker {w.log_path.name} status:", orjson.dumps(w.status()).decode())
             raise
         finally:
             for p in publishers.values():
