@@ -166,20 +166,23 @@ def allocated_state(snapshot: ClusterSnapshot) -> AllocatedState:
 def _allocated_state(snapshot: ClusterSnapshot) -> AllocatedState:
     """With the capacity shares of shared devices consume, summed per device
     (AggregatedCapacity: allocateddevices.go foreachAllocatedDevice, v1.37.2)."""
-    devices: set[tuple[str, str, str]] = set()
+    claims = snapshot.resource_claims.values()
+    devices = frozenset().union(*[c.exclusive_devices for c in claims if c.exclusive_devices])
     shared: set[tuple[str, str, str]] = set()
     consumed: dict[tuple[str, str, str], dict[str, Decimal]] = {}
-    for claim in snapshot.resource_claims.values():
+    for claim in claims:
+        if not claim.holds_shares:
+            continue
         for r in claim.allocation:
-            did = (r.driver, r.pool, r.device)
-            if r.admin_access:
+            if r.admin_access or not r.share_id:
                 continue
-            (shared if r.share_id else devices).add(did)
-            if r.share_id and r.consumed:
+            did = (r.driver, r.pool, r.device)
+            shared.add(did)
+            if r.consumed:
                 into = consumed.setdefault(did, {})
                 for name, q in r.consumed.items():
                     into[name] = into.get(name, Decimal(0)) + parse_quantity(q)
-    return AllocatedState(frozenset(devices), frozenset(shared), consumed)
+    return AllocatedState(devices, frozenset(shared), consumed)
 
 
 class DynamicResources(Plugin):
@@ -249,6 +252,7 @@ class DynamicResources(Plugin):
             )
             allocator.pools_cache = snap.derived("dra_pools", dict)
         timeout = filter_timeout(cycle.dra_filter_timeout, cycle.wording.version)
+        bound = search_bound(timeout)
         allocations: dict[int, tuple[Result, ...]] = {}
         cycle.state[ALLOCATIONS] = allocations
         claim_results: dict[int, tuple[tuple[ClaimToAllocate, tuple[Result, ...]], ...]] = {}
@@ -283,7 +287,7 @@ class DynamicResources(Plugin):
                 )
                 continue
             reason, code = self._allocate(
-                timeout, allocator, node, per_node, allocations, i, allocated, claim_results
+                timeout, bound, allocator, node, per_node, allocations, i, allocated, claim_results
             )
             if code == ERROR and reason is not None:
                 # Filter's Error status aborts the scheduling attempt, whatever the other nodes
@@ -340,6 +344,7 @@ class DynamicResources(Plugin):
             return None
         allocator, to_allocate, allocated, earlier, out = pending
         timeout = filter_timeout(cycle.dra_filter_timeout, cycle.wording.version)
+        bound = search_bound(timeout)
         if allocator is None or not earlier >> i & 1:
             found: FilterFailure | None = out.failure(i)
             return found
@@ -348,7 +353,7 @@ class DynamicResources(Plugin):
             node = cycle.snapshot.nodes[cycle.table.names[i]]
             per_node = self._with_extended(cycle, i, to_allocate, delegated_resources(cycle))
             reason, code = (
-                self._allocate(timeout, allocator, node, per_node, {}, i, allocated)
+                self._allocate(timeout, bound, allocator, node, per_node, {}, i, allocated)
                 if per_node
                 else (None, "")
             )
@@ -359,6 +364,7 @@ class DynamicResources(Plugin):
     def _allocate(
         self,
         timeout: float,
+        bound: int,
         allocator: Allocator,
         node: Node,
         claims: Sequence[ClaimToAllocate],
@@ -367,7 +373,6 @@ class DynamicResources(Plugin):
         allocated: Sequence[ResourceClaim],
         claim_results: dict[int, tuple[tuple[ClaimToAllocate, tuple[Result, ...]], ...]] | None = None,
     ) -> tuple[str | None, str]:
-        bound = search_bound(timeout)
         try:
             found = allocator.allocate(node, claims, bound)
         except InvalidPools:
