@@ -157,6 +157,13 @@ def unjudged_reason(snapshot: ClusterSnapshot, pod: Pod) -> str | None:
     return None
 
 
+def _held(allocated: Sequence[ResourceClaim]) -> tuple[Result, ...]:
+    """The devices the pod's already-allocated claims hold, as allocation results."""
+    return tuple(
+        Result(r.request, r.driver, r.pool, r.device, r.admin_access) for c in allocated for r in c.allocation
+    )
+
+
 def allocated_state(snapshot: ClusterSnapshot) -> AllocatedState:
     """GatherAllocatedState: every device some claim's allocation holds (admin-access
     results excepted: they do not take the device); shared devices apart."""
@@ -262,32 +269,25 @@ class DynamicResources(Plugin):
         earlier = 0
         for o in cycle.outcomes.values():
             earlier |= o.mask
+        held = _held(allocated)
         for i, name in enumerate(table.names):
             node = snap.nodes[name]
-            if any(not _available_on(c, node) for c in allocated):
+            if allocated and any(not _available_on(c, node) for c in allocated):
                 deallocate = [c.name for c in allocated if not _available_on(c, node)]
                 out.add_node(i, C.UNRESOLVABLE, (REASON_NOT_AVAILABLE,), (C.DRA_CLAIM_UNAVAILABLE,))
                 cycle.state.setdefault("dra_deallocate", set()).update(deallocate)
                 continue
             if allocator is None:  # every claim allocated, nothing delegated
-                allocations[i] = tuple(
-                    Result(r.request, r.driver, r.pool, r.device, r.admin_access)
-                    for c in allocated
-                    for r in c.allocation
-                )
+                allocations[i] = held
                 continue
             if earlier >> i & 1:
                 continue  # decided by an earlier filter; the allocator is not asked there
-            per_node = self._with_extended(cycle, i, to_allocate, delegated)
+            per_node = self._with_extended(cycle, i, to_allocate, delegated) if delegated else to_allocate
             if not per_node:
-                allocations[i] = tuple(
-                    Result(r.request, r.driver, r.pool, r.device, r.admin_access)
-                    for c in allocated
-                    for r in c.allocation
-                )
+                allocations[i] = held
                 continue
             reason, code = self._allocate(
-                timeout, bound, allocator, node, per_node, allocations, i, allocated, claim_results
+                timeout, bound, allocator, node, per_node, allocations, i, held, claim_results
             )
             if code == ERROR and reason is not None:
                 # Filter's Error status aborts the scheduling attempt, whatever the other nodes
@@ -353,7 +353,7 @@ class DynamicResources(Plugin):
             node = cycle.snapshot.nodes[cycle.table.names[i]]
             per_node = self._with_extended(cycle, i, to_allocate, delegated_resources(cycle))
             reason, code = (
-                self._allocate(timeout, bound, allocator, node, per_node, {}, i, allocated)
+                self._allocate(timeout, bound, allocator, node, per_node, {}, i, _held(allocated))
                 if per_node
                 else (None, "")
             )
@@ -370,9 +370,12 @@ class DynamicResources(Plugin):
         claims: Sequence[ClaimToAllocate],
         allocations: dict[int, tuple[Result, ...]],
         i: int,
-        allocated: Sequence[ResourceClaim],
+        held: tuple[Result, ...],
         claim_results: dict[int, tuple[tuple[ClaimToAllocate, tuple[Result, ...]], ...]] | None = None,
     ) -> tuple[str | None, str]:
+        """Allocates ``claims`` on ``node``: (None, "") with the devices recorded in
+        ``allocations`` (after them, ``held``: what the pod's allocated claims hold), else
+        (the node's reason, its code)."""
         try:
             found = allocator.allocate(node, claims, bound)
         except InvalidPools:
@@ -389,12 +392,12 @@ class DynamicResources(Plugin):
             return str(exc), ERROR
         if found is None:
             return REASON_CANNOT_ALLOCATE, C.UNRESOLVABLE
-        held = [
-            Result(r.request, r.driver, r.pool, r.device, r.admin_access)
-            for c in allocated
-            for r in c.allocation
-        ]
-        allocations[i] = tuple(r for per_claim in found for r in per_claim) + tuple(held)
+        if len(found) == 1:
+            allocations[i] = (*found[0], *held)
+            if claim_results is not None:
+                claim_results[i] = ((claims[0], tuple(found[0])),)
+            return None, ""
+        allocations[i] = tuple(r for per_claim in found for r in per_claim) + held
         if claim_results is not None:
             claim_results[i] = tuple((c, tuple(rs)) for c, rs in zip(claims, found, strict=True))
         return None, ""
