@@ -684,6 +684,23 @@ class ResourceClaim:
     reserved_for: tuple[ReservedFor, ...] = ()
     created: float | None = None
     problem: str = ""  # why the claim does not validate: its needs are not judged
+    # Derived from ``allocation`` once per record (GatherAllocatedState's input): the
+    # (driver, pool, device) it holds alone -- admin access and shares excepted -- and
+    # whether it holds a share of a device.
+    exclusive_devices: tuple[tuple[str, str, str], ...] = field(init=False, repr=False, compare=False)
+    holds_shares: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "exclusive_devices",
+            tuple(
+                (r.driver, r.pool, r.device) for r in self.allocation if not r.admin_access and not r.share_id
+            ),
+        )
+        object.__setattr__(
+            self, "holds_shares", any(r.share_id and not r.admin_access for r in self.allocation)
+        )
 
     @property
     def key(self) -> tuple[str, str]:

@@ -180,8 +180,8 @@ def bench_filter(n: int, per_node: int, runs: int) -> None:
     print(
         f"DRA filter, 1 pod asking 2 GPUs with a CEL selector, {n} nodes x {per_node} devices, half allocated, "
         f"{runs} runs, {verdict.feasible_nodes} feasible nodes (target median < 20 ms):\n"
-        f"  first pod on a snapshot (pools gathered, selectors evaluated): wall {fig(cold)}; CPU {fig(cold_cpu)}\n"
-        f"  next pod on the same snapshot (the agent's case):            wall {fig(warm)}; CPU {fig(warm_cpu)}\n"
+        f"  first pod on a snapshot (allocated set, selector caches filled): wall {fig(cold)}; CPU {fig(cold_cpu)}\n"
+        f"  next pod on the same snapshot (the agent's case):              wall {fig(warm)}; CPU {fig(warm_cpu)}\n"
         f"  load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
 

@@ -40,7 +40,7 @@ Simplified (docs/dra.md): the result's device configuration is not built.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -453,6 +453,8 @@ class Allocator:
         self.use_fast_path = True  # tests compare it with the general search
         self._available_counters: dict[str, dict[str, dict[str, Decimal]]] = {}
         self.steps = 0
+        self._plan_for: Sequence[ClaimToAllocate] | None = None
+        self._plan: _FastPlan | None = None
 
     def allocate(
         self, node: Node, claims: Sequence[ClaimToAllocate], budget: int = 0
@@ -462,8 +464,40 @@ class Allocator:
         ``InvalidPools`` (ErrFailedAllocationOnNode) when only invalid pools stood in
         the way. ``budget`` > 0 bounds the search steps (allocateOne calls): past it
         :class:`Timeout` is raised (the DRASchedulerFilterTimeout outcome)."""
-        run = _Run(self, node, claims, budget)
-        return run.run()
+        if self.use_fast_path:
+            lone = self._lone_slice(node)
+            plan = self.fast_plan(claims) if lone is not None else None
+            if lone is not None and plan is not None:
+                picked: list[Result] = []
+                done = _scan_slice(plan, lone, lone.driver, lone.pool, self.allocated.devices, picked, None)
+                if done is not _EVALUATE:
+                    return [picked] if done else None
+                # a device whose selectors were never evaluated: the general set-up evaluates
+        return _Run(self, node, claims, budget).run()
+
+    def _lone_slice(self, node: Node) -> ResourceSlice | None:
+        """The node's only slice when it is plain and alone in its pool and no slice for
+        several nodes exists: GatherPools then makes one simple pool of it
+        (:func:`gather_pools`' first case), so the fast path needs no Pool."""
+        if self.slices_shared:
+            return None
+        on_node = self.slices_on_node.get(node.name)
+        if on_node is None or len(on_node) != 1:
+            return None
+        s = on_node[0]
+        if s.slice_count == 1 and s.plain and not s.shared_counters and not s.problem:
+            return s
+        return None
+
+    def fast_plan(self, claims: Sequence[ClaimToAllocate]) -> _FastPlan | None:
+        """What the fast path needs of ``claims`` when they take it (one claim with one
+        ExactCount request, no constraints, admin access or capacity request, its class
+        known), else None; kept for the claims object last asked about (the plugin passes
+        the same list for every node)."""
+        if self._plan_for is claims:
+            return self._plan
+        self._plan_for, self._plan = claims, _fast_plan(self, claims)
+        return self._plan
 
     def reads_of(
         self, both: tuple[tuple[str, ...], tuple[str, ...]]
@@ -493,6 +527,103 @@ class Allocator:
 
 _NO_FAST_PATH = object()
 _UNREAD = object()
+_EVALUATE = object()  # _scan_slice: a device's selectors must be evaluated first
+
+
+@dataclass(slots=True)
+class _FastPlan:
+    """The fast path's request (:meth:`Allocator.fast_plan`): its data, the selectors of
+    its class and its own (``both``), the per-device result cache when there are
+    selectors, what they read of a device (``spelled``, None: anything), and per
+    (slice.varying, driver) whether a slice's devices all answer alike."""
+
+    request_data: _RequestData
+    both: tuple[tuple[str, ...], tuple[str, ...]]
+    by_device: dict[tuple[Any, str, int], bool] | None
+    results: dict[tuple[Any, ...], bool]
+    spelled: tuple[tuple[bool, str, str, str], ...] | None
+    alike: dict[tuple[frozenset[tuple[bool, str]], str], bool] = field(default_factory=dict)
+
+
+def _fast_plan(a: Allocator, claims: Sequence[ClaimToAllocate]) -> _FastPlan | None:
+    if len(claims) != 1:
+        return None
+    claim = claims[0]
+    if len(claim.spec.requests) != 1 or claim.spec.constraints:
+        return None
+    req = claim.spec.requests[0].exactly
+    if req is None or req.mode != "ExactCount" or req.admin_access or req.capacity:
+        return None
+    if req.count > ALLOCATION_RESULTS_MAX_SIZE:
+        return None
+    cls = a.classes.get(req.class_name)
+    if cls is None:
+        return None  # the error path of _validate
+    both = (cls.selectors, req.selectors)
+    cache = a.cache
+    by_device = cache.by_device if (cls.selectors or req.selectors) else None
+    spelled = a.reads_of(both) if by_device is not None else None
+    return _FastPlan(_RequestData(req, "", cls, req.count), both, by_device, cache.results, spelled)
+
+
+def _scan_slice(
+    plan: _FastPlan,
+    s: ResourceSlice,
+    driver: str,
+    pool_name: str,
+    in_use: frozenset[DeviceID],
+    picked: list[Result],
+    evaluate: Callable[[Device, DeviceID], bool] | None,
+) -> bool | object:
+    """The fast path through one plain slice: appends the free devices the selectors
+    admit to ``picked`` until it holds the request's count (True). A device no cache
+    answers for is given to ``evaluate`` (which fills the caches); without one the scan
+    stops with :data:`_EVALUATE`."""
+    req = plan.request_data.request
+    by_device, spelled = plan.by_device, plan.spelled
+    # The selectors read only entries equal on all the slice's devices (decided at
+    # decoding: ResourceSlice.varying): the first free device's answer is theirs.
+    varying = s.varying
+    same = False
+    if spelled is not None and varying is not None:
+        found = plan.alike.get((varying, driver))
+        if found is None:
+            found = plan.alike[(varying, driver)] = not any(
+                (is_attribute, qualified) in varying
+                or (domain == driver and (is_attribute, ident) in varying)
+                for is_attribute, qualified, domain, ident in spelled
+            )
+        same = found
+    answer: bool | None = None
+    both, results, project = plan.both, plan.results, cel.project
+    for d in s.devices:
+        did = (driver, pool_name, d.name)
+        if did in in_use:
+            continue
+        if answer is not None:
+            if not answer:
+                break
+        elif by_device is not None:
+            ok = by_device.get((both, driver, id(d)))
+            if ok is None and spelled is not None:
+                # another device with the same values where the selectors read
+                ok = results.get(
+                    (both, driver, project(spelled, driver, d.attributes, d.capacity), d.allow_multiple)
+                )
+                if ok is not None:
+                    by_device[(both, driver, id(d))] = ok
+            if ok is None:
+                if evaluate is None:
+                    return _EVALUATE
+                ok = evaluate(d, did)
+            if same:
+                answer = ok
+            if not ok:
+                continue
+        picked.append(Result(req.name, driver, pool_name, d.name))
+        if len(picked) == req.count:
+            return True
+    return False
 
 
 class InvalidPools(Exception):
@@ -580,83 +711,26 @@ class _Run:
         free selectable devices in pool/slice/device order and never backtracks, so
         that is what this loop does, without the recursion. Anything else:
         :data:`_NO_FAST_PATH`."""
-        if len(self.claims) != 1:
-            return _NO_FAST_PATH
-        claim = self.claims[0]
-        if len(claim.spec.requests) != 1 or claim.spec.constraints:
-            return _NO_FAST_PATH
-        req = claim.spec.requests[0].exactly
-        if req is None or req.mode != "ExactCount" or req.admin_access or req.capacity:
-            return _NO_FAST_PATH
-        if req.count > ALLOCATION_RESULTS_MAX_SIZE:
+        plan = self.a.fast_plan(self.claims)
+        if plan is None:
             return _NO_FAST_PATH
         for pool in self.pools:
             if pool.invalid or pool.counter_sets or not (pool.simple or pool.incomplete):
                 return _NO_FAST_PATH
-        cls = self.a.classes.get(req.class_name)
-        if cls is None:
-            return _NO_FAST_PATH  # the error path of _validate
-        rd = _RequestData(req, "", cls, req.count)
         in_use = self.a.allocated.devices
         picked: list[Result] = []
         self.steps += 1
-        # Plain pools have no per-device node selection, and each device is visited once:
-        # _selectable reduces to the class and request selectors, whose per-device cache
-        # entry is looked up here first (the call is the cost of a cold snapshot).
-        both = (cls.selectors, req.selectors)
-        cache = self.a.cache
-        by_device = cache.by_device if (cls.selectors or req.selectors) else None
-        spelled = self.a.reads_of(both) if by_device is not None else None
-        results, project = cache.results, cel.project
-        match = self._class_and_request_match
+        rd = plan.request_data
+
+        def evaluate(d: Device, did: DeviceID) -> bool:
+            return self._class_and_request_match(0, rd, d, did)
+
         for pool in self.pools:
             if pool.incomplete:
                 continue
-            driver, pool_name = pool.driver, pool.name
             for s in pool.slices:
-                # The selectors read only entries equal on all the slice's devices (decided at
-                # decoding: ResourceSlice.varying): the first free device's answer is theirs.
-                varying = s.varying
-                same = (
-                    spelled is not None
-                    and varying is not None
-                    and not any(
-                        (is_attribute, qualified) in varying
-                        or (domain == driver and (is_attribute, ident) in varying)
-                        for is_attribute, qualified, domain, ident in spelled
-                    )
-                )
-                answer: bool | None = None
-                for d in s.devices:
-                    did = (driver, pool_name, d.name)
-                    if did in in_use:
-                        continue
-                    if answer is not None:
-                        if not answer:
-                            break
-                    elif by_device is not None:
-                        ok = by_device.get((both, driver, id(d)))
-                        if ok is None and spelled is not None:
-                            # another device with the same values where the selectors read
-                            ok = results.get(
-                                (
-                                    both,
-                                    driver,
-                                    project(spelled, driver, d.attributes, d.capacity),
-                                    d.allow_multiple,
-                                )
-                            )
-                            if ok is not None:
-                                by_device[(both, driver, id(d))] = ok
-                        if ok is None:
-                            ok = match(0, rd, d, did)  # evaluates, and fills both caches
-                        if same:
-                            answer = ok
-                        if not ok:
-                            continue
-                    picked.append(Result(req.name, did[0], did[1], did[2]))
-                    if len(picked) == req.count:
-                        return [picked]
+                if _scan_slice(plan, s, pool.driver, pool.name, in_use, picked, evaluate):
+                    return [picked]
         return None
 
     def _validate(

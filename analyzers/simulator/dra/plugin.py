@@ -157,6 +157,13 @@ def unjudged_reason(snapshot: ClusterSnapshot, pod: Pod) -> str | None:
     return None
 
 
+def _held(allocated: Sequence[ResourceClaim]) -> tuple[Result, ...]:
+    """The devices the pod's already-allocated claims hold, as allocation results."""
+    return tuple(
+        Result(r.request, r.driver, r.pool, r.device, r.admin_access) for c in allocated for r in c.allocation
+    )
+
+
 def allocated_state(snapshot: ClusterSnapshot) -> AllocatedState:
     """GatherAllocatedState: every device some claim's allocation holds (admin-access
     results excepted: they do not take the device); shared devices apart."""
@@ -166,20 +173,23 @@ def allocated_state(snapshot: ClusterSnapshot) -> AllocatedState:
 def _allocated_state(snapshot: ClusterSnapshot) -> AllocatedState:
     """With the capacity shares of shared devices consume, summed per device
     (AggregatedCapacity: allocateddevices.go foreachAllocatedDevice, v1.37.2)."""
-    devices: set[tuple[str, str, str]] = set()
+    claims = snapshot.resource_claims.values()
+    devices = frozenset().union(*[c.exclusive_devices for c in claims if c.exclusive_devices])
     shared: set[tuple[str, str, str]] = set()
     consumed: dict[tuple[str, str, str], dict[str, Decimal]] = {}
-    for claim in snapshot.resource_claims.values():
+    for claim in claims:
+        if not claim.holds_shares:
+            continue
         for r in claim.allocation:
-            did = (r.driver, r.pool, r.device)
-            if r.admin_access:
+            if r.admin_access or not r.share_id:
                 continue
-            (shared if r.share_id else devices).add(did)
-            if r.share_id and r.consumed:
+            did = (r.driver, r.pool, r.device)
+            shared.add(did)
+            if r.consumed:
                 into = consumed.setdefault(did, {})
                 for name, q in r.consumed.items():
                     into[name] = into.get(name, Decimal(0)) + parse_quantity(q)
-    return AllocatedState(frozenset(devices), frozenset(shared), consumed)
+    return AllocatedState(devices, frozenset(shared), consumed)
 
 
 class DynamicResources(Plugin):
@@ -249,6 +259,7 @@ class DynamicResources(Plugin):
             )
             allocator.pools_cache = snap.derived("dra_pools", dict)
         timeout = filter_timeout(cycle.dra_filter_timeout, cycle.wording.version)
+        bound = search_bound(timeout)
         allocations: dict[int, tuple[Result, ...]] = {}
         cycle.state[ALLOCATIONS] = allocations
         claim_results: dict[int, tuple[tuple[ClaimToAllocate, tuple[Result, ...]], ...]] = {}
@@ -258,32 +269,25 @@ class DynamicResources(Plugin):
         earlier = 0
         for o in cycle.outcomes.values():
             earlier |= o.mask
+        held = _held(allocated)
         for i, name in enumerate(table.names):
             node = snap.nodes[name]
-            if any(not _available_on(c, node) for c in allocated):
+            if allocated and any(not _available_on(c, node) for c in allocated):
                 deallocate = [c.name for c in allocated if not _available_on(c, node)]
                 out.add_node(i, C.UNRESOLVABLE, (REASON_NOT_AVAILABLE,), (C.DRA_CLAIM_UNAVAILABLE,))
                 cycle.state.setdefault("dra_deallocate", set()).update(deallocate)
                 continue
             if allocator is None:  # every claim allocated, nothing delegated
-                allocations[i] = tuple(
-                    Result(r.request, r.driver, r.pool, r.device, r.admin_access)
-                    for c in allocated
-                    for r in c.allocation
-                )
+                allocations[i] = held
                 continue
             if earlier >> i & 1:
                 continue  # decided by an earlier filter; the allocator is not asked there
-            per_node = self._with_extended(cycle, i, to_allocate, delegated)
+            per_node = self._with_extended(cycle, i, to_allocate, delegated) if delegated else to_allocate
             if not per_node:
-                allocations[i] = tuple(
-                    Result(r.request, r.driver, r.pool, r.device, r.admin_access)
-                    for c in allocated
-                    for r in c.allocation
-                )
+                allocations[i] = held
                 continue
             reason, code = self._allocate(
-                timeout, allocator, node, per_node, allocations, i, allocated, claim_results
+                timeout, bound, allocator, node, per_node, allocations, i, held, claim_results
             )
             if code == ERROR and reason is not None:
                 # Filter's Error status aborts the scheduling attempt, whatever the other nodes
@@ -340,6 +344,7 @@ class DynamicResources(Plugin):
             return None
         allocator, to_allocate, allocated, earlier, out = pending
         timeout = filter_timeout(cycle.dra_filter_timeout, cycle.wording.version)
+        bound = search_bound(timeout)
         if allocator is None or not earlier >> i & 1:
             found: FilterFailure | None = out.failure(i)
             return found
@@ -348,7 +353,7 @@ class DynamicResources(Plugin):
             node = cycle.snapshot.nodes[cycle.table.names[i]]
             per_node = self._with_extended(cycle, i, to_allocate, delegated_resources(cycle))
             reason, code = (
-                self._allocate(timeout, allocator, node, per_node, {}, i, allocated)
+                self._allocate(timeout, bound, allocator, node, per_node, {}, i, _held(allocated))
                 if per_node
                 else (None, "")
             )
@@ -359,15 +364,18 @@ class DynamicResources(Plugin):
     def _allocate(
         self,
         timeout: float,
+        bound: int,
         allocator: Allocator,
         node: Node,
         claims: Sequence[ClaimToAllocate],
         allocations: dict[int, tuple[Result, ...]],
         i: int,
-        allocated: Sequence[ResourceClaim],
+        held: tuple[Result, ...],
         claim_results: dict[int, tuple[tuple[ClaimToAllocate, tuple[Result, ...]], ...]] | None = None,
     ) -> tuple[str | None, str]:
-        bound = search_bound(timeout)
+        """Allocates ``claims`` on ``node``: (None, "") with the devices recorded in
+        ``allocations`` (after them, ``held``: what the pod's allocated claims hold), else
+        (the node's reason, its code)."""
         try:
             found = allocator.allocate(node, claims, bound)
         except InvalidPools:
@@ -384,12 +392,12 @@ class DynamicResources(Plugin):
             return str(exc), ERROR
         if found is None:
             return REASON_CANNOT_ALLOCATE, C.UNRESOLVABLE
-        held = [
-            Result(r.request, r.driver, r.pool, r.device, r.admin_access)
-            for c in allocated
-            for r in c.allocation
-        ]
-        allocations[i] = tuple(r for per_claim in found for r in per_claim) + tuple(held)
+        if len(found) == 1:
+            allocations[i] = (*found[0], *held)
+            if claim_results is not None:
+                claim_results[i] = ((claims[0], tuple(found[0])),)
+            return None, ""
+        allocations[i] = tuple(r for per_claim in found for r in per_claim) + held
         if claim_results is not None:
             claim_results[i] = tuple((c, tuple(rs)) for c, rs in zip(claims, found, strict=True))
         return None, ""
