@@ -195,6 +195,7 @@ class IncidentState:
         return IncidentState(*_incident_fields(self))
 
 
+_incident_id: Final = operator.attrgetter("id")
 _subject_key: Final = operator.attrgetter("subject_kind", "namespace", "subject_name")
 """An incident's subject as ``(kind, namespace, name)``."""
 
@@ -508,7 +509,12 @@ class _Lifecycle:
             else {(r.kind, r.namespace, r.name) for r in p.evaluated}
         )
 
-        unique = list({t.key: t for t in reversed(p.triggers)}.values())[::-1]  # first of each key, in order
+        # The first trigger of each key, in order.
+        unique = (
+            list({t.key: t for t in reversed(p.triggers)}.values())[::-1]
+            if len(p.triggers) > 1
+            else p.triggers
+        )
         fresh = [t for t in unique if t.key in self.fresh_keys and t.key not in self.counted_keys]
         self.counted_keys.update(t.key for t in fresh)  # a key counts once per batch
         result.new_triggers, result.replayed_triggers = len(fresh), len(unique) - len(fresh)
@@ -693,7 +699,9 @@ class _Lifecycle:
             candidates = list(self.open_by_fp.values())
         else:
             candidates = [self.open_by_fp[fp] for ref in subjects for fp in self.fps_by_subject.get(ref, ())]
-        for candidate in sorted(candidates, key=lambda i: i.id):
+        if len(candidates) > 1:
+            candidates.sort(key=_incident_id)
+        for candidate in candidates:
             fp = candidate.fingerprint
             if fp in by_fp:
                 continue

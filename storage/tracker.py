@@ -98,9 +98,10 @@ import hashlib
 import logging
 import operator
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, cast
 
+import orjson
 from sqlalchemy import (
     String,
     Table,
@@ -221,7 +222,7 @@ def _update_statement(dialect: Any, columns: tuple[str, ...]) -> tuple[str, tupl
     built = _UPDATES.get(key)
     if built is None:
         cols = [_INCIDENTS.c.id, *(_INCIDENTS.c[name] for name in columns)]
-        processors = tuple(col.type.dialect_impl(dialect).bind_processor(dialect) for col in cols)
+        processors = tuple(_bind_processor(col, dialect) for col in cols)
         if dialect.name == "postgresql":
             names = ["b_id", *columns]
             arrays = ", ".join(
@@ -236,6 +237,26 @@ def _update_statement(dialect: Any, columns: tuple[str, ...]) -> tuple[str, tupl
             sql = f"UPDATE incidents SET {', '.join(f'{name} = ?' for name in columns)} WHERE id = ?"
         built = _UPDATES[key] = (sql, processors)
     return built
+
+
+def _bind_processor(column: Any, dialect: Any) -> Any:
+    """What turns a value of ``column`` into what the driver takes (None: nothing to do).
+
+    The column type's own, except a timestamp on SQLite: ``UTCDateTime`` then the SQLite
+    dialect's DATETIME make the UTC wall time text ``YYYY-MM-DD HH:MM:SS.ffffff`` in two
+    Python functions and a dict; ``datetime.isoformat`` writes the same text in one C call
+    (``tests/storage/test_tracker_binds.py`` checks that they agree). Naive values still go
+    through the type's processor, which refuses them."""
+    process = column.type.dialect_impl(dialect).bind_processor(dialect)
+    if process is None or dialect.name != "sqlite" or not isinstance(column.type, UTCDateTime):
+        return process
+
+    def sqlite_timestamp(value: datetime | None) -> Any:
+        if value is None or value.tzinfo is None or value.utcoffset() is None:
+            return process(value)
+        return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+
+    return sqlite_timestamp
 
 
 class _Binds:
@@ -299,23 +320,32 @@ async def _execute(session: AsyncSession, stmt: Any, params: Any = None) -> Any:
     return await conn.execute(stmt, params)
 
 
+_RECORD_TRIGGERS = {
+    # One array parameter for every key: the same text whatever their number.
+    "postgresql": "INSERT INTO applied_events (cluster, key, applied_at) SELECT $1, k, $2 FROM unnest($3::varchar[]) AS k"
+    " ON CONFLICT (cluster, key) DO NOTHING RETURNING key",
+    # json_each is SQLite's unnest; "WHERE true" tells its parser the ON CONFLICT is the upsert's.
+    "sqlite": "INSERT INTO applied_events (cluster, key, applied_at) SELECT ?, value, ? FROM json_each(?) WHERE true"
+    " ON CONFLICT (cluster, key) DO NOTHING RETURNING key",
+}
+
+
 async def _record_triggers(
     session: AsyncSession, cluster: str, keys: Sequence[str], now: datetime
 ) -> set[str]:
     """Record the keys; return those not applied before.
 
-    One statement: insert, skipping keys already there; RETURNING yields only
-    the rows inserted (executemany with RETURNING is batched into multi-row
-    INSERTs by SQLAlchemy)."""
+    One statement whatever the number of keys (the keys as one array, or one JSON array on
+    SQLite): insert, skipping keys already there; RETURNING yields only the rows inserted."""
     if not keys:
         return set()
-    stmt = (
-        _insert_ignore(session)(_APPLIED)
-        .on_conflict_do_nothing(index_elements=["cluster", "key"])
-        .returning(_APPLIED.c.key)
-    )
-    rows = [{"cluster": cluster, "key": k, "applied_at": now} for k in keys]
-    return set((await _execute(session, stmt, rows)).scalars())
+    conn = await session.connection()
+    dialect = conn.dialect
+    process = _bind_processor(_APPLIED.c.applied_at, dialect)
+    applied_at = process(now) if process is not None else now
+    batch: Any = list(keys) if dialect.name == "postgresql" else orjson.dumps(list(keys)).decode()
+    result = await conn.exec_driver_sql(_RECORD_TRIGGERS[dialect.name], (cluster, applied_at, batch))
+    return set(result.scalars())
 
 
 async def _lock_cluster(session: AsyncSession, cluster: str) -> None:
