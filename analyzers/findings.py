@@ -97,7 +97,8 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        return fingerprint(self.rule_id, self.subject, self.cause)
+        s = self.subject
+        return _fingerprint(self.rule_id, s.kind, s.namespace, s.name, self.cause)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -114,10 +115,16 @@ class Finding:
         }
 
 
-@functools.lru_cache(maxsize=1 << 16)  # a pure function asked again for every pass that sees a finding
 def fingerprint(rule_id: str, subject: ObjectRef, cause: str = "") -> str:
     """Stable identity of a root cause: the owning workload, the rule and the cause.
 
     The cluster is added by the incident store, not here."""
-    raw = "\x1f".join((rule_id, subject.kind, subject.namespace, subject.name, cause))
+    return _fingerprint(rule_id, subject.kind, subject.namespace, subject.name, cause)
+
+
+# A pure function asked again for every pass that sees a finding; cached by plain strings, whose
+# hashing and comparison stay in C (an ObjectRef in the key costs its dataclass __eq__ per hit).
+@functools.lru_cache(maxsize=1 << 16)
+def _fingerprint(rule_id: str, kind: str, namespace: str, name: str, cause: str) -> str:
+    raw = "\x1f".join((rule_id, kind, namespace, name, cause))
     return hashlib.sha256(raw.encode()).hexdigest()[:32]

@@ -180,6 +180,11 @@ class IncidentState:
     resolution: dict[str, Any] | None = None
     notified_at: datetime | None = None
     peak_pods: int | None = None
+    # Not stored: the finding this incident's diagnosis was last derived from (its severity,
+    # title, explanation, evidence, remedies and pods are exactly that finding's, normalised),
+    # or None when unknown (read from the database) or no longer true (a diagnosis kept). A
+    # pass whose finding equals it takes the fast path of ``_Lifecycle.apply``.
+    source: Finding | None = field(default=None, compare=False, repr=False)
 
     @property
     def ref(self) -> ObjectRef:
@@ -189,6 +194,10 @@ class IncidentState:
         """A shallow copy (the decision replaces evidence, remedies and pods, never edits them)."""
         return IncidentState(*_incident_fields(self))
 
+
+_incident_id: Final = operator.attrgetter("id")
+_subject_key: Final = operator.attrgetter("subject_kind", "namespace", "subject_name")
+"""An incident's subject as ``(kind, namespace, name)``."""
 
 _INCIDENT_FIELDS: Final = tuple(IncidentState.__slots__)
 _incident_fields: Final = operator.attrgetter(*_INCIDENT_FIELDS)  # every field, in __init__'s order
@@ -382,6 +391,15 @@ class _Observed:
     message: str  # the latest such trigger's message, "" if none
 
 
+def _repeats(inc: IncidentState, f: Finding, waiting: Mapping[str, str]) -> bool:
+    """Whether ``f`` is the finding ``inc``'s diagnosis came from (the same object, or an equal
+    one) and its wait, if any, goes on for the same reason: the fast path decides it."""
+    source = inc.source
+    if source is None or (source is not f and source != f):
+        return False
+    return inc.waiting_for is None or waiting.get(inc.fingerprint) == inc.waiting_for
+
+
 def _no_silence(_incident: IncidentState, _now: datetime) -> object | None:
     return None
 
@@ -400,14 +418,17 @@ class _Lifecycle:
         ids: Sequence[int],
         notify: bool,
         silence_of: Callable[[IncidentState, datetime], object | None],
+        fast_path: bool = True,
     ) -> None:
         self.cluster = cluster
+        self.fast_path = fast_path
         self.open_by_fp: dict[str, IncidentState] = {}
-        self.fps_by_subject: dict[ObjectRef, set[str]] = defaultdict(set)
+        # By subject as (kind, namespace, name): hashed and compared in C, unlike an ObjectRef.
+        self.fps_by_subject: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.copied: set[int] = set()  # ids of given incidents already copied
         for inc in open_incidents:
             self.open_by_fp[inc.fingerprint] = inc
-            self.fps_by_subject[inc.ref].add(inc.fingerprint)
+            self.fps_by_subject[_subject_key(inc)].add(inc.fingerprint)
         self.latest_resolved = dict(latest_resolved)
         self.fresh_keys = fresh_keys if isinstance(fresh_keys, (set, frozenset)) else set(fresh_keys)
         self.counted_keys: set[str] = set()  # fresh keys a pass of this batch counted already
@@ -430,11 +451,11 @@ class _Lifecycle:
 
     def remember(self, inc: IncidentState) -> None:
         self.open_by_fp[inc.fingerprint] = inc
-        self.fps_by_subject[inc.ref].add(inc.fingerprint)
+        self.fps_by_subject[_subject_key(inc)].add(inc.fingerprint)
 
     def forget(self, inc: IncidentState) -> None:
         del self.open_by_fp[inc.fingerprint]
-        self.fps_by_subject[inc.ref].discard(inc.fingerprint)
+        self.fps_by_subject[_subject_key(inc)].discard(inc.fingerprint)
 
     def entry(
         self, inc: IncidentState, kind: TimelineKind, at: datetime, message: str, **detail: Any
@@ -449,21 +470,62 @@ class _Lifecycle:
                 "decide: fewer ids than new incidents (reserve ids_needed(...) of them)"
             ) from None
 
+    def repeat(
+        self, inc: IncidentState, f: Finding, now: datetime, fresh: Sequence[Trigger], result: TrackResult
+    ) -> None:
+        """The fast path: what the update below does to an incident whose finding is the one its
+        diagnosis came from and whose wait (if any) goes on, without normalising the finding or
+        comparing the diagnosis again. Only the occurrences, ``last_seen`` and the scheduler's
+        message can move (``tests/core/test_lifecycle.py`` checks it decides as the slow path)."""
+        if fresh:
+            concerning = _concerning(f, fresh)
+            if concerning:
+                message = concerning[-1].message
+                if message and message != inc.last_message:
+                    # The slow path's "updated" entry when only the message changed.
+                    told = inc.notified_at is not None
+                    what: dict[str, Any] = (
+                        {"changed": ["message"], "kept": []} if told else {"changed": ["message"]}
+                    )
+                    self.entry(inc, TimelineKind.UPDATED, now, message, **what)
+                    inc.last_message = message
+                inc.occurrences += len(concerning)
+        if inc.waiting_for is not None:
+            result.waiting.append(inc.id)
+        # peak_pods needs nothing: the finding's pods are the incident's, at most its peak.
+        # ">=" would assign the same value.
+        if now > inc.last_seen:  # pragma: no mutate
+            inc.last_seen = now
+        result.updated.append(inc.id)
+
     def apply(self, index: int, p: Pass) -> TrackResult:
         cluster, now = self.cluster, p.now
         result = TrackResult()
         by_fp = merge_duplicates(p.findings)
         every = isinstance(p.evaluated, _EverySubject)
-        subjects: set[ObjectRef] = set() if isinstance(p.evaluated, _EverySubject) else set(p.evaluated)
+        subjects = (
+            set()
+            if isinstance(p.evaluated, _EverySubject)
+            else {(r.kind, r.namespace, r.name) for r in p.evaluated}
+        )
 
-        unique = list({t.key: t for t in reversed(p.triggers)}.values())[::-1]  # first of each key, in order
+        # The first trigger of each key, in order.
+        unique = (
+            list({t.key: t for t in reversed(p.triggers)}.values())[::-1]
+            if len(p.triggers) > 1
+            else p.triggers
+        )
         fresh = [t for t in unique if t.key in self.fresh_keys and t.key not in self.counted_keys]
         self.counted_keys.update(t.key for t in fresh)  # a key counts once per batch
         result.new_triggers, result.replayed_triggers = len(fresh), len(unique) - len(fresh)
         pass_message = fresh[-1].message if fresh else (p.triggers[-1].message if p.triggers else "")
 
-        observed: dict[str, _Observed] = {}
+        continuing = {fp: self.own(self.open_by_fp[fp]) for fp in by_fp if fp in self.open_by_fp}
+        observed: dict[str, _Observed] = {}  # every finding but the repeats the fast path takes
         for fp, f in by_fp.items():
+            inc_or_none = continuing.get(fp)
+            if inc_or_none is not None and self.fast_path and _repeats(inc_or_none, f, p.waiting):
+                continue
             concerning = _concerning(f, fresh)
             observed[fp] = _Observed(
                 finding=f,
@@ -472,7 +534,6 @@ class _Lifecycle:
                 occurrences=len(concerning),
                 message=concerning[-1].message if concerning else "",
             )
-        continuing = {fp: self.own(self.open_by_fp[fp]) for fp in by_fp if fp in self.open_by_fp}
 
         # Open what is new. Recurrences link to the latest resolved incident of their fingerprint.
         opened: list[IncidentState] = []
@@ -507,6 +568,7 @@ class _Lifecycle:
                 waiting_since=now if fp in p.waiting else None,
                 notified_at=None if fp in p.waiting else now,
                 peak_pods=len(f.pods),
+                source=f,
             )
             self.out.created[inc.id] = inc
             opened.append(inc)
@@ -524,7 +586,11 @@ class _Lifecycle:
             tuple[IncidentState, list[str], dict[str, Any]]
         ] = []  # (incident, what changed, from what)
         for fp, inc in continuing.items():
-            ob = observed[fp]
+            ob_or_none = observed.get(fp)
+            if ob_or_none is None:
+                self.repeat(inc, by_fp[fp], now, fresh, result)
+                continue
+            ob = ob_or_none
             f = ob.finding
             told = inc.notified_at is not None  # somebody has seen its diagnosis
             escalating = False
@@ -623,6 +689,8 @@ class _Lifecycle:
                 inc.last_seen = now
             if ob.occurrences:
                 inc.occurrences += ob.occurrences
+            # Severity and pods are the finding's now; the rest too unless a change was kept.
+            inc.source = f if replace or all(c == "message" for c in changed) else None
             result.updated.append(inc.id)
 
         # Resolve what an evaluated subject no longer shows.
@@ -631,7 +699,9 @@ class _Lifecycle:
             candidates = list(self.open_by_fp.values())
         else:
             candidates = [self.open_by_fp[fp] for ref in subjects for fp in self.fps_by_subject.get(ref, ())]
-        for candidate in sorted(candidates, key=lambda i: i.id):
+        if len(candidates) > 1:
+            candidates.sort(key=_incident_id)
+        for candidate in candidates:
             fp = candidate.fingerprint
             if fp in by_fp:
                 continue
@@ -645,12 +715,30 @@ class _Lifecycle:
         for inc in opened:
             self.remember(inc)
 
-        # A subject that lost causes and gained others in the same pass changed root cause.
+        replaces: dict[int, list[IncidentState]] = {}
+        if resolved:
+            self.resolutions(p, now, pass_message, opened, resolved, replaces, result)
+        if self.notify:
+            self.notices(index, p, result, opened, replaces, escalated, updates, resolved)
+        return result
+
+    def resolutions(
+        self,
+        p: Pass,
+        now: datetime,
+        pass_message: str,
+        opened: list[IncidentState],
+        resolved: list[IncidentState],
+        replaces: dict[int, list[IncidentState]],
+        result: TrackResult,
+    ) -> None:
+        """What fixed each incident the pass resolved (``replaces`` takes, per new incident, the
+        ones it replaced): a subject that lost causes and gained others in the same pass changed
+        root cause."""
         opened_by_subject: dict[ObjectRef, list[IncidentState]] = defaultdict(list)
         for inc in opened:
             opened_by_subject[inc.ref].append(inc)
         replaced_by: dict[int, list[int]] = {}
-        replaces: dict[int, list[IncidentState]] = {}
         for inc in resolved:
             successors = opened_by_subject.get(inc.ref)
             if successors:
@@ -696,10 +784,6 @@ class _Lifecycle:
                 )
                 result.root_cause_changed.append(inc.id)
 
-        if self.notify:
-            self.notices(index, p, result, opened, replaces, escalated, updates, resolved)
-        return result
-
     def notices(
         self,
         index: int,
@@ -714,6 +798,12 @@ class _Lifecycle:
         """One notice about what somebody was or is now paged for (a waiting incident is not
         paged), silenced ones kept visible; a storm of new incidents becomes one digest."""
         now = p.now
+        if not (opened or escalated or updates or resolved):
+            # Nothing to tell: only the storm window moves on (as below, with no new opens).
+            window_start = now - self.policy.storm_window
+            if self.recent_opens:
+                self.recent_opens = [t for t in self.recent_opens if t > window_start]
+            return
         snap = IncidentState.copy  # the incident as it stands at the end of this pass
         owed: list[Notice] = []
         announced_replacement: set[int] = set()  # resolved incidents a root-cause notice covers
@@ -782,6 +872,7 @@ def decide(
     notify: bool = True,
     recent_opens: Sequence[datetime] = (),
     silence_of: Callable[[IncidentState, datetime], object | None] = _no_silence,
+    fast_path: bool = True,
 ) -> Decision:
     """Decide a batch of passes of one cluster, in order.
 
@@ -794,6 +885,9 @@ def decide(
     :param recent_opens: when the cluster's paged incidents opened within the storm window.
     :param silence_of: the silence that matches an incident at a pass's ``now``, if any (a silenced notice is still
         owed, marked; a silenced incident is never folded into a storm digest).
+    :param fast_path: decide a finding equal to the one its open incident's diagnosis came from
+        (``IncidentState.source``) without normalising and comparing it again (False: every
+        finding the long way; both decide alike, the tests check it).
     """
     for p in passes:
         validate(cluster, p)
@@ -807,6 +901,7 @@ def decide(
         ids,
         notify,
         silence_of,
+        fast_path,
     )
     for index, p in enumerate(passes):
         state.out.results.append(state.apply(index, p))

@@ -96,16 +96,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import operator
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, cast
 
+import orjson
 from sqlalchemy import (
     String,
     Table,
     and_,
     any_,
-    bindparam,
     delete,
     func,
     insert,
@@ -113,7 +114,6 @@ from sqlalchemy import (
     literal_column,
     select,
     text,
-    update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -150,6 +150,7 @@ from storage.models import (
     Silence,
     TimelineEntry,
     TrackerGeneration,
+    UTCDateTime,
 )
 from storage.silences import active_silences, matches, silenced_note, silencing
 from storage.views import incident_dict, rfc3339
@@ -185,7 +186,7 @@ _TIMELINE = cast(Table, TimelineEntry.__table__)
 _OUTBOX = cast(Table, Notification.__table__)
 _COLUMNS = tuple(_INCIDENTS.c)
 # What a pass can change on an incident that exists (everything else is fixed when it opens).
-_MUTABLE = (
+_MUTABLE: tuple[str, ...] = (
     "severity",
     "status",
     "title",
@@ -203,62 +204,109 @@ _MUTABLE = (
     "notified_at",
     "peak_pods",
 )
-_UPDATES: dict[tuple[str, ...], Any] = {}
+_mutable_of = operator.attrgetter(*_MUTABLE)
+_UPDATES: dict[tuple[str, str, tuple[str, ...]], tuple[str, tuple[Any, ...]]] = {}
 
 
-def _update_by_id(columns: tuple[str, ...]) -> Any:
-    """``UPDATE incidents SET <columns> WHERE id = :b_id``, built once per set of columns."""
-    stmt = _UPDATES.get(columns)
-    if stmt is None:
-        stmt = _UPDATES[columns] = (
-            update(_INCIDENTS)
-            .where(_INCIDENTS.c.id == bindparam("b_id"))
-            .values({name: bindparam(name) for name in columns})
-        )
-    return stmt
+def _update_statement(dialect: Any, columns: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
+    """The driver's SQL that sets ``columns`` of the incidents a batch changed, built once per
+    set of columns, and, for the id and each column, the bind processor that turns a value
+    into what the column's type sends (None: as it is).
 
-
-_UNNEST_UPDATES: dict[tuple[str, ...], tuple[Any, tuple[Any, ...]]] = {}
-
-
-def _update_from_arrays(columns: tuple[str, ...], dialect: Any) -> tuple[Any, tuple[Any, ...]]:
-    """PostgreSQL: ``UPDATE incidents SET c = v.c … FROM unnest($1::bigint[], $2::…[], …) AS v(…)
-    WHERE incidents.id = v.b_id``: every changed row of a batch in one statement with one
-    parameter per column (the same text whatever the number of rows, so asyncpg prepares it once).
-
-    Returns the statement and, per column, the bind processor that turns a value into what
-    the column's type sends (the arrays are bound as plain lists)."""
-    built = _UNNEST_UPDATES.get(columns)
+    * PostgreSQL: ``UPDATE incidents SET c = v.c … FROM unnest($1::bigint[], $2::…[], …) AS
+      v(…) WHERE incidents.id = v.b_id``: every row in one statement with one array parameter
+      per column (the same text whatever the number of rows, so asyncpg prepares it once).
+    * SQLite: ``UPDATE incidents SET c = ? … WHERE id = ?``, run for every row by sqlite3's
+      ``executemany`` (one prepared statement, no round trip per row)."""
+    key = (dialect.name, dialect.paramstyle, columns)
+    built = _UPDATES.get(key)
     if built is None:
         cols = [_INCIDENTS.c.id, *(_INCIDENTS.c[name] for name in columns)]
-        names = ["b_id", *columns]
-        arrays = ", ".join(
-            f"CAST(:a_{name} AS {col.type.compile(dialect=dialect)}[])"
-            for name, col in zip(names, cols, strict=True)
-        )
-        assignments = ", ".join(f"{name} = v.{name}" for name in columns)
-        stmt = text(
-            f"UPDATE incidents SET {assignments} FROM unnest({arrays}) AS v({', '.join(names)})"
-            " WHERE incidents.id = v.b_id"
-        )
-        processors = tuple(col.type.dialect_impl(dialect).bind_processor(dialect) for col in cols)
-        built = _UNNEST_UPDATES[columns] = (stmt, processors)
+        processors = tuple(_bind_processor(col, dialect) for col in cols)
+        if dialect.name == "postgresql":
+            names = ["b_id", *columns]
+            arrays = ", ".join(
+                f"${i}::{col.type.compile(dialect=dialect)}[]" for i, col in enumerate(cols, start=1)
+            )
+            assignments = ", ".join(f"{name} = v.{name}" for name in columns)
+            sql = (
+                f"UPDATE incidents SET {assignments} FROM unnest({arrays}) AS v({', '.join(names)})"
+                " WHERE incidents.id = v.b_id"
+            )
+        else:
+            sql = f"UPDATE incidents SET {', '.join(f'{name} = ?' for name in columns)} WHERE id = ?"
+        built = _UPDATES[key] = (sql, processors)
     return built
 
 
-async def _update_rows(session: AsyncSession, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
-    """Write ``columns`` of the incidents ``rows`` name (``b_id``): one statement per batch."""
-    dialect = session.get_bind().dialect
-    if dialect.name != "postgresql":
-        # SQLite: one prepared UPDATE run for every row (sqlite3's executemany), no round trips.
-        await _execute(session, _update_by_id(columns), rows)
-        return
-    stmt, processors = _update_from_arrays(columns, dialect)
-    params = {}
-    for name, process in zip(("b_id", *columns), processors, strict=True):
-        values = [row[name] for row in rows]
-        params[f"a_{name}"] = [process(v) for v in values] if process is not None else values
-    await _execute(session, stmt, params)
+def _bind_processor(column: Any, dialect: Any) -> Any:
+    """What turns a value of ``column`` into what the driver takes (None: nothing to do).
+
+    The column type's own, except a timestamp on SQLite: ``UTCDateTime`` then the SQLite
+    dialect's DATETIME make the UTC wall time text ``YYYY-MM-DD HH:MM:SS.ffffff`` in two
+    Python functions and a dict; ``datetime.isoformat`` writes the same text in one C call
+    (``tests/storage/test_tracker_binds.py`` checks that they agree). Naive values still go
+    through the type's processor, which refuses them."""
+    process = column.type.dialect_impl(dialect).bind_processor(dialect)
+    if process is None or dialect.name != "sqlite" or not isinstance(column.type, UTCDateTime):
+        return process
+
+    def sqlite_timestamp(value: datetime | None) -> Any:
+        if value is None or value.tzinfo is None or value.utcoffset() is None:
+            return process(value)
+        return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+
+    return sqlite_timestamp
+
+
+class _Binds:
+    """Values as the driver takes them, each converted once per batch: the rows of one pass
+    share its ``now``, and SQLite stores a timestamp as text (``UTCDateTime``'s processor)."""
+
+    __slots__ = ("_done",)
+
+    def __init__(self) -> None:
+        self._done: dict[tuple[Any, Any], Any] = {}
+
+    def column(self, process: Any, values: list[Any], timestamps: bool) -> list[Any]:
+        """``values`` of one column through its bind processor (None: as they are); timestamps
+        (hashable, and few distinct ones per batch) are converted once each."""
+        if process is None:
+            return values
+        if not timestamps:
+            return [process(v) for v in values]
+        done = self._done
+        out = []
+        for v in values:
+            key = (process, v)
+            converted = done.get(key, _MISSING)
+            if converted is _MISSING:
+                converted = done[key] = process(v)
+            out.append(converted)
+        return out
+
+
+_MISSING = object()
+_TIMESTAMPS = frozenset(c.name for c in _COLUMNS if isinstance(c.type, UTCDateTime))
+
+
+async def _update_rows(
+    session: AsyncSession, binds: _Binds, columns: tuple[str, ...], rows: list[tuple[Any, ...]]
+) -> None:
+    """Write ``columns`` of the incidents ``rows`` name (each row: the id, then the values in
+    the order of ``columns``): one statement per batch (:func:`_update_statement`)."""
+    conn = await session.connection()
+    dialect = conn.dialect
+    sql, processors = _update_statement(dialect, columns)
+    arrays = [
+        binds.column(process, list(values), name in _TIMESTAMPS)
+        for name, process, values in zip(("b_id", *columns), processors, zip(*rows, strict=True), strict=True)
+    ]
+    if dialect.name == "postgresql":
+        await conn.exec_driver_sql(sql, tuple(arrays))
+    else:
+        ids, *values = arrays
+        await conn.exec_driver_sql(sql, list(zip(*values, ids, strict=True)))
 
 
 def _insert_ignore(session: AsyncSession) -> Any:
@@ -272,23 +320,32 @@ async def _execute(session: AsyncSession, stmt: Any, params: Any = None) -> Any:
     return await conn.execute(stmt, params)
 
 
+_RECORD_TRIGGERS = {
+    # One array parameter for every key: the same text whatever their number.
+    "postgresql": "INSERT INTO applied_events (cluster, key, applied_at) SELECT $1, k, $2 FROM unnest($3::varchar[]) AS k"
+    " ON CONFLICT (cluster, key) DO NOTHING RETURNING key",
+    # json_each is SQLite's unnest; "WHERE true" tells its parser the ON CONFLICT is the upsert's.
+    "sqlite": "INSERT INTO applied_events (cluster, key, applied_at) SELECT ?, value, ? FROM json_each(?) WHERE true"
+    " ON CONFLICT (cluster, key) DO NOTHING RETURNING key",
+}
+
+
 async def _record_triggers(
     session: AsyncSession, cluster: str, keys: Sequence[str], now: datetime
 ) -> set[str]:
     """Record the keys; return those not applied before.
 
-    One statement: insert, skipping keys already there; RETURNING yields only
-    the rows inserted (executemany with RETURNING is batched into multi-row
-    INSERTs by SQLAlchemy)."""
+    One statement whatever the number of keys (the keys as one array, or one JSON array on
+    SQLite): insert, skipping keys already there; RETURNING yields only the rows inserted."""
     if not keys:
         return set()
-    stmt = (
-        _insert_ignore(session)(_APPLIED)
-        .on_conflict_do_nothing(index_elements=["cluster", "key"])
-        .returning(_APPLIED.c.key)
-    )
-    rows = [{"cluster": cluster, "key": k, "applied_at": now} for k in keys]
-    return set((await _execute(session, stmt, rows)).scalars())
+    conn = await session.connection()
+    dialect = conn.dialect
+    process = _bind_processor(_APPLIED.c.applied_at, dialect)
+    applied_at = process(now) if process is not None else now
+    batch: Any = list(keys) if dialect.name == "postgresql" else orjson.dumps(list(keys)).decode()
+    result = await conn.exec_driver_sql(_RECORD_TRIGGERS[dialect.name], (cluster, applied_at, batch))
+    return set(result.scalars())
 
 
 async def _lock_cluster(session: AsyncSession, cluster: str) -> None:
@@ -554,17 +611,26 @@ async def _write(
     if decision.changed:
         # Only the columns a batch changed, grouped by which: a repeated event moves
         # occurrences and last_seen, and the JSON columns are not serialised again for it.
-        groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
         for inc in decision.changed.values():
+            after: tuple[Any, ...] = _mutable_of(inc)
             before = loaded.get(inc.id)
-            columns = tuple(
-                name for name in _MUTABLE if before is None or getattr(inc, name) != getattr(before, name)
-            )
-            if columns:
-                row = {"b_id": inc.id, **{name: getattr(inc, name) for name in columns}}
-                groups.setdefault(columns, []).append(row)
+            changed: tuple[Any, ...]
+            columns: tuple[str, ...]
+            if before is None:
+                changed = after
+                columns = _MUTABLE
+            else:
+                old = _mutable_of(before)
+                which = [i for i, (a, b) in enumerate(zip(after, old, strict=True)) if a is not b and a != b]
+                if not which:
+                    continue
+                changed = tuple(after[i] for i in which)
+                columns = tuple(_MUTABLE[i] for i in which)
+            groups.setdefault(columns, []).append((inc.id, *changed))
+        binds = _Binds()
         for columns, rows in groups.items():
-            await _update_rows(session, columns, rows)
+            await _update_rows(session, binds, columns, rows)
     if decision.timeline:
         await _execute(
             session,

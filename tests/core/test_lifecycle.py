@@ -72,6 +72,7 @@ class Store:
     applied: set[str] = field(default_factory=set)
     notices: list[Notice] = field(default_factory=list)
     timeline: list[tuple[int, TimelineKind, dict[str, object]]] = field(default_factory=list)
+    fast_path: bool = True  # decide's fast path for a finding identical to its incident's
 
     def apply(self, passes: list[Pass], policy: NotifyPolicy, notify: bool = True) -> Decision:
         names = subject_names(passes)
@@ -103,6 +104,7 @@ class Store:
             policy=policy,
             notify=notify,
             recent_opens=recent,
+            fast_path=self.fast_path,
         )
         assert open_incidents == before, "decide changed the incidents it was given"
         self.applied |= keys
