@@ -867,17 +867,22 @@ class ClusterSnapshot:
         return index.pods.get(ref, ())
 
     def events_for(self, kind: str, namespace: str, name: str) -> tuple[Event, ...]:
-        """Events about one object, newest last."""
+        """Events about one object, newest last (by ``lastTimestamp``; events seen at the same
+        moment in the snapshot's order)."""
 
         def build() -> dict[tuple[str, str, str], tuple[Event, ...]]:
-            out: dict[tuple[str, str, str], list[Event]] = {}
-            for ev in self.events.values():
-                inv = ev.involved
-                out.setdefault((inv.kind, inv.namespace or ev.namespace, inv.name), []).append(ev)
-            return {k: tuple(sorted(v, key=lambda e: e.last_seen or 0.0)) for k, v in out.items()}
+            return _grouped(self.events.values(), _involved)
 
-        index: Mapping[tuple[str, str, str], tuple[Event, ...]] = self.derived("events_by_object", build)
-        return index.get((kind, namespace, name), ())
+        index: Mapping[tuple[str, str, str], tuple[Event, ...]] = self.derived(EVENTS_BY_OBJECT_KEY, build)
+        key = (kind, namespace, name)
+        found = index.get(key)
+        if found is None or len(found) < 2:
+            return () if found is None else found
+        newest_last: dict[tuple[str, str, str], tuple[Event, ...]] = self.derived(EVENTS_SORTED_KEY, dict)
+        ordered = newest_last.get(key)
+        if ordered is None:
+            ordered = newest_last[key] = tuple(sorted(found, key=_last_seen))
+        return ordered
 
     def latest_event(self, kind: str, namespace: str, name: str, reason: str) -> Event | None:
         for ev in reversed(self.events_for(kind, namespace, name)):
@@ -918,6 +923,8 @@ PENDING_KEY = "pending_pods"
 PODS_BY_NODE_KEY = "pods_by_node"
 PODS_BY_NAMESPACE_KEY = "pods_by_namespace"
 PODS_BY_WORKLOAD_KEY = "pods_by_workload"
+EVENTS_BY_OBJECT_KEY = "events_by_object"  # in the snapshot's order; sorted on first use:
+EVENTS_SORTED_KEY = "events_by_object.newest_last"
 _PENDING = "pending"
 
 # Derived values a snapshot passes on to the next of its state (ClusterSnapshot.carry_from)
@@ -947,6 +954,15 @@ def _namespace_of(pod: Pod) -> str:
     return pod.namespace
 
 
+def _involved(ev: Event) -> tuple[str, str, str]:
+    inv = ev.involved
+    return (inv.kind, inv.namespace or ev.namespace, inv.name)
+
+
+def _last_seen(ev: Event) -> float:
+    return ev.last_seen or 0.0
+
+
 def _pending_group(pod: Pod) -> str | None:
     return _PENDING if pod.unscheduled else None
 
@@ -954,8 +970,8 @@ def _pending_group(pod: Pod) -> str | None:
 G = TypeVar("G")
 
 
-def _grouped(pods: Iterable[Pod], group: Callable[[Pod], G | None]) -> dict[G, tuple[Pod, ...]]:
-    out: dict[G, list[Pod]] = {}
+def _grouped(pods: Iterable[R], group: Callable[[R], G | None]) -> dict[G, tuple[R, ...]]:
+    out: dict[G, list[R]] = {}
     for pod in pods:
         g = group(pod)
         if g is not None:
@@ -964,27 +980,26 @@ def _grouped(pods: Iterable[Pod], group: Callable[[Pod], G | None]) -> dict[G, t
 
 
 def regrouped(
-    base: Mapping[G, tuple[Pod, ...]],
-    changes: Iterable[tuple[Pod | None, Pod | None]],
-    group: Callable[[Pod], G | None],
-    old_group: Callable[[Pod], G | None] | None = None,
-) -> dict[G, tuple[Pod, ...]] | None:
-    """An index of pods by group (each group in the pods' order) updated by ``(old, new)``
-    pairs as :func:`journal_changes` lists them: a pod changed in place keeps its place,
-    an added one goes last, as a rebuild would order them. None when a pod changed group
-    in place (its place in the new group is its place among all pods: rebuild)."""
+    base: Mapping[G, tuple[Any, ...]],
+    changes: Iterable[tuple[Any, Any]],
+    group: Callable[[Any], G | None],
+) -> dict[G, tuple[Any, ...]] | None:
+    """An index of records (pods, events) by group, each group in the collection's order,
+    updated by ``(old, new)`` pairs as :func:`journal_changes` lists them: a record
+    changed in place keeps its place, an added one goes last, as a rebuild would order
+    them. None when a record changed group in place (its place in the new group is its
+    place in the whole collection: rebuild)."""
     out = dict(base)
-    edits: dict[G, dict[tuple[str, str], Pod]] = {}
-    group_before = group if old_group is None else old_group
+    edits: dict[G, dict[Any, Any]] = {}
 
-    def members(g: G) -> dict[tuple[str, str], Pod]:
+    def members(g: G) -> dict[Any, Any]:
         found = edits.get(g)
         if found is None:
             found = edits[g] = {p.key: p for p in out.get(g, ())}
         return found
 
     for old, new in changes:
-        was = group_before(old) if old is not None else None
+        was = group(old) if old is not None else None
         now = group(new) if new is not None else None
         if new is not None and now is not None:
             if old is not None and was != now:
@@ -1053,6 +1068,9 @@ CARRIED[PODS_BY_NAMESPACE_KEY] = lambda base, older, newer, changes: regrouped(
     base, changes.get("pods", ()), _namespace_of
 )
 CARRIED[PODS_BY_WORKLOAD_KEY] = _carry_pods_by_workload
+CARRIED[EVENTS_BY_OBJECT_KEY] = lambda base, older, newer, changes: regrouped(
+    base, changes.get("events", ()), _involved
+)
 
 
 def bound_node(pod: Pod | None) -> str | None:

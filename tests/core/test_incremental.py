@@ -299,6 +299,7 @@ def indexes(snap: ClusterSnapshot) -> dict[str, Any]:
         "by_workload": {ref: snap.pods_of_workload(ref) for ref in refs},
         "by_namespace": snap.pods_in_namespace("default"),
         "by_node": {n: set(pods) for n, pods in snap.pods_by_node().items()},
+        "events": {p.key: snap.events_for("Pod", *p.key) for p in snap.pods.values()},
         "rollouts": rollouts_taking_no_pod_down(snap),
         "deployment_reports": deployment_reports(snap),
     }
