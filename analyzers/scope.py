@@ -274,12 +274,9 @@ def _running_pod_findings_possible(snap: ClusterSnapshot) -> bool:
     every node, and a node change is then cluster-wide."""
     if snap.node_metrics and snap.pod_metrics:
         return True  # requests-missing-load-skew
-    from analyzers.rules._describe import draining
-    from analyzers.rules.pdb_blocks_eviction import reports_eviction
+    from analyzers.rules.pdb_blocks_eviction import draining_nodes, eviction_reports
 
-    return any(draining(n) is not None for n in snap.nodes.values()) or any(
-        reports_eviction(ev) for ev in snap.events.values()
-    )
+    return bool(draining_nodes(snap) or eviction_reports(snap))
 
 
 def _event_subject(snap: ClusterSnapshot, ev: Event) -> ObjectRef | None:

@@ -811,11 +811,7 @@ class ClusterSnapshot:
         """Every pod waiting for a scheduler (no node, not finished, not being deleted), in
         the snapshot's order, whatever a scoped view analyses."""
 
-        def build() -> dict[str, tuple[Pod, ...]]:
-            return _grouped(self.pods.values(), _pending_group)
-
-        index: Mapping[str, tuple[Pod, ...]] = self.derived(PENDING_KEY, build)
-        return index.get(_PENDING, ())
+        return selected(self, PENDING_KEY, "pods", _is_unscheduled)
 
     def workload_of(self, pod: Pod) -> Workload:
         """Follow the owner chain Pod → ReplicaSet → Deployment (Job → CronJob stops at Job)."""
@@ -925,7 +921,7 @@ PODS_BY_NAMESPACE_KEY = "pods_by_namespace"
 PODS_BY_WORKLOAD_KEY = "pods_by_workload"
 EVENTS_BY_OBJECT_KEY = "events_by_object"  # in the snapshot's order; sorted on first use:
 EVENTS_SORTED_KEY = "events_by_object.newest_last"
-_PENDING = "pending"
+_SELECTED = "selected"
 
 # Derived values a snapshot passes on to the next of its state (ClusterSnapshot.carry_from)
 # and shares with its scoped views: key → carrier(value of the older snapshot, older,
@@ -963,8 +959,29 @@ def _last_seen(ev: Event) -> float:
     return ev.last_seen or 0.0
 
 
-def _pending_group(pod: Pod) -> str | None:
-    return _PENDING if pod.unscheduled else None
+def _is_unscheduled(pod: Pod) -> bool:
+    return pod.unscheduled
+
+
+def selected(snapshot: ClusterSnapshot, key: str, collection: str, keep: Callable[[Any], bool]) -> tuple[Any, ...]:
+    """The records of ``collection`` that ``keep`` holds for, in the snapshot's order: found
+    once per snapshot and cached under ``key``, carried to the next snapshot when ``key``
+    was registered with :func:`carry_selection` (the pending pods, the draining nodes)."""
+
+    def build() -> dict[str, tuple[Any, ...]]:
+        return _grouped(getattr(snapshot, collection).values(), lambda r: _SELECTED if keep(r) else None)
+
+    index: Mapping[str, tuple[Any, ...]] = snapshot.derived(key, build)
+    return index.get(_SELECTED, ())
+
+
+def carry_selection(key: str, collection: str, keep: Callable[[Any], bool]) -> None:
+    """Carry :func:`selected`'s ``key`` over: only the changed records are judged again."""
+
+    def group(record: Any) -> str | None:
+        return _SELECTED if keep(record) else None
+
+    CARRIED[key] = lambda base, older, newer, changes: regrouped(base, changes.get(collection, ()), group)
 
 
 G = TypeVar("G")
@@ -1061,9 +1078,7 @@ def _carry_pods_by_workload(
 CARRIED[PODS_BY_NODE_KEY] = lambda base, older, newer, changes: pods_by_node_updated(
     base, changes.get("pods", ())
 )
-CARRIED[PENDING_KEY] = lambda base, older, newer, changes: regrouped(
-    base, changes.get("pods", ()), _pending_group
-)
+carry_selection(PENDING_KEY, "pods", _is_unscheduled)
 CARRIED[PODS_BY_NAMESPACE_KEY] = lambda base, older, newer, changes: regrouped(
     base, changes.get("pods", ()), _namespace_of
 )

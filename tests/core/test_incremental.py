@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from analyzers.findings import ObjectRef
 from analyzers.report import build_report, deployment_reports
 from analyzers.rollout import rollouts_taking_no_pod_down
+from analyzers.rules.pdb_blocks_eviction import draining_nodes
 from analyzers.scope import affected_workloads, carry_over, changes
 from analyzers.snapshot import ClusterSnapshot, ClusterState
 
@@ -301,6 +302,7 @@ def indexes(snap: ClusterSnapshot) -> dict[str, Any]:
         "by_node": {n: set(pods) for n, pods in snap.pods_by_node().items()},
         "events": {p.key: snap.events_for("Pod", *p.key) for p in snap.pods.values()},
         "rollouts": rollouts_taking_no_pod_down(snap),
+        "draining": draining_nodes(snap),
         "deployment_reports": deployment_reports(snap),
     }
 
