@@ -270,6 +270,22 @@ def _populate(
     return stuck
 
 
+def _stuck_pod(entry: tuple[str, str, Obj, str, dict[str, str], dict[str, str] | None], suffix: str) -> Obj:
+    """A pending pod of a stuck workload (``_populate``'s entry), PodScheduled=False."""
+    from agent.fakecluster.samples import pod
+
+    name, ns, rs, message, requests, selector = entry
+    return pod(
+        f"{name}-{HASH}-{suffix}",
+        ns,
+        requests=requests,
+        node_selector=selector,
+        owner=rs,
+        unschedulable_message=message,
+        managed_fields=False,
+    )
+
+
 async def _produce(
     cluster: Any,
     stuck: list[tuple[str, str, Obj, str, dict[str, str], dict[str, str] | None]],
@@ -280,7 +296,7 @@ async def _produce(
 ) -> dict[str, Any]:
     """Emit ``rate*seconds`` FailedScheduling events on schedule; returns the
     first emission time (time.monotonic) of each workload."""
-    from agent.fakecluster.samples import event, pod
+    from agent.fakecluster.samples import event
 
     rng = random.Random(seed)
     total = int(rate * seconds)
@@ -295,18 +311,10 @@ async def _produce(
 
     def new_pod(w: int) -> Obj:
         nonlocal created_pods
-        name, ns, rs, message, requests, selector = stuck[w]
+        message = stuck[w][3]
         n = pods_of.get(w, 0)
         pods_of[w] = n + 1
-        obj = pod(
-            f"{name}-{HASH}-{n:05d}",
-            ns,
-            requests=requests,
-            node_selector=selector,
-            owner=rs,
-            unschedulable_message=message,
-            managed_fields=False,
-        )
+        obj = _stuck_pod(stuck[w], f"{n:05d}")
         cluster.apply(obj, copy=False)
         created_pods += 1
         ev = event(obj, message=message, name=f"{obj['metadata']['name']}.{created_pods:016x}")
@@ -542,8 +550,6 @@ def _one_changed_pod(
     against the snapshot of the pass before (the changes read from the journal, the
     indexes carried over, the scope planned, the report of that workload built), timed.
     (snapshot seconds, analyse seconds) per sample."""
-    from agent.fakecluster.samples import pod
-
     previous = previous or state.snapshot()
     out = []
     for k in range(samples):
@@ -551,17 +557,7 @@ def _one_changed_pod(
         name, ns = f"stuck-{w:04d}", NAMESPACES[w % len(NAMESPACES)]
         requests, selector, message = _stuck_spec(w)
         _, rs, _ = _workload(name, ns, 0, requests, selector)
-        state.apply_object(
-            pod(
-                f"{name}-{HASH}-one{k:04d}",
-                ns,
-                requests=requests,
-                node_selector=selector,
-                owner=rs,
-                unschedulable_message=message,
-                managed_fields=False,
-            )
-        )
+        state.apply_object(_stuck_pod((name, ns, rs, message, requests, selector), f"one{k:04d}"))
         t0 = time.perf_counter()
         current = state.snapshot()
         t1 = time.perf_counter()
@@ -597,7 +593,7 @@ def run_one_pod(args: argparse.Namespace) -> int:
     a ClusterState (no FakeCluster, no watch), ``--stuck-workloads`` workloads with 5
     pending pods and a FailedScheduling event each, one whole-cluster pass, then
     ``--one-pod-samples`` changed pods as in ``latency``."""
-    from agent.fakecluster.samples import event, pod
+    from agent.fakecluster.samples import event
     from agent.pipeline import analyse
     from analyzers.remedies import RemedyRenderer
     from analyzers.snapshot import ClusterState
@@ -606,19 +602,11 @@ def run_one_pod(args: argparse.Namespace) -> int:
     state = ClusterState()
     t0 = time.perf_counter()
     stuck = _populate(_StateSink(state), args.stuck_workloads)
-    for name, ns, rs, message, requests, selector in stuck:
+    for entry in stuck:
         for n in range(5):
-            obj = pod(
-                f"{name}-{HASH}-{n:05d}",
-                ns,
-                requests=requests,
-                node_selector=selector,
-                owner=rs,
-                unschedulable_message=message,
-                managed_fields=False,
-            )
+            obj = _stuck_pod(entry, f"{n:05d}")
             state.apply_object(obj)
-            state.apply_object(event(obj, message=message, name=f"{obj['metadata']['name']}.{n:016x}"))
+            state.apply_object(event(obj, message=entry[3], name=f"{obj['metadata']['name']}.{n:016x}"))
     loaded = time.perf_counter() - t0
     renderer = RemedyRenderer()
     plan: dict[str, Any] = {"known": frozenset(), "carried": (), "always": frozenset(), "batch": 16}

@@ -166,32 +166,26 @@ def findings_by_subject(
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(change, min_size=1, max_size=10))
-def test_scoped_passes_keep_what_a_full_pass_finds(steps: list[tuple[Any, ...]]) -> None:
+def starting_state() -> ClusterState:
+    """Two nodes, the three workloads' ReplicaSets and one pending pod of web."""
     state = ClusterState()
     for name in NODES:
         state.apply_object(node(name, cpu="4"))
     for w in WORKLOADS:
         state.apply_object(replicaset(w))
     state.apply_object(member("web", 0, 6, None))
+    return state
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(change, min_size=1, max_size=10))
+def test_scoped_passes_keep_what_a_full_pass_finds(steps: list[tuple[Any, ...]]) -> None:
+    state = starting_state()
     previous = state.snapshot()
     held = findings_by_subject(previous)
     scoped_passes = 0
     for step in steps:
-        kind = step[0]
-        if kind == "pending":
-            state.apply_object(member(step[1], step[2], step[3], None))
-        elif kind == "bind":
-            state.apply_object(member(step[1], step[2], 1, step[3]))
-        elif kind == "delete":
-            state.delete("Pod", "default", f"{step[1]}-rs-{step[2]}")
-        elif kind == "node":
-            state.apply_object(node(step[1], cpu=str(step[2]), unschedulable=step[3]))
-        elif kind == "node-meta":
-            state.apply_object(node_with(step[1], step[2], step[3], step[4]))
-        else:
-            state.apply_object(failed_scheduling(step[1], step[2], step[3]))
+        apply_step(state, step)
         current = state.snapshot()
         changed = list(changes(previous, current))
         carry_over(previous, current, changed)
@@ -314,12 +308,7 @@ def test_passes_through_the_journal_keep_what_a_full_pass_finds(passes: list[lis
     (never by comparison), the indexes carried from the last pass's snapshot. The journal
     must list exactly what differs, the carried indexes must equal rebuilt ones, and the
     scoped passes must keep what a full pass of a fresh snapshot finds."""
-    state = ClusterState()
-    for name in NODES:
-        state.apply_object(node(name, cpu="4"))
-    for w in WORKLOADS:
-        state.apply_object(replicaset(w))
-    state.apply_object(member("web", 0, 6, None))
+    state = starting_state()
     previous = state.snapshot()
     held = findings_by_subject(previous)
     indexes(previous)
