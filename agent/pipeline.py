@@ -63,7 +63,7 @@ from analyzers.records import Pod
 from analyzers.remedies import RemedyRenderer
 from analyzers.report import Report, build_report
 from analyzers.resolution import what_changed
-from analyzers.scope import Change, affected_workloads, carry_over, changes
+from analyzers.scope import Change, affected_workloads, carry_over, changes_between
 from analyzers.snapshot import ClusterSnapshot
 from storage.models import Incident, IncidentStatus
 from storage.tracker import HeldIncidents, track, track_reminders
@@ -248,12 +248,12 @@ def analyse(
     profiles: Mapping[str, Any] | None = None,
     **plan: Any,
 ) -> tuple[Report, Scope]:
-    """One pass's analysis (run off the event loop): list the changes since the last
-    pass once, carry the node table over, plan the scope (``plan``: plan_scope's
-    arguments), build the report."""
+    """One pass's analysis (run off the event loop): read the changes since the last
+    pass from the state's journal, carry the indexes over, plan the scope (``plan``:
+    plan_scope's arguments), build the report."""
     changed = None
     if previous is not None:
-        changed = list(changes(previous, snapshot))
+        changed = changes_between(previous, snapshot)
         carry_over(previous, snapshot, changed)
     scope = plan_scope(snapshot, previous, changed=changed, kube_version=kube_version, **plan)
     report = build_report(

@@ -8,7 +8,7 @@ from the snapshot on.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -26,7 +26,7 @@ from analyzers.rules.context import RuleContext, Thresholds
 from analyzers.scope import scoped
 from analyzers.simulator import PodVerdict
 from analyzers.simulator.scoring.profile import Profile
-from analyzers.snapshot import ClusterSnapshot
+from analyzers.snapshot import CARRIED, ClusterSnapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,14 +187,7 @@ def build_report(
             else None
         )
         pods.append(PodReport(pod, verdict, real, agrees))
-    deployments = []
-    for dep in sorted(snapshot.deployments.values(), key=lambda d: (d.namespace, d.name)):
-        try:
-            deployments.append(
-                DeploymentReport(dep, effective_max_surge(dep), effective_max_unavailable(dep))
-            )
-        except IntOrPercentError as exc:
-            deployments.append(DeploymentReport(dep, None, None, str(exc)))
+    deployments = tuple(deployment_reports(snapshot).values())
     pdbs = tuple(
         budget_status(snapshot, p)
         for p in sorted(snapshot.pdbs.values(), key=lambda p: (p.namespace, p.name))
@@ -213,7 +206,53 @@ def build_report(
         {name: m.usage for name, m in snapshot.node_metrics.items()},
         lambda key: _inventory(snapshot, by_key[key].pod) if key in by_key else None,
     )
-    return Report(tuple(pods), tuple(deployments), pdbs, findings, run.errors, snapshot.warnings)
+    return Report(tuple(pods), deployments, pdbs, findings, run.errors, snapshot.warnings)
+
+
+DEPLOYMENT_REPORTS_KEY = "report.deployments"
+
+
+def deployment_report(dep: Deployment) -> DeploymentReport:
+    """The rollout arithmetic of one Deployment (analyzers.rollout)."""
+    try:
+        return DeploymentReport(dep, effective_max_surge(dep), effective_max_unavailable(dep))
+    except IntOrPercentError as exc:
+        return DeploymentReport(dep, None, None, str(exc))
+
+
+def deployment_reports(snapshot: ClusterSnapshot) -> Mapping[tuple[str, str], DeploymentReport]:
+    """Every Deployment's rollout arithmetic, by (namespace, name) in that order; carried
+    from one snapshot of the live agent to the next (``_carry_deployment_reports``), so a
+    pass works out only the Deployments that changed."""
+
+    def build() -> dict[tuple[str, str], DeploymentReport]:
+        return {key: deployment_report(snapshot.deployments[key]) for key in sorted(snapshot.deployments)}
+
+    found: Mapping[tuple[str, str], DeploymentReport] = snapshot.derived(DEPLOYMENT_REPORTS_KEY, build)
+    return found
+
+
+def _carry_deployment_reports(
+    base: Mapping[tuple[str, str], DeploymentReport],
+    older: ClusterSnapshot,
+    newer: ClusterSnapshot,
+    changes: Mapping[str, Sequence[tuple[Any, Any]]],
+) -> Mapping[tuple[str, str], DeploymentReport]:
+    pairs = changes.get("deployments", ())
+    if not pairs:
+        return base
+    out = dict(base)
+    for old, new in pairs:
+        if new is None:
+            out.pop(old.key, None)
+        else:
+            out[new.key] = deployment_report(new)
+    if len(out) != len(base) or any(old is None or new is None for old, new in pairs):
+        out = {key: out[key] for key in sorted(out)}
+    return out
+
+
+CARRIED[DEPLOYMENT_REPORTS_KEY] = _carry_deployment_reports
 
 
 def _inventory(snapshot: ClusterSnapshot, pod: Pod) -> Inventory | None:

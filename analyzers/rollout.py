@@ -14,8 +14,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from analyzers.records import Deployment, ReplicaSet
+from analyzers.snapshot import CARRIED, ClusterSnapshot
 
 
 class IntOrPercentError(ValueError):
@@ -105,3 +108,53 @@ def is_new_replicaset(dep: Deployment, rs: ReplicaSet) -> bool:
         return dep.revision == rs.revision
     labels = {k: v for k, v in rs.template_labels.items() if k != "pod-template-hash"}
     return rs.template is dep.template and labels == dict(dep.template_labels)
+
+
+NO_UNAVAILABLE_KEY = "rollout.no_unavailable"
+
+
+def _takes_no_pod_down(dep: Deployment) -> bool:
+    """A rolling update that may not make any pod unavailable (maxUnavailable resolves to
+    0), not paused, with replicas: the rollouts that can wait on their own old pods. A
+    malformed IntOrString counts, so that whoever reads it meets the error."""
+    if dep.strategy_type != "RollingUpdate" or dep.paused or dep.replicas == 0:
+        return False
+    try:
+        return effective_max_unavailable(dep) == 0
+    except IntOrPercentError:
+        return True
+
+
+def rollouts_taking_no_pod_down(snapshot: ClusterSnapshot) -> tuple[Deployment, ...]:
+    """The snapshot's Deployments for which ``_takes_no_pod_down`` holds, by (namespace,
+    name). Carried from one snapshot of the live agent to the next: a pass works out the
+    arithmetic of the Deployments that changed, not of all 3,200."""
+
+    def build() -> tuple[Deployment, ...]:
+        return tuple(
+            snapshot.deployments[key] for key in sorted(snapshot.deployments)
+            if _takes_no_pod_down(snapshot.deployments[key])
+        )
+
+    found: tuple[Deployment, ...] = snapshot.derived(NO_UNAVAILABLE_KEY, build)
+    return found
+
+
+def _carry_rollouts(
+    base: tuple[Deployment, ...],
+    older: ClusterSnapshot,
+    newer: ClusterSnapshot,
+    changes: Mapping[str, Sequence[tuple[Any, Any]]],
+) -> tuple[Deployment, ...]:
+    pairs = changes.get("deployments", ())
+    if not pairs:
+        return base
+    found = {dep.key: dep for dep in base}
+    for old, new in pairs:
+        found.pop((old if old is not None else new).key, None)
+        if new is not None and _takes_no_pod_down(new):
+            found[new.key] = new
+    return tuple(found[key] for key in sorted(found))
+
+
+CARRIED[NO_UNAVAILABLE_KEY] = _carry_rollouts

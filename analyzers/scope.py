@@ -29,7 +29,7 @@ eviction, or node and pod metrics are held (requests-missing-load-skew).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from analyzers.findings import ObjectRef
@@ -37,12 +37,11 @@ from analyzers.records import Event, Node, Pod
 from analyzers.simulator.nodeinfo import DERIVED_KEY, NodeTable
 from analyzers.simulator.results import PodVerdict
 from analyzers.snapshot import (
+    CARRIED,
     KIND_COLLECTIONS,
-    UNSCHEDULED_KEY,
     ClusterSnapshot,
     Origin,
     bound_node,
-    pods_by_node_updated,
 )
 
 Change = tuple[str, Any, Any]  # (collection, old record or None, new record or None)
@@ -77,9 +76,17 @@ _WORKLOAD_KINDS = {
 }
 
 
+def changes_between(older: ClusterSnapshot, newer: ClusterSnapshot) -> list[Change]:
+    """``(collection, old, new)`` for every record that differs: read from the journal of
+    the state both snapshots were taken from (``ClusterSnapshot.changes_since``: the keys
+    each apply and delete touched), else found by comparing every record (``changes``)."""
+    found = newer.changes_since(older)
+    return list(changes(older, newer)) if found is None else found
+
+
 def changes(older: ClusterSnapshot, newer: ClusterSnapshot) -> Iterator[tuple[str, Any, Any]]:
     """``(collection, old, new)`` for every record that differs (``old`` None: added,
-    ``new`` None: removed)."""
+    ``new`` None: removed), by comparing every record of the two snapshots."""
     for name in KIND_COLLECTIONS.values():
         before, after = getattr(older, name), getattr(newer, name)
         if before is after:
@@ -112,6 +119,7 @@ def affected_workloads(
         return None
     refs: set[ObjectRef] = set()
     nodes: list[tuple[Node, Node]] = []
+    regrouped = False
     for name, old, new in changes(older, newer) if changed is None else changed:
         if name == "nodes":
             if not _followed_node_change(old, new):
@@ -141,15 +149,31 @@ def affected_workloads(
                         refs.add(ObjectRef("Deployment", rs.namespace, owner.name))
                     else:
                         refs.add(ObjectRef("ReplicaSet", rs.namespace, rs.name))
+            regrouped |= old is None or new is None or old.owner != new.owner
         else:
             record = new if new is not None else old
             refs.add(ObjectRef(_WORKLOAD_KINDS[name], record.namespace, record.name))
+            regrouped |= name == "deployments" and (old is None or new is None)
+    if regrouped:  # a ReplicaSet or Deployment came or went: some pods' workload may have changed
+        refs |= _moved_workloads(older, newer)
     if nodes:
         by_nodes = node_change_workloads(older, newer, nodes, kube_version)
         if by_nodes is None:
             return None
         refs |= by_nodes
     return frozenset(refs)
+
+
+def _moved_workloads(older: ClusterSnapshot, newer: ClusterSnapshot) -> set[ObjectRef]:
+    """Both workloads of each pending pod whose workload differs between the snapshots (its
+    ReplicaSet or the Deployment guessed from its name came or went): the findings move
+    from one subject to the other."""
+    moved: set[ObjectRef] = set()
+    for pod in (*older.pending_pods(), *newer.pending_pods()):
+        was, now = older.workload_of(pod).ref, newer.workload_of(pod).ref
+        if was != now:
+            moved.update((was, now))
+    return moved
 
 
 # The Node fields a narrowed pass follows are the others (taints, unschedulable, conditions,
@@ -250,12 +274,9 @@ def _running_pod_findings_possible(snap: ClusterSnapshot) -> bool:
     every node, and a node change is then cluster-wide."""
     if snap.node_metrics and snap.pod_metrics:
         return True  # requests-missing-load-skew
-    from analyzers.rules._describe import draining
-    from analyzers.rules.pdb_blocks_eviction import reports_eviction
+    from analyzers.rules.pdb_blocks_eviction import draining_nodes, eviction_reports
 
-    return any(draining(n) is not None for n in snap.nodes.values()) or any(
-        reports_eviction(ev) for ev in snap.events.values()
-    )
+    return bool(draining_nodes(snap) or eviction_reports(snap))
 
 
 def _event_subject(snap: ClusterSnapshot, ev: Event) -> ObjectRef | None:
@@ -276,43 +297,35 @@ def _event_subject(snap: ClusterSnapshot, ev: Event) -> ObjectRef | None:
 
 
 def scoped(snapshot: ClusterSnapshot, scope: frozenset[ObjectRef]) -> ClusterSnapshot:
-    """The snapshot without the pending pods of workloads outside ``scope``: everything
-    the analysis of the workloads in scope reads (nodes, bound pods, their own pods,
-    budgets, events) is still there, and no time is spent on the others."""
-    kept: list[Pod] = []
-    drop: list[tuple[str, Any]] = []
-    for pod in snapshot.unscheduled_pods():
-        if snapshot.workload_of(pod).ref in scope:
-            kept.append(pod)
-        else:
-            drop.append(("pods", pod.key))
-    if not drop:
+    """The snapshot analysing only the pending pods of the workloads in ``scope``
+    (``ClusterSnapshot.view``: no collection copied, the carried indexes shared):
+    everything the analysis of those workloads reads (nodes, every pod, budgets,
+    events) is still there, and no time is spent on the others."""
+    pending = snapshot.unscheduled_pods()
+    wanted = {pod.key for ref in scope for pod in snapshot.pods_of_workload(ref) if pod.unscheduled}
+    kept = [pod for pod in pending if pod.key in wanted]
+    if len(kept) == len(pending):
         return snapshot
-    narrowed = snapshot.replace(remove=drop)
-    # Its pending pods are these, in the same order: no walk over every pod again.
-    narrowed.derived(UNSCHEDULED_KEY, lambda: tuple(kept))
-    return narrowed
+    return snapshot.view(kept)
 
 
 def carry_over(older: ClusterSnapshot, newer: ClusterSnapshot, changed: Iterable[Change]) -> bool:
-    """Give ``newer`` the simulator's node table (and the pods-per-node index) of
-    ``older`` updated by ``changed``, instead of a rebuild over every bound pod,
-    when ``older`` has them and the change is small enough to follow (see
-    ``NodeTable.derive``). The live agent calls it between passes. Returns whether
-    the table was carried over."""
-    base = older.cached(DERIVED_KEY)
-    if base is None or newer.cached(DERIVED_KEY) is not None:
-        return False
-    by_collection: dict[str, list[tuple[Any, Any]]] = {}
-    for name, old, new in changed:
-        by_collection.setdefault(name, []).append((old, new))
-    origin = Origin(older, {name: tuple(pairs) for name, pairs in by_collection.items()})
-    index = older.cached("pods_by_node")
-    if index is not None and newer.cached("pods_by_node") is None:
-        updated = pods_by_node_updated(index, origin.changes.get("pods", ()))
-        newer.derived("pods_by_node", lambda: updated)
-    table = NodeTable.derive(base, newer, origin)
-    if table is None:
-        return False
-    newer.derived(DERIVED_KEY, lambda: table)
-    return True
+    """Give ``newer`` the indexes ``older`` has (pods per node, per workload, per
+    namespace, the pending pods, the simulator's node table, the rollout arithmetic:
+    ``analyzers.snapshot.CARRIED``) updated by ``changed`` instead of rebuilt over
+    every record, where the change is small enough to follow (see ``NodeTable.derive``).
+    The live agent calls it between passes. Returns whether the node table was carried
+    over."""
+    return DERIVED_KEY in newer.carry_from(older, list(changed))
+
+
+def _carry_node_table(
+    base: NodeTable,
+    older: ClusterSnapshot,
+    newer: ClusterSnapshot,
+    changes: Mapping[str, Sequence[tuple[Any, Any]]],
+) -> NodeTable | None:
+    return NodeTable.derive(base, newer, Origin(older, {name: tuple(p) for name, p in changes.items()}))
+
+
+CARRIED[DERIVED_KEY] = _carry_node_table

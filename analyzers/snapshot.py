@@ -10,8 +10,18 @@ object) are computed on first use and cached in the snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import (
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+    ValuesView,
+)
 from dataclasses import dataclass
+from math import isqrt
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -137,6 +147,237 @@ class Workload:
     record: Any  # the workload record, or the Pod when it has no known owner
 
 
+# -- copy-on-write collections ------------------------------------------------
+
+_ABSENT: Any = object()
+
+
+class LayeredView(Mapping[Any, Any]):
+    """A mapping that is a frozen ``base`` dict and the changes made since: values set for
+    keys of the base (``changed``, kept in place), keys of the base removed (``gone``) and
+    keys added after the base (``tail``, in insertion order; a base key removed and added
+    again goes there too). It iterates exactly as a dict given the same operations would:
+    the base's order, then the additions. A snapshot holds one per collection, sharing
+    the base with the state and with other snapshots, so taking a snapshot copies only
+    the changes since the last compaction, never the 150,000 pods."""
+
+    __slots__ = ("_base", "_changed", "_gone", "_tail")
+
+    def __init__(
+        self,
+        base: dict[Any, Any] | None = None,
+        changed: dict[Any, Any] | None = None,
+        gone: set[Any] | None = None,
+        tail: dict[Any, Any] | None = None,
+    ) -> None:
+        self._base: dict[Any, Any] = {} if base is None else base
+        self._changed: dict[Any, Any] = {} if changed is None else changed
+        self._gone: set[Any] = set() if gone is None else gone
+        self._tail: dict[Any, Any] = {} if tail is None else tail
+
+    def __getitem__(self, key: Any) -> Any:
+        value = self.get(key, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(key)
+        return value
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if self._tail:
+            value = self._tail.get(key, _ABSENT)
+            if value is not _ABSENT:
+                return value
+        if self._gone and key in self._gone:
+            return default
+        if self._changed:
+            value = self._changed.get(key, _ABSENT)
+            if value is not _ABSENT:
+                return value
+        return self._base.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key, _ABSENT) is not _ABSENT
+
+    def __len__(self) -> int:
+        return len(self._base) - len(self._gone) + len(self._tail)
+
+    def __iter__(self) -> Iterator[Any]:
+        gone = self._gone
+        if gone:
+            yield from (key for key in self._base if key not in gone)
+        else:
+            yield from self._base
+        yield from self._tail
+
+    def values(self) -> ValuesView[Any]:
+        return _Values(self)
+
+    def items(self) -> ItemsView[Any, Any]:
+        return _Items(self)
+
+    def _iter_items(self) -> Iterator[tuple[Any, Any]]:
+        gone, changed = self._gone, self._changed
+        if not gone and not changed:
+            yield from self._base.items()
+        else:
+            for key, value in self._base.items():
+                if key in gone:
+                    continue
+                if changed:
+                    value = changed.get(key, value)
+                yield key, value
+        yield from self._tail.items()
+
+    @property
+    def overlay_size(self) -> int:
+        """How many entries differ from the base (what a snapshot copies)."""
+        return len(self._changed) + len(self._gone) + len(self._tail)
+
+    def frozen(self) -> LayeredView:
+        """An immutable copy sharing the base (the overlay copied)."""
+        return LayeredView(self._base, dict(self._changed), set(self._gone), dict(self._tail))
+
+
+class _Values(ValuesView[Any]):
+    _mapping: LayeredView
+
+    def __iter__(self) -> Iterator[Any]:
+        view = self._mapping
+        if not view._gone and not view._changed:
+            yield from view._base.values()
+            yield from view._tail.values()
+        else:
+            for _, value in view._iter_items():
+                yield value
+
+
+class _Items(ItemsView[Any, Any]):
+    _mapping: LayeredView
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        return self._mapping._iter_items()
+
+
+class LayeredDict(LayeredView, MutableMapping[Any, Any]):
+    """The state's side of a :class:`LayeredView`: written in place, frozen for each
+    snapshot, compacted (the overlay folded into a new base) when the overlay grows past
+    a few times the square root of the size: a compaction copies the collection once,
+    a snapshot copies the overlay, and that bound keeps both small per change."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        tail = self._tail
+        if key in tail:
+            tail[key] = value
+        elif key in self._base and key not in self._gone:
+            self._changed[key] = value
+        else:  # new, or a removed key of the base put back: it goes last, as in a dict
+            tail[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        if self.pop(key, _ABSENT) is _ABSENT:
+            raise KeyError(key)
+
+    def pop(self, key: Any, default: Any = _ABSENT) -> Any:
+        tail = self._tail
+        if key in tail:
+            return tail.pop(key)
+        if key in self._base and key not in self._gone:
+            self._gone.add(key)
+            return self._changed.pop(key, self._base[key])
+        if default is _ABSENT:
+            raise KeyError(key)
+        return default
+
+    def compact_if_large(self) -> None:
+        size = self.overlay_size
+        if size and size > 4 * isqrt(len(self._base)) + 64:
+            self._base = dict(self._iter_items())
+            self._changed, self._gone, self._tail = {}, set(), {}
+
+
+# -- the change journal ---------------------------------------------------------
+
+
+class Interval:
+    """The changes a :class:`ClusterState` went through between two of its snapshots: per
+    collection, the record each touched key had when the interval began (None: absent)
+    and the keys (re)inserted during it, in the order of their last insertion (a dict puts
+    them last in that order). Sealed when the next snapshot is taken: ``changes`` then
+    holds, per collection, the ``(old, new)`` pairs, and ``next`` the interval after."""
+
+    __slots__ = ("before", "changes", "inserted", "next")
+
+    def __init__(self) -> None:
+        self.before: dict[str, dict[Any, Any]] = {}
+        self.inserted: dict[str, dict[Any, None]] = {}
+        self.changes: dict[str, tuple[dict[Any, tuple[Any, Any]], dict[Any, None]]] | None = None
+        self.next: Interval | None = None
+
+    def touch(self, collection: str, key: Any, old: Any, inserting: bool) -> None:
+        before = self.before.get(collection)
+        if before is None:
+            before = self.before[collection] = {}
+        if key not in before:
+            before[key] = old
+        if inserting and old is None:  # the key was absent: the dict puts it last
+            inserted = self.inserted.get(collection)
+            if inserted is None:
+                inserted = self.inserted[collection] = {}
+            inserted.pop(key, None)
+            inserted[key] = None
+
+    def seal(self, collections: Mapping[str, Mapping[Any, Any]]) -> None:
+        self.changes = {
+            name: (
+                {key: (old, collections[name].get(key)) for key, old in before.items()},
+                self.inserted.get(name, {}),
+            )
+            for name, before in self.before.items()
+        }
+        self.before = {}
+        self.inserted = {}
+
+
+def journal_changes(intervals: Iterable[Interval]) -> list[tuple[str, Any, Any]]:
+    """The ``(collection, old, new)`` changes over consecutive sealed intervals: each key
+    once, from the record before the first to the record after the last (unchanged keys
+    left out). A key that was absent at some point and is present at the end is listed
+    as its removal (when it was there before) and an addition, additions last in the
+    order a dict holds them, so indexes that keep the state's order can append them."""
+    pairs: dict[str, dict[Any, tuple[Any, Any]]] = {}
+    inserted: dict[str, dict[Any, None]] = {}
+    for interval in intervals:
+        assert interval.changes is not None
+        for name, (by_key, added) in interval.changes.items():
+            merged = pairs.setdefault(name, {})
+            for key, (old, new) in by_key.items():
+                first = merged.get(key)
+                merged[key] = (old if first is None else first[0], new)
+            if added:
+                order = inserted.setdefault(name, {})
+                for key in added:
+                    order.pop(key, None)
+                    order[key] = None
+    out: list[tuple[str, Any, Any]] = []
+    for name in KIND_COLLECTIONS.values():
+        found = pairs.get(name)
+        if not found:
+            continue
+        order = inserted.get(name, {})
+        for key, (old, new) in found.items():
+            if key in order and new is not None:
+                if old is not None:
+                    out.append((name, old, None))
+            elif old is not new:
+                out.append((name, old, new))
+        for key in order:
+            new = found[key][1]
+            if new is not None:
+                out.append((name, None, new))
+    return out
+
+
 class ClusterState:
     """Mutable cluster state: records keyed by (namespace, name) or name."""
 
@@ -146,7 +387,9 @@ class ClusterState:
         self.warnings: list[str] = []
         self.generation = 0
         self._snapshot: ClusterSnapshot | None = None
-        self.collections: dict[str, dict[Any, Any]] = {name: {} for name in KIND_COLLECTIONS.values()}
+        self.collections: dict[str, LayeredDict] = {name: LayeredDict() for name in KIND_COLLECTIONS.values()}
+        # The change journal: what changed since the last snapshot (sealed by the next).
+        self._interval = Interval()
         # (kind, namespace) whose every object the state holds ("" namespace: all of them):
         # what tells an object that does not exist from one that was not read.
         self.collected: set[tuple[str, str]] = set()
@@ -156,7 +399,11 @@ class ClusterState:
 
     # -- updates -------------------------------------------------------------
     def apply(self, record: Record) -> None:
-        self.collections[COLLECTIONS[type(record)]][record.key] = record
+        name = COLLECTIONS[type(record)]
+        items = self.collections[name]
+        key = record.key
+        self._interval.touch(name, key, items.get(key), True)
+        items[key] = record
         self._changed()
 
     def delete(self, kind: str, namespace: str, name: str) -> bool:
@@ -164,10 +411,15 @@ class ClusterState:
         if coll is None:
             return False
         key: Any = (namespace, name) if coll in _NAMESPACED else name
-        removed = self.collections[coll].pop(key, None) is not None
-        if removed:
-            self._changed()
-        return removed
+        return self._remove(coll, key)
+
+    def _remove(self, coll: str, key: Any) -> bool:
+        removed = self.collections[coll].pop(key, None)
+        if removed is None:
+            return False
+        self._interval.touch(coll, key, removed, False)
+        self._changed()
+        return True
 
     def forget_scales(self, keep: set[tuple[str, str, str, str]]) -> int:
         """Drop the ``/scale`` readings whose key is not in ``keep`` (their controller is
@@ -175,9 +427,7 @@ class ClusterState:
         scales = self.collections["scales"]
         stale = [key for key in scales if key not in keep]
         for key in stale:
-            del scales[key]
-        if stale:
-            self._changed()
+            self._remove("scales", key)
         return len(stale)
 
     def apply_object(self, obj: Mapping[str, Any], source: str = "<input>") -> Record | None:
@@ -198,7 +448,9 @@ class ClusterState:
         if known is None or record.__class__ is CustomObject:  # a CR's kind names no collection
             self.apply(record)
         else:  # apply() and _changed(), inlined: this runs for every watch event
-            known[record.key] = record
+            key = record.key
+            self._interval.touch(coll, key, known.get(key), True)  # type: ignore[arg-type]
+            known[key] = record
             self.generation += 1
             self._snapshot = None
         return record
@@ -244,9 +496,19 @@ class ClusterState:
 
     # -- the immutable view ---------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
+        """The state as an immutable snapshot (the same one until the state changes). It
+        shares every collection's base with the state and earlier snapshots (copy on
+        write, :class:`LayeredView`), and it seals the journal: ``changes_since`` an
+        earlier snapshot of this state is read from it, not found by comparison."""
         if self._snapshot is None:
+            interval, self._interval = self._interval, Interval()
+            interval.seal(self.collections)
+            interval.next = self._interval
+            for items in self.collections.values():
+                items.compact_if_large()
             self._snapshot = ClusterSnapshot(
-                {name: MappingProxyType(dict(items)) for name, items in self.collections.items()},
+                {name: items.frozen() for name, items in self.collections.items()},
+                since=self._interval,
                 kube_version=self.kube_version,
                 warnings=tuple(self.warnings),
                 generation=self.generation,
@@ -273,6 +535,8 @@ class ClusterSnapshot:
     __slots__ = (
         "_cache",
         "_origin",
+        "_shared",
+        "_since",
         "collected",
         "crds",
         "custom_objects",
@@ -339,6 +603,8 @@ class ClusterSnapshot:
         origin: Origin | None = None,
         collected: frozenset[tuple[str, str]] = frozenset(),
         uncollected: frozenset[str] = frozenset(),
+        since: Interval | None = None,
+        shared: dict[str, Any] | None = None,
     ) -> None:
         for name in KIND_COLLECTIONS.values():
             object.__setattr__(self, name, collections.get(name, MappingProxyType({})))
@@ -349,6 +615,10 @@ class ClusterSnapshot:
         object.__setattr__(self, "generation", generation)
         object.__setattr__(self, "_cache", {})
         object.__setattr__(self, "_origin", origin)
+        # Indexes that do not depend on which pending pods are analysed (CARRIED): shared with
+        # the scoped views of this snapshot and carried over to the next snapshot.
+        object.__setattr__(self, "_shared", {} if shared is None else shared)
+        object.__setattr__(self, "_since", since)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("ClusterSnapshot is immutable")
@@ -360,6 +630,8 @@ class ClusterSnapshot:
     uncollected: frozenset[str]  # see ClusterState.mark_uncollected
     _cache: dict[str, Any]
     _origin: Origin | None
+    _shared: dict[str, Any]
+    _since: Interval | None
 
     @classmethod
     def from_records(cls, records: Iterable[Record], kube_version: str | None = None) -> ClusterSnapshot:
@@ -439,16 +711,69 @@ class ClusterSnapshot:
 
     def cached(self, key: str) -> Any:
         """The derived value cached under ``key``, or None when not built (never builds)."""
-        return self._cache.get(key)
+        return (self._shared if key in CARRIED else self._cache).get(key)
 
     # -- derived indexes (cached) -------------------------------------------
     def derived(self, key: str, build: Any) -> Any:
         """A value computed once per snapshot from its contents (build() -> value), cached under key."""
+        cache = self._shared if key in CARRIED else self._cache
         try:
-            return self._cache[key]
+            return cache[key]
         except KeyError:
-            value = self._cache[key] = build()
+            value = cache[key] = build()
             return value
+
+    # -- the journal ----------------------------------------------------------
+    def changes_since(self, older: ClusterSnapshot) -> list[tuple[str, Any, Any]] | None:
+        """``(collection, old, new)`` for every record that differs from ``older``, read
+        from the journal of the state both were taken from (:func:`journal_changes`);
+        None when the journal does not lead from ``older`` to this snapshot (another
+        state, a what-if, or a newer snapshot)."""
+        end, interval = self._since, older._since
+        if end is None or interval is None:
+            return None
+        intervals = []
+        while interval is not end:
+            if interval is None or interval.changes is None:
+                return None
+            intervals.append(interval)
+            interval = interval.next
+        return journal_changes(intervals)
+
+    def carry_from(self, older: ClusterSnapshot, changed: Sequence[tuple[str, Any, Any]]) -> list[str]:
+        """Give this snapshot the CARRIED indexes ``older`` has, each updated by ``changed``
+        (the changes from ``older`` to this one) instead of rebuilt over every record; an
+        index whose carrier cannot follow the change is left to be rebuilt on first use.
+        Returns the keys carried."""
+        by_collection: dict[str, list[tuple[Any, Any]]] = {}
+        for name, old, new in changed:
+            by_collection.setdefault(name, []).append((old, new))
+        carried = []
+        for key, carry in CARRIED.items():
+            base = older._shared.get(key)
+            if base is None or key in self._shared:
+                continue
+            value = carry(base, older, self, by_collection)
+            if value is not None:
+                self._shared[key] = value
+                carried.append(key)
+        return carried
+
+    def view(self, unscheduled: Sequence[Pod]) -> ClusterSnapshot:
+        """This snapshot with only ``unscheduled`` as the pods to analyse
+        (``unscheduled_pods``): the same collections (no copy), the CARRIED indexes shared,
+        everything else derived afresh. ``pending_pods`` still lists every waiting pod."""
+        narrowed = ClusterSnapshot(
+            {name: getattr(self, name) for name in KIND_COLLECTIONS.values()},
+            kube_version=self.kube_version,
+            warnings=self.warnings,
+            generation=self.generation,
+            collected=self.collected,
+            uncollected=self.uncollected,
+            shared=self._shared,
+        )
+        narrowed._cache[UNSCHEDULED_KEY] = tuple(unscheduled)
+        return narrowed
 
     def pods_by_node(self) -> Mapping[str, tuple[Pod, ...]]:
         """Pods bound to each node (terminal pods excluded, as the scheduler's cache does)."""
@@ -456,7 +781,7 @@ class ClusterSnapshot:
         def build() -> dict[str, tuple[Pod, ...]]:
             origin = self._origin
             if origin is not None:
-                base = origin.parent.cached("pods_by_node")
+                base = origin.parent.cached(PODS_BY_NODE_KEY)
                 if base is not None:
                     return pods_by_node_updated(base, origin.changes.get("pods", ()))
             out: dict[str, list[Pod]] = {}
@@ -465,84 +790,95 @@ class ClusterSnapshot:
                     out.setdefault(pod.node_name, []).append(pod)
             return {k: tuple(v) for k, v in out.items()}
 
-        result: Mapping[str, tuple[Pod, ...]] = self.derived("pods_by_node", build)
+        result: Mapping[str, tuple[Pod, ...]] = self.derived(PODS_BY_NODE_KEY, build)
         return result
 
     def pods_in_namespace(self, namespace: str) -> tuple[Pod, ...]:
         def build() -> dict[str, tuple[Pod, ...]]:
-            out: dict[str, list[Pod]] = {}
-            for pod in self.pods.values():
-                out.setdefault(pod.namespace, []).append(pod)
-            return {k: tuple(v) for k, v in out.items()}
+            return _grouped(self.pods.values(), _namespace_of)
 
-        index: Mapping[str, tuple[Pod, ...]] = self.derived("pods_by_namespace", build)
+        index: Mapping[str, tuple[Pod, ...]] = self.derived(PODS_BY_NAMESPACE_KEY, build)
         return index.get(namespace, ())
 
     def unscheduled_pods(self) -> list[Pod]:
         """Pods waiting for kube-scheduler (other schedulers' pods excluded), in the
-        snapshot's order. Found once per snapshot: a pass asks several times, and on a
-        large cluster each look is a walk over every pod."""
-        pending: tuple[Pod, ...] = self.derived(UNSCHEDULED_KEY, self._unscheduled)
-        return list(pending)
+        snapshot's order: all of them (``pending_pods``), or those a scoped view
+        analyses (:meth:`view`). Found once per snapshot and carried to the next."""
+        pending: tuple[Pod, ...] | None = self._cache.get(UNSCHEDULED_KEY)
+        return list(self.pending_pods() if pending is None else pending)
 
-    def _unscheduled(self) -> tuple[Pod, ...]:
-        return tuple(p for p in self.pods.values() if p.unscheduled)
+    def pending_pods(self) -> tuple[Pod, ...]:
+        """Every pod waiting for a scheduler (no node, not finished, not being deleted), in
+        the snapshot's order, whatever a scoped view analyses."""
+
+        return selected(self, PENDING_KEY, "pods", _is_unscheduled)
 
     def workload_of(self, pod: Pod) -> Workload:
         """Follow the owner chain Pod → ReplicaSet → Deployment (Job → CronJob stops at Job)."""
         owner = pod.owner
         if owner is None:
             return Workload(ObjectRef("Pod", pod.namespace, pod.name), pod)
-        ns = pod.namespace
-        if owner.kind == "ReplicaSet":
-            rs = self.replicasets.get((ns, owner.name))
+        return self._owner_workload(pod.namespace, owner.kind, owner.name)
+
+    def _owner_workload(self, ns: str, kind: str, name: str) -> Workload:
+        """The workload of the pods ``kind``/``name`` (their owner) owns in ``ns``."""
+        if kind == "ReplicaSet":
+            rs = self.replicasets.get((ns, name))
             if rs is not None and rs.owner is not None and rs.owner.kind == "Deployment":
                 dep = self.deployments.get((ns, rs.owner.name))
                 return Workload(ObjectRef("Deployment", ns, rs.owner.name), dep if dep is not None else rs)
-            if rs is None and "-" in owner.name:
+            if rs is None and "-" in name:
                 # ReplicaSet not in the dump: its name is <deployment>-<pod-template-hash>.
-                dep_name = owner.name.rsplit("-", 1)[0]
+                dep_name = name.rsplit("-", 1)[0]
                 dep = self.deployments.get((ns, dep_name))
                 if dep is not None:
                     return Workload(ObjectRef("Deployment", ns, dep_name), dep)
-            return Workload(ObjectRef("ReplicaSet", ns, owner.name), rs)
+            return Workload(ObjectRef("ReplicaSet", ns, name), rs)
         collection = {
             "StatefulSet": self.statefulsets,
             "DaemonSet": self.daemonsets,
             "Job": self.jobs,
             "Deployment": self.deployments,
-        }.get(owner.kind)
-        record = collection.get((ns, owner.name)) if collection is not None else None
-        return Workload(ObjectRef(owner.kind, ns, owner.name), record)
+        }.get(kind)
+        record = collection.get((ns, name)) if collection is not None else None
+        return Workload(ObjectRef(kind, ns, name), record)
 
     def pods_of_workload(self, ref: ObjectRef) -> tuple[Pod, ...]:
-        def build() -> dict[ObjectRef, tuple[Pod, ...]]:
-            out: dict[ObjectRef, list[Pod]] = {}
-            by_owner: dict[tuple[str, Any], list[Pod]] = {}  # pods of one owner share their workload
+        """The pods of a workload (as ``workload_of`` names it), in the snapshot's order."""
+
+        def build() -> WorkloadPods:
+            by_ref: dict[ObjectRef, list[Pod]] = {}
+            owners: dict[tuple[str, Any], ObjectRef] = {}  # pods of one owner share their workload
+            by_owner: dict[tuple[str, Any], list[Pod]] = {}
             for pod in self.pods.values():
-                owner = pod.owner
-                key = (pod.namespace, (owner.kind, owner.name) if owner is not None else pod.name)
+                key = _owner_key(pod)
                 pods = by_owner.get(key)
                 if pods is None:
-                    pods = by_owner[key] = out.setdefault(self.workload_of(pod).ref, [])
+                    owners[key] = ref = self.workload_of(pod).ref
+                    pods = by_owner[key] = by_ref.setdefault(ref, [])
                 pods.append(pod)
-            return {k: tuple(v) for k, v in out.items()}
+            return WorkloadPods({k: tuple(v) for k, v in by_ref.items()}, owners)
 
-        index: Mapping[ObjectRef, tuple[Pod, ...]] = self.derived("pods_by_workload", build)
-        return index.get(ref, ())
+        index: WorkloadPods = self.derived(PODS_BY_WORKLOAD_KEY, build)
+        return index.pods.get(ref, ())
 
     def events_for(self, kind: str, namespace: str, name: str) -> tuple[Event, ...]:
-        """Events about one object, newest last."""
+        """Events about one object, newest last (by ``lastTimestamp``; events seen at the same
+        moment in the snapshot's order)."""
 
         def build() -> dict[tuple[str, str, str], tuple[Event, ...]]:
-            out: dict[tuple[str, str, str], list[Event]] = {}
-            for ev in self.events.values():
-                inv = ev.involved
-                out.setdefault((inv.kind, inv.namespace or ev.namespace, inv.name), []).append(ev)
-            return {k: tuple(sorted(v, key=lambda e: e.last_seen or 0.0)) for k, v in out.items()}
+            return _grouped(self.events.values(), _involved)
 
-        index: Mapping[tuple[str, str, str], tuple[Event, ...]] = self.derived("events_by_object", build)
-        return index.get((kind, namespace, name), ())
+        index: Mapping[tuple[str, str, str], tuple[Event, ...]] = self.derived(EVENTS_BY_OBJECT_KEY, build)
+        key = (kind, namespace, name)
+        found = index.get(key)
+        if found is None or len(found) < 2:
+            return () if found is None else found
+        newest_last: dict[tuple[str, str, str], tuple[Event, ...]] = self.derived(EVENTS_SORTED_KEY, dict)
+        ordered = newest_last.get(key)
+        if ordered is None:
+            ordered = newest_last[key] = tuple(sorted(found, key=_last_seen))
+        return ordered
 
     def latest_event(self, kind: str, namespace: str, name: str, reason: str) -> Event | None:
         for ev in reversed(self.events_for(kind, namespace, name)):
@@ -578,7 +914,178 @@ class ClusterSnapshot:
         return f"<ClusterSnapshot nodes={len(self.nodes)} pods={len(self.pods)} generation={self.generation}>"
 
 
-UNSCHEDULED_KEY = "unscheduled_pods"  # ClusterSnapshot.unscheduled_pods, cached
+UNSCHEDULED_KEY = "unscheduled_pods"  # a scoped view's pods to analyse (ClusterSnapshot.view)
+PENDING_KEY = "pending_pods"
+PODS_BY_NODE_KEY = "pods_by_node"
+PODS_BY_NAMESPACE_KEY = "pods_by_namespace"
+PODS_BY_WORKLOAD_KEY = "pods_by_workload"
+EVENTS_BY_OBJECT_KEY = "events_by_object"  # in the snapshot's order; sorted on first use:
+EVENTS_SORTED_KEY = "events_by_object.newest_last"
+_SELECTED = "selected"
+
+# Derived values a snapshot passes on to the next of its state (ClusterSnapshot.carry_from)
+# and shares with its scoped views: key → carrier(value of the older snapshot, older,
+# newer, (old, new) pairs per collection) → the newer snapshot's value, or None when it
+# must be rebuilt. Filled below and by the modules that own such indexes (the simulator's
+# node table, the report's rollout arithmetic).
+Carrier = Callable[[Any, "ClusterSnapshot", "ClusterSnapshot", Mapping[str, Sequence[tuple[Any, Any]]]], Any]
+CARRIED: dict[str, Carrier] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadPods:
+    """ClusterSnapshot.pods_of_workload's index: the pods of each workload in the
+    snapshot's order, and the workload each owner's pods were found to belong to."""
+
+    pods: Mapping[ObjectRef, tuple[Pod, ...]]
+    owners: Mapping[tuple[str, Any], ObjectRef]
+
+
+def _owner_key(pod: Pod) -> tuple[str, Any]:
+    owner = pod.owner
+    return (pod.namespace, (owner.kind, owner.name) if owner is not None else pod.name)
+
+
+def _namespace_of(pod: Pod) -> str:
+    return pod.namespace
+
+
+def _involved(ev: Event) -> tuple[str, str, str]:
+    inv = ev.involved
+    return (inv.kind, inv.namespace or ev.namespace, inv.name)
+
+
+def _last_seen(ev: Event) -> float:
+    return ev.last_seen or 0.0
+
+
+def _is_unscheduled(pod: Pod) -> bool:
+    return pod.unscheduled
+
+
+def selected(snapshot: ClusterSnapshot, key: str, collection: str, keep: Callable[[Any], bool]) -> tuple[Any, ...]:
+    """The records of ``collection`` that ``keep`` holds for, in the snapshot's order: found
+    once per snapshot and cached under ``key``, carried to the next snapshot when ``key``
+    was registered with :func:`carry_selection` (the pending pods, the draining nodes)."""
+
+    def build() -> dict[str, tuple[Any, ...]]:
+        return _grouped(getattr(snapshot, collection).values(), lambda r: _SELECTED if keep(r) else None)
+
+    index: Mapping[str, tuple[Any, ...]] = snapshot.derived(key, build)
+    return index.get(_SELECTED, ())
+
+
+def carry_selection(key: str, collection: str, keep: Callable[[Any], bool]) -> None:
+    """Carry :func:`selected`'s ``key`` over: only the changed records are judged again."""
+
+    def group(record: Any) -> str | None:
+        return _SELECTED if keep(record) else None
+
+    CARRIED[key] = lambda base, older, newer, changes: regrouped(base, changes.get(collection, ()), group)
+
+
+G = TypeVar("G")
+
+
+def _grouped(pods: Iterable[R], group: Callable[[R], G | None]) -> dict[G, tuple[R, ...]]:
+    out: dict[G, list[R]] = {}
+    for pod in pods:
+        g = group(pod)
+        if g is not None:
+            out.setdefault(g, []).append(pod)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def regrouped(
+    base: Mapping[G, tuple[Any, ...]],
+    changes: Iterable[tuple[Any, Any]],
+    group: Callable[[Any], G | None],
+) -> dict[G, tuple[Any, ...]] | None:
+    """An index of records (pods, events) by group, each group in the collection's order,
+    updated by ``(old, new)`` pairs as :func:`journal_changes` lists them: a record
+    changed in place keeps its place, an added one goes last, as a rebuild would order
+    them. None when a record changed group in place (its place in the new group is its
+    place in the whole collection: rebuild)."""
+    out = dict(base)
+    edits: dict[G, dict[Any, Any]] = {}
+
+    def members(g: G) -> dict[Any, Any]:
+        found = edits.get(g)
+        if found is None:
+            found = edits[g] = {p.key: p for p in out.get(g, ())}
+        return found
+
+    for old, new in changes:
+        was = group(old) if old is not None else None
+        now = group(new) if new is not None else None
+        if new is not None and now is not None:
+            if old is not None and was != now:
+                return None
+            members(now)[new.key] = new
+        elif old is not None and was is not None:
+            members(was).pop(old.key, None)
+    for g, pods in edits.items():
+        if pods:
+            out[g] = tuple(pods.values())
+        else:
+            out.pop(g, None)
+    return out
+
+
+def _carry_pods_by_workload(
+    base: WorkloadPods,
+    older: ClusterSnapshot,
+    newer: ClusterSnapshot,
+    changes: Mapping[str, Sequence[tuple[Any, Any]]],
+) -> WorkloadPods | None:
+    """pods_of_workload's index updated: pods added, changed and removed, as long as no
+    owner already seen now resolves to another workload (a ReplicaSet or Deployment
+    added, removed or re-owned under existing pods: rare, rebuilt)."""
+    owners = base.owners
+    suspects: set[tuple[str, Any]] = set()
+    for rs_old, rs_new in changes.get("replicasets", ()):
+        rs = rs_new if rs_new is not None else rs_old
+        suspects.add((rs.namespace, ("ReplicaSet", rs.name)))
+    for dep_old, dep_new in changes.get("deployments", ()):
+        if (dep_old is None) != (dep_new is None):  # a guess from a missing ReplicaSet's name may change
+            dep = dep_new if dep_new is not None else dep_old
+            prefix = dep.name + "-"
+            suspects.update(
+                key
+                for key in owners
+                if key[0] == dep.namespace and isinstance(key[1], tuple) and key[1][1].startswith(prefix)
+            )
+    for key in suspects:
+        ref = owners.get(key)
+        if ref is not None and newer._owner_workload(key[0], *key[1]).ref != ref:
+            return None
+    pods = changes.get("pods", ())
+    if not pods:
+        return base
+    added = dict(owners)
+
+    def ref_of(pod: Pod) -> ObjectRef:
+        key = _owner_key(pod)
+        ref = added.get(key)
+        if ref is None:
+            ref = added[key] = newer.workload_of(pod).ref
+        return ref
+
+    updated = regrouped(base.pods, pods, ref_of)
+    return None if updated is None else WorkloadPods(updated, added)
+
+
+CARRIED[PODS_BY_NODE_KEY] = lambda base, older, newer, changes: pods_by_node_updated(
+    base, changes.get("pods", ())
+)
+carry_selection(PENDING_KEY, "pods", _is_unscheduled)
+CARRIED[PODS_BY_NAMESPACE_KEY] = lambda base, older, newer, changes: regrouped(
+    base, changes.get("pods", ()), _namespace_of
+)
+CARRIED[PODS_BY_WORKLOAD_KEY] = _carry_pods_by_workload
+CARRIED[EVENTS_BY_OBJECT_KEY] = lambda base, older, newer, changes: regrouped(
+    base, changes.get("events", ()), _involved
+)
 
 
 def bound_node(pod: Pod | None) -> str | None:

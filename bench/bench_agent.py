@@ -40,6 +40,10 @@ memory   5,000 nodes / 150,000 pods (``bench.generate``) held in a
          Target: < 600 MB for the whole agent process. ``--via-watch N``
          also loads N pods (N/30 nodes) through a FakeCluster and the real
          Gateway (HTTP list + watch), for comparison.
+one-pod  the one-changed-pod figure of ``latency`` alone, the cluster written straight
+         into a ClusterState (no FakeCluster, no HTTP): ``--stuck-workloads``
+         workloads with 5 pending pods each, one whole-cluster pass, then
+         ``--one-pod-samples`` changed pods; ``--profile`` prints where they go.
 watch    watch events/s through gateway, cache and pipeline vs a bare orjson
          decode: runs ``bench/bench_watch.py`` (a smaller stream by default).
 """
@@ -266,6 +270,22 @@ def _populate(
     return stuck
 
 
+def _stuck_pod(entry: tuple[str, str, Obj, str, dict[str, str], dict[str, str] | None], suffix: str) -> Obj:
+    """A pending pod of a stuck workload (``_populate``'s entry), PodScheduled=False."""
+    from agent.fakecluster.samples import pod
+
+    name, ns, rs, message, requests, selector = entry
+    return pod(
+        f"{name}-{HASH}-{suffix}",
+        ns,
+        requests=requests,
+        node_selector=selector,
+        owner=rs,
+        unschedulable_message=message,
+        managed_fields=False,
+    )
+
+
 async def _produce(
     cluster: Any,
     stuck: list[tuple[str, str, Obj, str, dict[str, str], dict[str, str] | None]],
@@ -276,7 +296,7 @@ async def _produce(
 ) -> dict[str, Any]:
     """Emit ``rate*seconds`` FailedScheduling events on schedule; returns the
     first emission time (time.monotonic) of each workload."""
-    from agent.fakecluster.samples import event, pod
+    from agent.fakecluster.samples import event
 
     rng = random.Random(seed)
     total = int(rate * seconds)
@@ -291,18 +311,10 @@ async def _produce(
 
     def new_pod(w: int) -> Obj:
         nonlocal created_pods
-        name, ns, rs, message, requests, selector = stuck[w]
+        message = stuck[w][3]
         n = pods_of.get(w, 0)
         pods_of[w] = n + 1
-        obj = pod(
-            f"{name}-{HASH}-{n:05d}",
-            ns,
-            requests=requests,
-            node_selector=selector,
-            owner=rs,
-            unschedulable_message=message,
-            managed_fields=False,
-        )
+        obj = _stuck_pod(stuck[w], f"{n:05d}")
         cluster.apply(obj, copy=False)
         created_pods += 1
         ev = event(obj, message=message, name=f"{obj['metadata']['name']}.{created_pods:016x}")
@@ -498,7 +510,14 @@ async def _latency_agent(conn: Connection, info: dict[str, Any], args: argparse.
             gc_meter.stop()
             stop.set()
             await asyncio.sleep(0.5)
-            one_pod = _one_changed_pod(agent, host.renderer, analyse, args.one_pod_samples)
+            one_pod = _one_changed_pod(
+                agent.cache.state,
+                agent.pipeline._previous,
+                agent.pipeline.config.kube_version,
+                host.renderer,
+                analyse,
+                args.one_pod_samples,
+            )
         finally:
             stop.set()
             await host.close()
@@ -523,39 +542,30 @@ async def _latency_agent(conn: Connection, info: dict[str, Any], args: argparse.
     }
 
 
-def _one_changed_pod(agent: Any, renderer: Any, analyse: Any, samples: int) -> list[float]:
-    """After the load, the pipeline stopped: one new pending pod of a stuck workload at a
-    time, applied to the agent's own state, and the pipeline's ``analyse`` of it against
-    the snapshot of the pass before (the node table carried over, the scope planned, the
-    report of that workload built), timed. Seconds per sample."""
-    from agent.fakecluster.samples import pod
-
-    state = agent.cache.state
-    previous = agent.pipeline._previous or state.snapshot()
+def _one_changed_pod(
+    state: Any, previous: Any, kube_version: str | None, renderer: Any, analyse: Any, samples: int
+) -> list[tuple[float, float]]:
+    """One new pending pod of a stuck workload at a time, applied to the agent's own state
+    (the pipeline stopped), then the state's snapshot and the pipeline's ``analyse`` of it
+    against the snapshot of the pass before (the changes read from the journal, the
+    indexes carried over, the scope planned, the report of that workload built), timed.
+    (snapshot seconds, analyse seconds) per sample."""
+    previous = previous or state.snapshot()
     out = []
     for k in range(samples):
         w = k % 50
         name, ns = f"stuck-{w:04d}", NAMESPACES[w % len(NAMESPACES)]
         requests, selector, message = _stuck_spec(w)
         _, rs, _ = _workload(name, ns, 0, requests, selector)
-        state.apply_object(
-            pod(
-                f"{name}-{HASH}-one{k:04d}",
-                ns,
-                requests=requests,
-                node_selector=selector,
-                owner=rs,
-                unschedulable_message=message,
-                managed_fields=False,
-            )
-        )
-        current = state.snapshot()
+        state.apply_object(_stuck_pod((name, ns, rs, message, requests, selector), f"one{k:04d}"))
         t0 = time.perf_counter()
+        current = state.snapshot()
+        t1 = time.perf_counter()
         analyse(
             current,
             previous,
             now=time.time(),
-            kube_version=agent.pipeline.config.kube_version,
+            kube_version=kube_version,
             renderer=renderer,
             full=False,
             known=frozenset(),
@@ -563,9 +573,73 @@ def _one_changed_pod(agent: Any, renderer: Any, analyse: Any, samples: int) -> l
             always=frozenset(),
             batch=16,
         )
-        out.append(time.perf_counter() - t0)
+        out.append((t1 - t0, time.perf_counter() - t1))
         previous = current
     return out
+
+
+class _StateSink:
+    """``_populate``'s cluster, writing straight into a ClusterState."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def apply(self, obj: Obj, copy: bool = True) -> None:
+        self.state.apply_object(obj)
+
+
+def run_one_pod(args: argparse.Namespace) -> int:
+    """The one-changed-pod figure without the HTTP load: the cluster written straight into
+    a ClusterState (no FakeCluster, no watch), ``--stuck-workloads`` workloads with 5
+    pending pods and a FailedScheduling event each, one whole-cluster pass, then
+    ``--one-pod-samples`` changed pods as in ``latency``."""
+    from agent.fakecluster.samples import event
+    from agent.pipeline import analyse
+    from analyzers.remedies import RemedyRenderer
+    from analyzers.snapshot import ClusterState
+
+    _size(args.cluster_nodes, args.cluster_pods)
+    state = ClusterState()
+    t0 = time.perf_counter()
+    stuck = _populate(_StateSink(state), args.stuck_workloads)
+    for entry in stuck:
+        for n in range(5):
+            obj = _stuck_pod(entry, f"{n:05d}")
+            state.apply_object(obj)
+            state.apply_object(event(obj, message=entry[3], name=f"{obj['metadata']['name']}.{n:016x}"))
+    loaded = time.perf_counter() - t0
+    renderer = RemedyRenderer()
+    plan: dict[str, Any] = {"known": frozenset(), "carried": (), "always": frozenset(), "batch": 16}
+    t0 = time.perf_counter()
+    first = state.snapshot()
+    analyse(first, None, now=time.time(), kube_version=None, renderer=renderer, full=True, **plan)
+    whole = time.perf_counter() - t0
+    print(
+        f"one-pod: {len(first.nodes):,} nodes, {len(first.pods):,} pods "
+        f"({len(first.pending_pods()):,} pending) loaded in {loaded:.1f} s; whole-cluster pass {whole:.2f} s; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    profiler = None
+    if args.profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    samples = _one_changed_pod(state, first, None, renderer, analyse, args.one_pod_samples)
+    if profiler is not None:
+        import pstats
+
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+    snap_ms = [a * 1000 for a, _ in samples]
+    one = [b * 1000 for _, b in samples]
+    both = [(a + b) * 1000 for a, b in samples]
+    print(
+        f"  analysis of one changed pod: median {_pct(one, 0.5):.2f} ms, max {max(one):.2f} ms over {len(one)} "
+        f"(target < 5 ms median); with the snapshot: median {_pct(both, 0.5):.2f} ms "
+        f"(the snapshot alone {_pct(snap_ms, 0.5):.2f} ms); load average {os.getloadavg()[0]:.1f}"
+    )
+    return 0
 
 
 def run_latency(args: argparse.Namespace) -> int:
@@ -625,7 +699,7 @@ def run_latency(args: argparse.Namespace) -> int:
                 for t, sec, n in out["analysis"][:: max(1, len(out["analysis"]) // 8)]
             )
         )
-    one = [sec * 1000 for sec in out["one_pod"]]
+    one = [sec * 1000 for _, sec in out["one_pod"]]
     whole = [sec * 1000 for _, sec, n in out["analysed"] if n == -1]
     scoped = [sec * 1000 for _, sec, n in out["analysed"] if n >= 0]
     print(
@@ -1101,7 +1175,10 @@ def run_watch_cache(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
-        "part", nargs="?", default="all", choices=("all", "latency", "memory", "memory-http", "watch")
+        "part",
+        nargs="?",
+        default="all",
+        choices=("all", "latency", "one-pod", "memory", "memory-http", "watch"),
     )
     ap.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
     g = ap.add_argument_group("latency")
@@ -1122,6 +1199,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument(
         "--one-pod-samples", type=int, default=12, help="one-changed-pod analyses timed after the load"
     )
+    g.add_argument("--profile", action="store_true", help="one-pod: cProfile the samples (top 25)")
     g.add_argument(
         "--drain", type=float, default=30.0, help="seconds to wait for the last incidents after the load"
     )
@@ -1162,6 +1240,8 @@ def main(argv: list[str] | None = None) -> int:
         return rc
     if args.part == "latency":
         return run_latency(args)
+    if args.part == "one-pod":
+        return run_one_pod(args)
     if args.part == "memory":
         return run_memory(args)
     return run_watch(args)

@@ -85,7 +85,7 @@ from analyzers.rules._describe import (
 )
 from analyzers.rules.context import RuleContext
 from analyzers.simulator.results import FilterFailure
-from analyzers.snapshot import ClusterSnapshot
+from analyzers.snapshot import ClusterSnapshot, carry_selection, selected
 
 RULE_ID = "pdb-blocks-eviction"
 
@@ -135,10 +135,8 @@ def analyze(ctx: RuleContext) -> list[Finding]:
     snap = ctx.snapshot
     blocked: dict[tuple[str, str], _Blocked] = {}
     by_node = snap.pods_by_node()
-    for node in snap.nodes.values():
+    for node in draining_nodes(snap):
         how = draining(node)
-        if how is None:
-            continue
         for pod in by_node.get(node.name, ()):
             if not _evicted_by_drain(pod):
                 continue
@@ -193,9 +191,9 @@ def _reports(ctx: RuleContext) -> Iterable[_Report]:
         report = _report_from_mapping(item)
         if report is not None:
             yield report
-    for ev in ctx.snapshot.events.values():
+    for ev in eviction_reports(ctx.snapshot):
         e = _refused_eviction(ev)
-        if e is None:
+        if e is None:  # pragma: no cover - eviction_reports holds only these
             continue
         inv = ev.involved
         namespace = e.namespace or inv.namespace or ev.namespace
@@ -218,6 +216,31 @@ def _refused_eviction(ev: Event) -> Eviction | None:
 def reports_eviction(ev: Event) -> bool:
     """Whether this rule reads ``ev`` as a refused eviction (analyzers.scope asks)."""
     return _refused_eviction(ev) is not None
+
+
+_DRAINING_KEY = f"{RULE_ID}:draining_nodes"
+_REPORTS_KEY = f"{RULE_ID}:eviction_reports"
+
+
+def _is_draining(node: Node) -> bool:
+    return draining(node) is not None
+
+
+def draining_nodes(snap: ClusterSnapshot) -> tuple[Node, ...]:
+    """The nodes being drained (cordoned, or tainted for removal), in the snapshot's order;
+    carried from one snapshot to the next (a pass looks at the changed nodes only)."""
+    found: tuple[Node, ...] = selected(snap, _DRAINING_KEY, "nodes", _is_draining)
+    return found
+
+
+def eviction_reports(snap: ClusterSnapshot) -> tuple[Event, ...]:
+    """The Events reporting a refused eviction, in the snapshot's order; carried too."""
+    found: tuple[Event, ...] = selected(snap, _REPORTS_KEY, "events", reports_eviction)
+    return found
+
+
+carry_selection(_DRAINING_KEY, "nodes", _is_draining)
+carry_selection(_REPORTS_KEY, "events", reports_eviction)
 
 
 def _report_from_mapping(item: Mapping[str, Any]) -> _Report | None:

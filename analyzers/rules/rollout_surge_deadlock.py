@@ -29,6 +29,7 @@ from analyzers.rollout import (
     effective_max_unavailable,
     is_new_replicaset,
     resolve_fenceposts,
+    rollouts_taking_no_pod_down,
 )
 from analyzers.rules.context import RuleContext
 from analyzers.simulator import FilterFailure
@@ -49,9 +50,7 @@ _RESOLVABLE = "Unschedulable"
 def analyze(ctx: RuleContext) -> list[Finding]:
     findings = []
     snap = ctx.snapshot
-    for dep in snap.deployments.values():
-        if dep.strategy_type != "RollingUpdate" or dep.paused or dep.replicas == 0:
-            continue
+    for dep in rollouts_taking_no_pod_down(snap):
         if effective_max_unavailable(dep) != 0:
             continue
         finding = _check(ctx, dep)

@@ -322,8 +322,8 @@ def nominated_pods(snapshot: ClusterSnapshot) -> Mapping[str, tuple[tuple[int, P
 
     def build() -> dict[str, tuple[tuple[int, Pod], ...]]:
         out: dict[str, list[tuple[int, Pod]]] = {}
-        for p in snapshot.pods.values():
-            if p.nominated_node and p.unscheduled and p.spec.scheduler_name == "default-scheduler":
+        for p in snapshot.pending_pods():  # every waiting pod, whatever a scoped view analyses
+            if p.nominated_node and p.spec.scheduler_name == "default-scheduler":
                 out.setdefault(p.nominated_node, []).append((snapshot.priority_of(p), p))
         return {k: tuple(v) for k, v in out.items()}
 

@@ -154,7 +154,7 @@ class NodeTable:
         if node_changes:
             table._index_nodes([snapshot.nodes[name] for name in base.names])
         if not pod_changes:
-            table._finish()
+            table._finish(None if node_changes else base)
             return table
         table.pods = list(base.pods)
         table.pod_count = list(base.pod_count)
@@ -182,7 +182,7 @@ class NodeTable:
         for i in touched:
             table.pods[i] = after.get(table.names[i], ())
             table._summarise(i, tuple(snapshot.priority_of(pod) for pod in table.pods[i]))
-        table._finish()
+        table._finish(None if node_changes else base, touched)
         return table
 
     # -- building blocks ------------------------------------------------------
@@ -280,22 +280,38 @@ class NodeTable:
         else:
             self.used_ports.pop(i, None)
 
-    def _finish(self) -> None:
-        """Columns derived from the accounts: allocatable, requested and free per resource."""
+    def _finish(self, base: NodeTable | None = None, touched: Iterable[int] = ()) -> None:
+        """Columns derived from the accounts: allocatable, requested and free per resource.
+        ``base``: the table this one was derived from with the same nodes, and ``touched``
+        the nodes whose accounts changed: the allocatable columns are base's, and only the
+        touched nodes' free entries are worked out again (not every node's)."""
         n = self.size
-        resources = set(self.requested)
-        for node in self.nodes:
-            resources.update(node.allocatable)
-        self.allocatable: dict[str, list[int]] = {
-            r: [node.allocatable.get(r, 0) for node in self.nodes] for r in sorted(resources)
-        }
-        for r in self.allocatable:
-            if r not in self.requested:
-                self.requested[r] = [0] * n
-        self.free: dict[str, list[int]] = {
-            r: [a - q for a, q in zip(alloc, self.requested[r], strict=True)]
-            for r, alloc in self.allocatable.items()
-        }
+        self.allocatable: dict[str, list[int]]
+        self.free: dict[str, list[int]]
+        if base is not None and self.requested.keys() <= base.allocatable.keys():
+            self.allocatable = base.allocatable
+            for r in self.allocatable:
+                if r not in self.requested:
+                    self.requested[r] = [0] * n
+            free = {r: list(col) for r, col in base.free.items()}
+            for i in touched:
+                for r, col in free.items():
+                    col[i] = self.allocatable[r][i] - self.requested[r][i]
+            self.free = free
+        else:
+            resources = set(self.requested)
+            for node in self.nodes:
+                resources.update(node.allocatable)
+            self.allocatable = {
+                r: [node.allocatable.get(r, 0) for node in self.nodes] for r in sorted(resources)
+            }
+            for r in self.allocatable:
+                if r not in self.requested:
+                    self.requested[r] = [0] * n
+            self.free = {
+                r: [a - q for a, q in zip(alloc, self.requested[r], strict=True)]
+                for r, alloc in self.allocatable.items()
+            }
         self.pod_groups: dict[str, list[PodGroup]] = {
             ns: [g for g in groups.values() if g.node_counts] for ns, groups in self._groups.items()
         }
