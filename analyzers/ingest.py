@@ -71,6 +71,8 @@ from analyzers.records import (
     make_condition,
     make_event,
     make_involved,
+    make_node,
+    make_pod,
 )
 from analyzers.validate import check_object, json_type
 
@@ -375,7 +377,9 @@ def stream_documents(
                 yield from parse_documents(reader.rest(), source, listings)
                 return
             if b < 0:
-                raise InputError(source, f"invalid JSON: the file ends in the items array, after items[{index - 1}]")
+                raise InputError(
+                    source, f"invalid JSON: the file ends in the items array, after items[{index - 1}]"
+                )
             raise InputError(source, "expected a Kubernetes object (a JSON object)", f"items[{index}]")
         if pos > STREAM_CHUNK_BYTES:
             pos -= reader.drop(pos)
@@ -1053,7 +1057,10 @@ class Decoder:
             if ctype == "PodScheduled":
                 if scheduled is None:
                     held = prev.scheduled if prev is not None else None
-                    scheduled = held if held is not None and _same_condition(c, held) else self._scheduled(c)
+                    if held is None or held is SCHEDULED_TRUE or not _same_condition(c, held):
+                        scheduled = self._scheduled(c)  # SCHEDULED_TRUE is a cheaper check
+                    else:
+                        scheduled = held
             elif ctype == "Ready" and c.get("status") == "True":
                 ready = True
             elif ctype == "DisruptionTarget" and preempted is None:
@@ -1061,23 +1068,23 @@ class Decoder:
                 preempted = c.get("status") == "True" and c.get("reason") == "PreemptionByScheduler"
         preempted = bool(preempted)
         if prev is None:
-            return Pod(
-                namespace=self.s(meta.get("namespace") or "default"),
-                name=str(meta["name"]),
-                uid=str(meta.get("uid") or ""),
-                labels=self.labels(meta.get("labels")),
-                spec=self.pod_spec(spec, with_node_name=False),
-                node_name=self.s(spec.get("nodeName")),
-                phase=self.s(status.get("phase") or "Pending"),
-                owner=self.owner(meta),
-                created=parse_time(meta.get("creationTimestamp")),
-                deleted=parse_time(meta.get("deletionTimestamp")),
-                ready=ready,
-                scheduled=scheduled,
-                nominated_node=self.s(status.get("nominatedNodeName")),
-                annotations=self._pod_annotations(meta.get("annotations")),
-                resource_claim_statuses=self._claim_statuses(status),
-                preempted_by_scheduler=preempted,
+            return make_pod(
+                self.s(meta.get("namespace") or "default"),
+                str(meta["name"]),
+                str(meta.get("uid") or ""),
+                self.labels(meta.get("labels")),
+                self.pod_spec(spec, with_node_name=False),
+                self.s(spec.get("nodeName")),
+                self.s(status.get("phase") or "Pending"),
+                self.owner(meta),
+                parse_time(meta.get("creationTimestamp")),
+                parse_time(meta.get("deletionTimestamp")),
+                ready,
+                scheduled,
+                self.s(status.get("nominatedNodeName")),
+                self._pod_annotations(meta.get("annotations")),
+                self._claim_statuses(status),
+                preempted,
             )
         # Seen before (a watch MODIFIED): keep the held record's values where
         # the object still says the same; usually only a container status moved.
@@ -1118,23 +1125,23 @@ class Decoder:
             and preempted is prev.preempted_by_scheduler
         ):
             return prev
-        return Pod(
-            namespace=prev.namespace,
-            name=prev.name,
-            uid=uid,
-            labels=labels,
-            spec=pod_spec,
-            node_name=node_name,
-            phase=phase,
-            owner=owner,
-            created=created,
-            deleted=deleted,
-            ready=ready,
-            scheduled=scheduled,
-            nominated_node=nominated,
-            annotations=annotations,
-            resource_claim_statuses=claim_statuses,
-            preempted_by_scheduler=preempted,
+        return make_pod(
+            prev.namespace,
+            prev.name,
+            uid,
+            labels,
+            pod_spec,
+            node_name,
+            phase,
+            owner,
+            created,
+            deleted,
+            ready,
+            scheduled,
+            nominated,
+            annotations,
+            claim_statuses,
+            preempted,
         )
 
     def _pod_annotations(self, value: Any) -> FrozenMap[str]:
@@ -1158,18 +1165,18 @@ class Decoder:
             self._node_resources(status.get("allocatable")) if status.get("allocatable") else capacity
         )
         if prev is None:
-            return Node(
-                name=self.s(meta["name"]),
-                uid=str(meta.get("uid") or ""),
-                labels=self.labels(meta.get("labels")),
-                allocatable=allocatable,
-                capacity=capacity,
-                taints=self._taints(spec.get("taints")),
-                unschedulable=bool(spec.get("unschedulable")),
-                ready=None if ready_cond is None else ready_cond.status == "True",
-                conditions=conditions,
-                created=parse_time(meta.get("creationTimestamp")),
-                images=self._images(status.get("images")),
+            return make_node(
+                self.s(meta["name"]),
+                str(meta.get("uid") or ""),
+                self.labels(meta.get("labels")),
+                allocatable,
+                capacity,
+                self._taints(spec.get("taints")),
+                bool(spec.get("unschedulable")),
+                None if ready_cond is None else ready_cond.status == "True",
+                conditions,
+                parse_time(meta.get("creationTimestamp")),
+                self._images(status.get("images")),
             )
         uid = _uid(meta.get("uid"), prev.uid)
         raw_labels = meta.get("labels")
@@ -1179,9 +1186,8 @@ class Decoder:
         unschedulable = bool(spec.get("unschedulable"))
         ready = None if ready_cond is None else ready_cond.status == "True"
         created = parse_time(meta.get("creationTimestamp"))
-        images = self._images(status.get("images"))
-        if images == prev.images:
-            images = prev.images
+        raw_images = status.get("images")
+        images = prev.images if _same_images(raw_images, prev.images) else self._images(raw_images)
         if (
             images is prev.images
             and uid is prev.uid
@@ -1195,18 +1201,18 @@ class Decoder:
             and created == prev.created
         ):
             return prev
-        return Node(
-            name=prev.name,
-            uid=uid,
-            labels=labels,
-            allocatable=allocatable,
-            capacity=capacity,
-            taints=taints,
-            unschedulable=unschedulable,
-            ready=ready,
-            conditions=conditions,
-            created=created,
-            images=images,
+        return make_node(
+            prev.name,
+            uid,
+            labels,
+            allocatable,
+            capacity,
+            taints,
+            unschedulable,
+            ready,
+            conditions,
+            created,
+            images,
         )
 
     def _images(self, value: Any) -> tuple[tuple[tuple[str, ...], int], ...]:
@@ -1216,9 +1222,12 @@ class Decoder:
         if not value:
             return ()
         return tuple(
-            (tuple(self.s(n) for n in img.get("names") or ()), _int(img.get("sizeBytes")))
+            (
+                tuple([_intern(n) if n.__class__ is str else self.s(n) for n in img.get("names") or ()]),
+                _int(img.get("sizeBytes")),
+            )
             for img in value
-            if isinstance(img, Mapping)
+            if img.__class__ is dict or isinstance(img, Mapping)
         )
 
     def _taints(self, value: Any) -> tuple[Taint, ...]:
@@ -1706,6 +1715,25 @@ def _same_condition(c: Mapping[str, Any], held: Condition) -> bool:
         and (c.get("message") or "") == held.message
         and parse_time(c.get("lastTransitionTime")) == held.last_transition
     )
+
+
+def _same_images(value: Any, held: tuple[tuple[tuple[str, ...], int], ...]) -> bool:
+    """Whether ``Decoder._images(value)`` would equal ``held`` (a heartbeat repeats a
+    node's images: compared, not decoded)."""
+    if not value:
+        return not held
+    if value.__class__ is not list or len(value) != len(held):
+        return False
+    for img, (names, size) in zip(value, held, strict=True):
+        if img.__class__ is not dict:
+            return False
+        raw = img.get("names")
+        if raw.__class__ is not list or tuple(raw) != names:
+            return False
+        raw_size = img.get("sizeBytes")
+        if raw_size.__class__ is not int or raw_size != size:
+            return False
+    return True
 
 
 def _same_taints(value: Any, held: tuple[Taint, ...]) -> bool:
