@@ -91,7 +91,9 @@ def load_into(
         listings: set[str] = set()
         try:
             used += state.load(
-                _checked(stream_documents(source.chunks(stdin), source.name, listings), source.name, state, facts),
+                _checked(
+                    stream_documents(source.chunks(stdin), source.name, listings), source.name, state, facts
+                ),
                 source.name,
             )
         except OSError as exc:

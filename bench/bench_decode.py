@@ -30,9 +30,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.fakecluster.samples import node, pod  # noqa: E402
-from analyzers.ingest import Decoder  # noqa: E402
-from bench.machine import describe  # noqa: E402
+from agent.fakecluster.samples import node, pod
+from analyzers.ingest import Decoder
+from bench.machine import describe
 
 
 def stream(kind: str, total: int) -> tuple[list[bytes], list[bytes]]:
@@ -40,7 +40,10 @@ def stream(kind: str, total: int) -> tuple[list[bytes], list[bytes]]:
     if kind == "Pod":
         n = 3000
         nodes = [f"ip-10-0-{i // 250}-{i % 250}.eu-west-1.compute.internal" for i in range(200)]
-        objs = [pod(f"web-{i % 50:02d}-5c8d7f9b6d-{i:05d}", f"team-{i % 20}", node_name=nodes[i % 200]) for i in range(n)]
+        objs = [
+            pod(f"web-{i % 50:02d}-5c8d7f9b6d-{i:05d}", f"team-{i % 20}", node_name=nodes[i % 200])
+            for i in range(n)
+        ]
     else:
         n = 200
         objs = [node(f"ip-10-0-{i // 250}-{i % 250}.eu-west-1.compute.internal") for i in range(n)]
@@ -51,7 +54,9 @@ def stream(kind: str, total: int) -> tuple[list[bytes], list[bytes]]:
         if kind == "Pod":
             o["status"]["containerStatuses"][0]["restartCount"] = i // n + 1
         else:
-            o["status"]["conditions"][-1]["lastHeartbeatTime"] = f"2024-06-01T12:{i // 60 % 60:02d}:{i % 60:02d}Z"
+            o["status"]["conditions"][-1]["lastHeartbeatTime"] = (
+                f"2024-06-01T12:{i // 60 % 60:02d}:{i % 60:02d}Z"
+            )
         changes.append(orjson.dumps(o))
     return first, changes
 

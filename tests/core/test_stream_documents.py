@@ -96,7 +96,7 @@ def test_every_golden_dump_reads_the_same(size: int) -> None:
         for indent in (4, None):
             data = json.dumps({"apiVersion": "v1", "items": objects, "kind": "List"}, indent=indent).encode()
             expected, whole, got, streamed = both(data, size)
-            assert got == expected == objects
+            assert got == expected == objects and streamed == whole
 
 
 def test_yaml_and_single_objects_are_read_whole() -> None:
@@ -124,9 +124,16 @@ def test_a_deep_item_is_the_nesting_limit() -> None:
 def test_a_typed_list_holds_its_kindless_items_until_its_kind() -> None:
     # The API's own lists: items carry no kind, and the list's kind follows them.
     data = orjson.dumps(
-        {"apiVersion": "v1", "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}], "kind": "PodList"}
+        {
+            "apiVersion": "v1",
+            "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}],
+            "kind": "PodList",
+        }
     )
     listings: set[str] = set()
     got = list(stream_documents(chunked(data, 10), "d.json", listings))
-    assert [(o["kind"], o["apiVersion"], o["metadata"]["name"]) for o in got] == [("Pod", "v1", "a"), ("Pod", "v1", "b")]
+    assert [(o["kind"], o["apiVersion"], o["metadata"]["name"]) for o in got] == [
+        ("Pod", "v1", "a"),
+        ("Pod", "v1", "b"),
+    ]
     assert listings == {"Pod"}
