@@ -1,6 +1,6 @@
 """The decoders alone against a bare orjson decode of the same objects (issue 20).
 
-A watch stream is mostly MODIFIED pods and nodes whose scheduling fields did not move
+A watch stream is mostly new Events and MODIFIED pods and nodes whose scheduling fields did not move
 (a container restarted, a heartbeat): this decodes such a stream, built by
 ``agent.fakecluster.samples`` as ``bench_watch.py`` builds it, three ways, each over the
 same serialised objects:
@@ -30,7 +30,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.fakecluster.samples import node, pod
+from agent.fakecluster.samples import event, node, pod
 from analyzers.ingest import Decoder
 from bench.machine import describe
 
@@ -44,9 +44,13 @@ def stream(kind: str, total: int) -> tuple[list[bytes], list[bytes]]:
             pod(f"web-{i % 50:02d}-5c8d7f9b6d-{i:05d}", f"team-{i % 20}", node_name=nodes[i % 200])
             for i in range(n)
         ]
-    else:
+    elif kind == "Node":
         n = 200
         objs = [node(f"ip-10-0-{i // 250}-{i % 250}.eu-west-1.compute.internal") for i in range(n)]
+    else:  # Events: each one new (a watch's ADDED), about the pods above
+        involved = [pod(f"web-{i % 50:02d}-5c8d7f9b6d-{i:05d}", f"team-{i % 20}") for i in range(3000)]
+        events = [event(involved[(i * 7) % 3000], name=f"e.{i:016x}") for i in range(total)]
+        return [], [orjson.dumps(e) for e in events]
     first = [orjson.dumps(o) for o in objs]
     changes = []
     for i in range(total):
@@ -63,6 +67,9 @@ def stream(kind: str, total: int) -> tuple[list[bytes], list[bytes]]:
 
 def _key(record: Any) -> Any:
     return record.name if record.__class__.__name__ == "Node" else (record.namespace, record.name)
+
+
+# Events are never decoded against a held one (each is new): "known" is "fresh" for them.
 
 
 def run(first: list[bytes], changes: list[bytes]) -> dict[str, float]:
@@ -99,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args(argv)
     print(f"machine: {describe()}")
-    for kind in ("Pod", "Node"):
+    for kind in ("Pod", "Node", "Event"):
         first, changes = stream(kind, args.objects)
         runs = [run(first, changes) for _ in range(args.repeat)]
         best = {k: max(r[k] for r in runs) for k in runs[0]}
