@@ -8,6 +8,7 @@ object; only when nothing usable remains is it an error.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from analyzers.ingest import MAX_DOCUMENT_BYTES, InputError, describe, parse_documents, parse_time
+from analyzers.ingest import STREAM_CHUNK_BYTES, InputError, describe, parse_time, stream_documents
 from analyzers.simulator.versions import DEFAULT_KUBE_VERSION, VersionError, parse_version
 from analyzers.snapshot import ClusterState
 from analyzers.validate import check_object
@@ -34,18 +35,12 @@ class DumpSource:
     name: str
     path: Path | None  # None for stdin
 
-    def read(self, stdin: BinaryIO) -> bytes:
-        """The bytes, refused (InputError) past MAX_DOCUMENT_BYTES before they are all read."""
-        if self.path is None:
-            data = stdin.read(MAX_DOCUMENT_BYTES + 1)
-        else:
-            with self.path.open("rb") as fh:
-                data = fh.read(MAX_DOCUMENT_BYTES + 1)
-        if len(data) > MAX_DOCUMENT_BYTES:
-            raise InputError(
-                self.name, f"larger than {MAX_DOCUMENT_BYTES >> 20} MiB (the document size limit)"
-            )
-        return data
+    def chunks(self, stdin: BinaryIO) -> Iterator[bytes]:
+        """The bytes, STREAM_CHUNK_BYTES at a time (the reader enforces the size limit)."""
+        with contextlib.ExitStack() as stack:
+            fh = stdin if self.path is None else stack.enter_context(self.path.open("rb"))
+            while chunk := fh.read(STREAM_CHUNK_BYTES):
+                yield chunk
 
 
 def expand(paths: Sequence[str]) -> list[DumpSource]:
@@ -93,19 +88,17 @@ def load_into(
     facts = facts if facts is not None else DumpFacts()
     listed: set[str] = set()
     for index, source in enumerate(sources, 1):
-        try:
-            data = source.read(stdin)
-        except OSError as exc:
-            state.warn(f"{source.name}: cannot read: {exc.strerror or exc}")
-            continue
-        except InputError as exc:
-            state.warn(str(exc))
-            continue
         listings: set[str] = set()
         try:
             used += state.load(
-                _checked(parse_documents(data, source.name, listings), source.name, state, facts), source.name
+                _checked(
+                    stream_documents(source.chunks(stdin), source.name, listings), source.name, state, facts
+                ),
+                source.name,
             )
+        except OSError as exc:
+            state.warn(f"{source.name}: cannot read: {exc.strerror or exc}")
+            continue
         except InputError as exc:
             state.warn(str(exc))
         except Exception as exc:

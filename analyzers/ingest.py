@@ -14,8 +14,9 @@ pkg/apis/apps/v1/defaults.go).
 from __future__ import annotations
 
 import json
+import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, Final, TypeVar
@@ -70,6 +71,8 @@ from analyzers.records import (
     make_condition,
     make_event,
     make_involved,
+    make_node,
+    make_pod,
 )
 from analyzers.validate import check_object, json_type
 
@@ -277,6 +280,237 @@ def _children(node: yaml.Node) -> Iterator[yaml.Node]:
             yield v
 
 
+# ---------------------------------------------------------------------------
+# A JSON List read item by item
+
+STREAM_CHUNK_BYTES = 4 << 20
+"""How much of a dump ``stream_documents``'s caller reads at a time."""
+# Where an item of an ``items`` array may end: a ``}`` before the next object or the end.
+_ITEM_END = re.compile(rb"\}[ \t\r\n]*(?:\]|,[ \t\r\n]*\{)")
+_JSON_WS = b" \t\r\n"
+# Candidate ends tried with unbalanced braces counted before parsing them regardless
+# (braces inside strings).
+_UNBALANCED_TRIES = 32
+
+
+class _Chunks:
+    """The bytes of ``chunks`` as one growing buffer, with the document size limit."""
+
+    def __init__(self, chunks: Iterable[bytes], source: str) -> None:
+        self.chunks = iter(chunks)
+        self.source = source
+        self.buf = bytearray()
+        self.total = 0
+        self.at = 0
+
+    def more(self) -> bool:
+        """Append the next chunk; False at the end."""
+        for chunk in self.chunks:
+            if not chunk:
+                continue
+            if not self.total and chunk.startswith(b"\xef\xbb\xbf"):
+                chunk = chunk[3:]
+            self.total += len(chunk)
+            if self.total > MAX_DOCUMENT_BYTES:
+                raise LimitError(
+                    self.source, f"larger than {MAX_DOCUMENT_BYTES >> 20} MiB (the document size limit)"
+                )
+            self.buf += chunk
+            return True
+        return False
+
+    def byte_at(self, pos: int) -> int:
+        """The first byte at or after ``pos`` that is not JSON whitespace (-1 at the end), its
+        position in ``self.at``."""
+        while True:
+            n = len(self.buf)
+            while pos < n and self.buf[pos] in _JSON_WS:
+                pos += 1
+            if pos < n:
+                self.at = pos
+                return self.buf[pos]
+            if not self.more():
+                self.at = pos
+                return -1
+
+    def drop(self, upto: int) -> int:
+        """Forget the bytes before ``upto``; returns the offset positions move by."""
+        del self.buf[:upto]
+        return upto
+
+    def rest(self) -> bytes:
+        while self.more():
+            pass
+        return bytes(self.buf)
+
+
+def stream_documents(
+    chunks: Iterable[bytes], source: str = "<input>", listings: set[str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """``parse_documents`` over the concatenation of ``chunks``, holding one object at a
+    time where it can: a JSON document whose top-level object has an ``items`` array
+    (``kubectl get … -o json``) is read item by item, each item's bytes parsed by orjson,
+    flattened and dropped, so memory holds one item, not the file. Anything else (YAML,
+    a single object, a stream of documents) is read whole and handed to
+    ``parse_documents``. An item that is not valid JSON is an InputError naming it; the
+    items before it have been yielded."""
+    reader = _Chunks(chunks, source)
+    first = reader.byte_at(0)
+    header = _items_header(reader) if first == ord("{") else None
+    if header is None:
+        yield from parse_documents(reader.rest(), source, listings)
+        return
+    head_bytes, head = header
+    kind = head.get("kind") if "kind" in head else None
+    api_version = head.get("apiVersion") if "apiVersion" in head else None
+    deferred: list[tuple[int, bytes]] = []
+    index = 0
+    pos = reader.at  # just after the items array's "["
+    while True:
+        b = reader.byte_at(pos)
+        pos = reader.at
+        if b == ord("]"):
+            pos += 1
+            break
+        if b != ord("{"):
+            if index == 0:  # nothing read yet: the whole document says what is wrong
+                yield from parse_documents(reader.rest(), source, listings)
+                return
+            if b < 0:
+                raise InputError(
+                    source, f"invalid JSON: the file ends in the items array, after items[{index - 1}]"
+                )
+            raise InputError(source, "expected a Kubernetes object (a JSON object)", f"items[{index}]")
+        if pos > STREAM_CHUNK_BYTES:
+            pos -= reader.drop(pos)
+        end, item = _item_end(reader, pos, index)
+        if deferred or (not item.get("kind") and (kind is None or api_version is None)):
+            # The list's kind comes after its items: hold this one (and, to keep the
+            # order, every one after it) as bytes until then.
+            deferred.append((index, bytes(reader.buf[pos:end])))
+        else:
+            yield from _list_item(item, kind or "", api_version or "", source, "", index, listings)
+        pos = end
+        b = reader.byte_at(pos)
+        pos = reader.at + 1
+        if b == ord("]"):
+            break
+        if b != ord(","):
+            raise InputError(source, f"invalid JSON after items[{index}]: expected ',' or ']'")
+        index += 1
+    tail = reader.rest()[pos:]
+    document = head_bytes + b'"items":[]' + tail
+    try:
+        doc = orjson.loads(document)
+        after = b""
+    except orjson.JSONDecodeError as exc:
+        if "unexpected content after document" not in str(exc):
+            raise InputError(source, f"invalid JSON after the items array: {exc}") from None
+        # More documents follow the list (a JSON stream).
+        doc, after = orjson.loads(document[: exc.pos]), document[exc.pos :]
+    kind, api_version = doc.get("kind") or "", doc.get("apiVersion", "")
+    if not isinstance(kind, str) or (kind and not kind.endswith("List")):
+        raise InputError(source, f"an items array in a document of kind {kind!r}, which is not a List")
+    if kind.endswith("List") and kind != "List" and listings is not None:
+        listings.add(kind[: -len("List")])
+    for at, raw in deferred:
+        yield from _list_item(orjson.loads(raw), kind, api_version, source, "", at, listings)
+    if after.strip():
+        yield from parse_documents(after, source, listings)
+
+
+def _items_header(reader: _Chunks) -> tuple[bytes, dict[str, Any]] | None:
+    """The top-level object's keys before ``"items": [`` (as bytes, and parsed), with
+    ``reader.at`` just after the ``[``; None when the document does not start so."""
+    start = reader.at
+    found = -1
+    while found < 0:
+        found = reader.buf.find(b'"items"', start)
+        if found < 0 and (len(reader.buf) > (1 << 20) or not reader.more()):
+            return None
+    head_bytes = bytes(reader.buf[start:found])
+    try:
+        head = orjson.loads(head_bytes + b'"items":[]}')
+    except orjson.JSONDecodeError:
+        return None  # "items" was not a key of the top-level object
+    if not isinstance(head, dict) or reader.byte_at(found + len(b'"items"')) != ord(":"):
+        return None
+    if reader.byte_at(reader.at + 1) != ord("["):
+        return None
+    reader.at += 1
+    return head_bytes, head
+
+
+def _item_end(reader: _Chunks, start: int, index: int) -> tuple[int, dict[str, Any]]:
+    """Where the JSON object at ``start`` ends (past its ``}``), reading more as needed,
+    and the object.
+    Candidate ends (a ``}`` followed by ``,`` or ``]``) are tried with orjson once the
+    braces between balance; a JSON object is prefix-free, so the first candidate that
+    parses is its end. Pretty-printed dumps (kubectl indents) are tried first at the
+    item's own indentation."""
+    buf = reader.buf
+    line = buf.rfind(b"\n", max(0, start - 256), start)
+    indent = bytes(buf[line + 1 : start]) if line >= 0 else None
+    marker = b"\n" + indent + b"}" if indent is not None and not indent.strip(b" \t") else None
+    error: orjson.JSONDecodeError | None = None
+    # ``depth``: braces opened minus closed in buf[start:counted].
+    search, tries, skipped, force, counted, depth = start, 0, False, False, start, 0
+    while True:
+        if marker is not None:
+            found = buf.find(marker, search)
+            end = found + len(marker) if found >= 0 else -1
+            found += 1
+        else:
+            m = _ITEM_END.search(buf, search)
+            found = end = m.start() + 1 if m is not None else -1
+        if end < 0:
+            if reader.more():
+                continue
+            if marker is not None:
+                marker, search, tries, counted, depth = None, start, 0, start, 0  # not pretty-printed
+                continue
+            if skipped and not force:
+                search, force = start, True  # braces inside strings: parse every candidate
+                continue
+            break
+        search, tries = found, tries + 1
+        depth += buf.count(b"{", counted, end) - buf.count(b"}", counted, end)
+        counted = end
+        if force or tries > _UNBALANCED_TRIES or depth == 0:
+            try:
+                item = orjson.loads(buf[start:end])
+            except orjson.JSONDecodeError as exc:
+                if "depth limit" in str(exc):
+                    raise LimitError(
+                        reader.source, f"nested deeper than {JSON_MAX_DEPTH} levels (the JSON nesting limit)"
+                    ) from None
+                error = exc
+            else:
+                return end, item
+        else:
+            skipped = True
+        if marker is not None and tries == 3:
+            marker, search, tries, counted, depth = None, start, 0, start, 0  # not pretty-printed
+    detail = f": {error}" if error is not None else ": the object is not closed"
+    raise InputError(reader.source, f"invalid JSON in items[{index}]{detail}")
+
+
+def _list_item(
+    item: Any,
+    list_kind: str,
+    api_version: Any,
+    source: str,
+    where: str,
+    index: int,
+    listings: set[str] | None,
+) -> Iterator[dict[str, Any]]:
+    """One item of a list of kind ``list_kind`` (``PodList``: an item without a kind is a Pod)."""
+    item_kind = list_kind[: -len("List")] if list_kind.endswith("List") and list_kind != "List" else ""
+    if isinstance(item, dict) and not item.get("kind") and item_kind:
+        item = {**item, "kind": item_kind, "apiVersion": api_version}
+    yield from _flatten(item, source, item_kind, f"{where}.items[{index}]", listings)
+
+
 def _flatten(
     doc: Any, source: str, list_kind: str = "", where: str = "", listings: set[str] | None = None
 ) -> Iterator[dict[str, Any]]:
@@ -300,9 +534,7 @@ def _flatten(
         if item_kind and listings is not None:
             listings.add(item_kind)
         for index, item in enumerate(items):
-            if isinstance(item, dict) and not item.get("kind") and item_kind:
-                item = {**item, "kind": item_kind, "apiVersion": doc.get("apiVersion", "")}
-            yield from _flatten(item, source, item_kind, f"{where}.items[{index}]", listings)
+            yield from _list_item(item, kind, doc.get("apiVersion", ""), source, where, index, listings)
         return
     if not kind and list_kind:
         doc = {**doc, "kind": list_kind}
@@ -825,7 +1057,10 @@ class Decoder:
             if ctype == "PodScheduled":
                 if scheduled is None:
                     held = prev.scheduled if prev is not None else None
-                    scheduled = held if held is not None and _same_condition(c, held) else self._scheduled(c)
+                    if held is None or held is SCHEDULED_TRUE or not _same_condition(c, held):
+                        scheduled = self._scheduled(c)  # SCHEDULED_TRUE is a cheaper check
+                    else:
+                        scheduled = held
             elif ctype == "Ready" and c.get("status") == "True":
                 ready = True
             elif ctype == "DisruptionTarget" and preempted is None:
@@ -833,23 +1068,23 @@ class Decoder:
                 preempted = c.get("status") == "True" and c.get("reason") == "PreemptionByScheduler"
         preempted = bool(preempted)
         if prev is None:
-            return Pod(
-                namespace=self.s(meta.get("namespace") or "default"),
-                name=str(meta["name"]),
-                uid=str(meta.get("uid") or ""),
-                labels=self.labels(meta.get("labels")),
-                spec=self.pod_spec(spec, with_node_name=False),
-                node_name=self.s(spec.get("nodeName")),
-                phase=self.s(status.get("phase") or "Pending"),
-                owner=self.owner(meta),
-                created=parse_time(meta.get("creationTimestamp")),
-                deleted=parse_time(meta.get("deletionTimestamp")),
-                ready=ready,
-                scheduled=scheduled,
-                nominated_node=self.s(status.get("nominatedNodeName")),
-                annotations=self._pod_annotations(meta.get("annotations")),
-                resource_claim_statuses=self._claim_statuses(status),
-                preempted_by_scheduler=preempted,
+            return make_pod(
+                self.s(meta.get("namespace") or "default"),
+                str(meta["name"]),
+                str(meta.get("uid") or ""),
+                self.labels(meta.get("labels")),
+                self.pod_spec(spec, with_node_name=False),
+                self.s(spec.get("nodeName")),
+                self.s(status.get("phase") or "Pending"),
+                self.owner(meta),
+                parse_time(meta.get("creationTimestamp")),
+                parse_time(meta.get("deletionTimestamp")),
+                ready,
+                scheduled,
+                self.s(status.get("nominatedNodeName")),
+                self._pod_annotations(meta.get("annotations")),
+                self._claim_statuses(status),
+                preempted,
             )
         # Seen before (a watch MODIFIED): keep the held record's values where
         # the object still says the same; usually only a container status moved.
@@ -890,23 +1125,23 @@ class Decoder:
             and preempted is prev.preempted_by_scheduler
         ):
             return prev
-        return Pod(
-            namespace=prev.namespace,
-            name=prev.name,
-            uid=uid,
-            labels=labels,
-            spec=pod_spec,
-            node_name=node_name,
-            phase=phase,
-            owner=owner,
-            created=created,
-            deleted=deleted,
-            ready=ready,
-            scheduled=scheduled,
-            nominated_node=nominated,
-            annotations=annotations,
-            resource_claim_statuses=claim_statuses,
-            preempted_by_scheduler=preempted,
+        return make_pod(
+            prev.namespace,
+            prev.name,
+            uid,
+            labels,
+            pod_spec,
+            node_name,
+            phase,
+            owner,
+            created,
+            deleted,
+            ready,
+            scheduled,
+            nominated,
+            annotations,
+            claim_statuses,
+            preempted,
         )
 
     def _pod_annotations(self, value: Any) -> FrozenMap[str]:
@@ -930,18 +1165,18 @@ class Decoder:
             self._node_resources(status.get("allocatable")) if status.get("allocatable") else capacity
         )
         if prev is None:
-            return Node(
-                name=self.s(meta["name"]),
-                uid=str(meta.get("uid") or ""),
-                labels=self.labels(meta.get("labels")),
-                allocatable=allocatable,
-                capacity=capacity,
-                taints=self._taints(spec.get("taints")),
-                unschedulable=bool(spec.get("unschedulable")),
-                ready=None if ready_cond is None else ready_cond.status == "True",
-                conditions=conditions,
-                created=parse_time(meta.get("creationTimestamp")),
-                images=self._images(status.get("images")),
+            return make_node(
+                self.s(meta["name"]),
+                str(meta.get("uid") or ""),
+                self.labels(meta.get("labels")),
+                allocatable,
+                capacity,
+                self._taints(spec.get("taints")),
+                bool(spec.get("unschedulable")),
+                None if ready_cond is None else ready_cond.status == "True",
+                conditions,
+                parse_time(meta.get("creationTimestamp")),
+                self._images(status.get("images")),
             )
         uid = _uid(meta.get("uid"), prev.uid)
         raw_labels = meta.get("labels")
@@ -951,9 +1186,8 @@ class Decoder:
         unschedulable = bool(spec.get("unschedulable"))
         ready = None if ready_cond is None else ready_cond.status == "True"
         created = parse_time(meta.get("creationTimestamp"))
-        images = self._images(status.get("images"))
-        if images == prev.images:
-            images = prev.images
+        raw_images = status.get("images")
+        images = prev.images if _same_images(raw_images, prev.images) else self._images(raw_images)
         if (
             images is prev.images
             and uid is prev.uid
@@ -967,18 +1201,18 @@ class Decoder:
             and created == prev.created
         ):
             return prev
-        return Node(
-            name=prev.name,
-            uid=uid,
-            labels=labels,
-            allocatable=allocatable,
-            capacity=capacity,
-            taints=taints,
-            unschedulable=unschedulable,
-            ready=ready,
-            conditions=conditions,
-            created=created,
-            images=images,
+        return make_node(
+            prev.name,
+            uid,
+            labels,
+            allocatable,
+            capacity,
+            taints,
+            unschedulable,
+            ready,
+            conditions,
+            created,
+            images,
         )
 
     def _images(self, value: Any) -> tuple[tuple[tuple[str, ...], int], ...]:
@@ -988,9 +1222,12 @@ class Decoder:
         if not value:
             return ()
         return tuple(
-            (tuple(self.s(n) for n in img.get("names") or ()), _int(img.get("sizeBytes")))
+            (
+                tuple([_intern(n) if n.__class__ is str else self.s(n) for n in img.get("names") or ()]),
+                _int(img.get("sizeBytes")),
+            )
             for img in value
-            if isinstance(img, Mapping)
+            if img.__class__ is dict or isinstance(img, Mapping)
         )
 
     def _taints(self, value: Any) -> tuple[Taint, ...]:
@@ -1478,6 +1715,25 @@ def _same_condition(c: Mapping[str, Any], held: Condition) -> bool:
         and (c.get("message") or "") == held.message
         and parse_time(c.get("lastTransitionTime")) == held.last_transition
     )
+
+
+def _same_images(value: Any, held: tuple[tuple[tuple[str, ...], int], ...]) -> bool:
+    """Whether ``Decoder._images(value)`` would equal ``held`` (a heartbeat repeats a
+    node's images: compared, not decoded)."""
+    if not value:
+        return not held
+    if value.__class__ is not list or len(value) != len(held):
+        return False
+    for img, (names, size) in zip(value, held, strict=True):
+        if img.__class__ is not dict:
+            return False
+        raw = img.get("names")
+        if raw.__class__ is not list or tuple(raw) != names:
+            return False
+        raw_size = img.get("sizeBytes")
+        if raw_size.__class__ is not int or raw_size != size:
+            return False
+    return True
 
 
 def _same_taints(value: Any, held: tuple[Taint, ...]) -> bool:

@@ -11,7 +11,7 @@ agent can update a cluster state from watch deltas without rebuilding it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Generic, NoReturn, TypeVar
 
 V = TypeVar("V")
@@ -1009,6 +1009,81 @@ def make_event(
     s_last(e, last_seen)
     s_source(e, source)
     return e
+
+
+_POD_SLOTS = tuple(vars(Pod)[f.name].__set__ for f in fields(Pod))
+_NODE_SLOTS = tuple(vars(Node)[f.name].__set__ for f in fields(Node))
+
+
+def make_pod(
+    namespace: str,
+    name: str,
+    uid: str,
+    labels: FrozenMap[str],
+    spec: PodSpec,
+    node_name: str,
+    phase: str,
+    owner: OwnerRef | None,
+    created: float | None,
+    deleted: float | None,
+    ready: bool,
+    scheduled: Condition | None,
+    nominated_node: str,
+    annotations: FrozenMap[str],
+    resource_claim_statuses: FrozenMap[str],
+    preempted_by_scheduler: bool,
+) -> Pod:
+    """``Pod(…)`` with every field given, in field order, built faster (the watch path
+    decodes one per pod event)."""
+    p: Pod = _new(Pod)
+    (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15) = _POD_SLOTS
+    s0(p, namespace)
+    s1(p, name)
+    s2(p, uid)
+    s3(p, labels)
+    s4(p, spec)
+    s5(p, node_name)
+    s6(p, phase)
+    s7(p, owner)
+    s8(p, created)
+    s9(p, deleted)
+    s10(p, ready)
+    s11(p, scheduled)
+    s12(p, nominated_node)
+    s13(p, annotations)
+    s14(p, resource_claim_statuses)
+    s15(p, preempted_by_scheduler)
+    return p
+
+
+def make_node(
+    name: str,
+    uid: str,
+    labels: FrozenMap[str],
+    allocatable: FrozenMap[int],
+    capacity: FrozenMap[int],
+    taints: tuple[Taint, ...],
+    unschedulable: bool,
+    ready: bool | None,
+    conditions: tuple[Condition, ...],
+    created: float | None,
+    images: tuple[tuple[tuple[str, ...], int], ...],
+) -> Node:
+    """``Node(…)`` with every field given, in field order, built faster."""
+    n: Node = _new(Node)
+    (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10) = _NODE_SLOTS
+    s0(n, name)
+    s1(n, uid)
+    s2(n, labels)
+    s3(n, allocatable)
+    s4(n, capacity)
+    s5(n, taints)
+    s6(n, unschedulable)
+    s7(n, ready)
+    s8(n, conditions)
+    s9(n, created)
+    s10(n, images)
+    return n
 
 
 def frozen_map(items: Mapping[str, V] | Iterable[tuple[str, V]] | None) -> FrozenMap[V]:

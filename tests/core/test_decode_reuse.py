@@ -19,9 +19,13 @@ from analyzers.records import (
     Condition,
     Event,
     InvolvedObject,
+    Node,
+    Pod,
     make_condition,
     make_event,
     make_involved,
+    make_node,
+    make_pod,
 )
 from analyzers.snapshot import COLLECTIONS, KIND_COLLECTIONS, ClusterState
 from tests.core.helpers import node, pod
@@ -234,6 +238,13 @@ NODE_CHANGES: dict[str, Mutation] = {
     "re-created": _set("metadata.uid", "uid-new"),
     "created": _set("metadata.creationTimestamp", "2026-11-20T09:00:00Z"),
     "images (ImageLocality scores them)": _set("status.images", [{"names": ["x"], "sizeBytes": 1}]),
+    "an image's size": _set("status.images.0.sizeBytes", 7),
+    "an image's size as a string": _set("status.images.0.sizeBytes", "7"),
+    "an image's names": lambda n: n["status"]["images"][0]["names"].reverse(),
+    "an image's name dropped": lambda n: n["status"]["images"][0]["names"].pop(),
+    "image added": lambda n: n["status"]["images"].append({"names": ["y:1"], "sizeBytes": 2}),
+    "images reordered": lambda n: n["status"]["images"].reverse(),
+    "images gone": _drop("status.images"),
 }
 
 
@@ -241,6 +252,10 @@ def rich_node() -> Obj:
     n = node("n1", taints=[{"key": "dedicated", "value": "web", "effect": "NoSchedule"}])
     n["metadata"]["creationTimestamp"] = "2026-11-20T08:00:00Z"
     n["status"]["conditions"][0].update(lastHeartbeatTime="2026-11-20T10:00:00Z", reason="KubeletReady")
+    n["status"]["images"] = [
+        {"names": ["registry.k8s.io/pause@sha256:4ba3", "registry.k8s.io/pause:3.9"], "sizeBytes": 321520},
+        {"names": ["example/app:1"], "sizeBytes": 50_000_000},
+    ]
     return n
 
 
@@ -356,10 +371,17 @@ def test_fast_constructors_build_equal_values() -> None:
         2.0,
         "s",
     )
+    pod_record = Decoder().decode(rich_pod())
+    node_record = Decoder().decode(rich_node())
+    assert isinstance(pod_record, Pod) and isinstance(node_record, Node)
+    pod_fields = [getattr(pod_record, f.name) for f in dataclasses.fields(Pod)]
+    node_fields = [getattr(node_record, f.name) for f in dataclasses.fields(Node)]
     for fast, plain in (
         (cond, Condition("Ready", "True", "KubeletReady", "ok", 1.5)),
         (involved, slow.involved),
         (ev, slow),
+        (make_pod(*pod_fields), Pod(*pod_fields)),
+        (make_node(*node_fields), Node(*node_fields)),
     ):
         assert fast == plain and hash(fast) == hash(plain) and repr(fast) == repr(plain)
         # every field is set (a field added to the record but not to its fast constructor fails here)
