@@ -10,8 +10,10 @@ Requested, Allocatable, UsedPorts, Pods, PodsWithRequiredAntiAffinity).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, TypeVar
 
 from analyzers.records import (
@@ -76,6 +78,82 @@ def has(mask: int, i: int) -> bool:
     return (mask >> i) & 1 == 1
 
 
+class Column:
+    """One figure per node (free CPU, pods left, ...) with the nodes below any bound as
+    a bit set: the nodes sorted by the figure once, with the bit set of every
+    ``STEP``-th prefix of that order, so :meth:`below` is a bisection, one of those
+    sets and at most ``STEP - 1`` bits, whatever the number of nodes. The order is
+    built on the first question (a table nobody asks pays nothing)."""
+
+    STEP = 64
+    __slots__ = ("_order", "_prefixes", "_sorted", "values")
+
+    def __init__(self, values: Sequence[int]) -> None:
+        self.values = values
+        self._order: list[int] | None = None
+        self._sorted: list[int] = []
+        self._prefixes: list[int] = []
+
+    def below(self, bound: int) -> int:
+        """The nodes whose figure is less than ``bound``."""
+        order = self._order
+        if order is None:
+            order = self._index()
+        p = bisect_left(self._sorted, bound)
+        start = p - p % self.STEP
+        m = self._prefixes[p // self.STEP]
+        for i in order[start:p]:
+            m |= 1 << i
+        return m
+
+    def _index(self) -> list[int]:
+        values = self.values
+        order = sorted(range(len(values)), key=values.__getitem__)
+        self._sorted = [values[i] for i in order]
+        prefixes = [0]
+        seen = bytearray((len(values) + 7) // 8)  # the bit set so far, little-endian
+        for k, i in enumerate(order, 1):
+            seen[i >> 3] |= 1 << (i & 7)
+            if k % self.STEP == 0:
+                prefixes.append(int.from_bytes(seen, "little"))
+        self._prefixes = prefixes
+        self._order = order
+        return order
+
+
+class ResourceColumns:
+    """What NodeResourcesFit compares, per node, as :class:`Column`: the amount of each
+    resource free and the pods the node can still take -- on the table as it is
+    (``priority`` None), or once every pod of priority below ``priority`` is evicted
+    (preemption's first step). Made by :meth:`NodeTable.resource_columns`, kept with
+    the table: every pod of the pass that asks the same question shares them."""
+
+    __slots__ = ("_free", "_freed", "pods_left", "table")
+
+    def __init__(self, table: NodeTable, priority: int | None) -> None:
+        self.table = table
+        count = table.pod_count
+        self._freed: dict[str, list[int]] = {}
+        if priority is not None:
+            self._freed, low_count, _ = table.lower_priority(priority)
+            count = [c - q for c, q in zip(count, low_count, strict=True)]
+        self.pods_left = Column([a - c for a, c in zip(table.allowed_pods, count, strict=True)])
+        self._free: dict[str, Column | None] = {}
+
+    def free(self, resource: str) -> Column | None:
+        """The resource's free amount per node; None when no node has it allocatable
+        nor requested."""
+        if resource in self._free:
+            return self._free[resource]
+        base = self.table.free.get(resource)
+        freed = self._freed.get(resource)
+        column = None
+        if base is not None:
+            column = Column(base if freed is None else [f + q for f, q in zip(base, freed, strict=True)])
+        self._free[resource] = column
+        return column
+
+
 @dataclass(slots=True)
 class PodGroup:
     """Bound pods of one namespace sharing one (interned) label map."""
@@ -93,6 +171,88 @@ class AntiAffinityGroup:
     namespace: str
     terms: tuple[PodAffinityTerm, ...]
     node_counts: dict[int, int]
+
+
+class VictimClasses:
+    """Each node's pods most important first, and the node's victim class: a number
+    shared by the nodes that answer every preemption dry run alike where only
+    NodeResourcesFit reads the pods removed (preemption._DryRunGroups).
+
+    The importance order is util.MoreImportantPod's (pkg/scheduler/util/utils.go,
+    v1.37.2): higher priority, then the earlier start (a pod without one last); equal
+    pods keep the node's order. The pods of priority below any bound are a suffix of it,
+    in the order SelectVictimsOnNode considers them. Two nodes share a class when they
+    have the same allowed pod count and allocatable and requested amounts of every
+    resource, and, position by position in that order, pods of the same priority,
+    requests, namespace and labels (the PDBs a pod matches follow from the last two).
+    ``masks`` holds each class's nodes as a bit set. Made once per table (in the order
+    of its pods: O(pods)) and reused by every pod of every pass while the table lives."""
+
+    __slots__ = ("masks", "of", "pods", "priorities")
+
+    def __init__(self, table: NodeTable) -> None:
+        inf = float("inf")
+        numbers: dict[tuple[object, ...], int] = {}
+        members: list[list[int]] = []
+        # A number per distinct (priority, requests, namespace, labels) of a pod, found by
+        # the identity of the (interned) objects first: hashing the maps once per object.
+        by_identity: dict[tuple[int, int, int, str], int] = {}
+        by_value: dict[tuple[object, ...], int] = {}
+
+        def number(pod: Pod, prio: int) -> int:
+            ident = (prio, id(pod.spec), id(pod.labels), pod.namespace)
+            found = by_identity.get(ident)
+            if found is None:
+                value = (prio, pod.spec.requests, pod.namespace, pod.labels)
+                found = by_identity[ident] = by_value.setdefault(value, len(by_value))
+            return found
+
+        self.of: list[int] = []
+        self.pods: list[tuple[Pod, ...]] = []
+        self.priorities: list[tuple[int, ...]] = []
+        rows = zip(
+            table.allowed_pods,
+            _rows(table.allocatable.values(), table.size),
+            _rows(table.requested.values(), table.size),
+            table.pods,
+            table.priorities,
+            strict=True,
+        )
+        for i, (allowed, allocatable, requested, pods, prios) in enumerate(rows):
+            if len(pods) > 1:
+                order = sorted(
+                    range(len(pods)),
+                    key=lambda k: (-prios[k], pods[k].created if pods[k].created is not None else inf),
+                )
+                pods = tuple([pods[k] for k in order])
+                prios = tuple([prios[k] for k in order])
+                signature: object = tuple([number(pod, prio) for pod, prio in zip(pods, prios, strict=True)])
+            else:
+                signature = number(pods[0], prios[0]) if pods else -1
+            self.pods.append(pods)
+            self.priorities.append(prios)
+            key = (allowed, allocatable, requested, signature)
+            n = numbers.setdefault(key, len(numbers))
+            if n == len(members):
+                members.append([])
+            members[n].append(i)
+            self.of.append(n)
+        self.masks: list[int] = [mask_of(nodes, table.size) for nodes in members]
+
+    def lower(self, i: int, priority: int) -> tuple[tuple[Pod, ...], tuple[int, ...]]:
+        """Node ``i``'s pods of priority below ``priority``, most important first, and
+        their priorities."""
+        prios = self.priorities[i]
+        start = len(prios)
+        while start and prios[start - 1] < priority:
+            start -= 1
+        return self.pods[i][start:], prios[start:]
+
+
+def _rows(columns: Iterable[Sequence[int]], size: int) -> Iterable[tuple[int, ...]]:
+    """Per node, its figure in each column."""
+    cols = list(columns)
+    return zip(*cols, strict=True) if cols else repeat((), size)
 
 
 class NodeTable:
@@ -305,6 +465,22 @@ class NodeTable:
         # Per-snapshot memo for selector counts etc. (deterministic functions of the snapshot).
         self.memo: dict[Any, Any] = {}
 
+    def resource_columns(self, priority: int | None = None) -> ResourceColumns:
+        """:class:`ResourceColumns` of the table (``priority`` None) or of the table less
+        the pods of priority below ``priority``; made once per table and priority."""
+        key = ("resources", priority)
+        found: ResourceColumns | None = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = ResourceColumns(self, priority)
+        return found
+
+    def allocatable_column(self, resource: str) -> Column:
+        key = ("allocatable", resource)
+        found: Column | None = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = Column(self.allocatable[resource])
+        return found
+
     # -- preemption ---------------------------------------------------------------
     def lower_priority(self, priority: int) -> tuple[dict[str, list[int]], list[int], int]:
         """For pods of priority below ``priority``: their summed requests per
@@ -326,6 +502,13 @@ class NodeTable:
                     reqs[r] = list(col) if base is None else [a + b for a, b in zip(base, col, strict=True)]
             found = (reqs, counts, mask_of([i for i, c in enumerate(counts) if c], n))
             self.memo[key] = found
+        return found
+
+    def victim_classes(self) -> VictimClasses:
+        """The table's :class:`VictimClasses`, made on first use and kept with the table."""
+        found: VictimClasses | None = self.memo.get("victim_classes")
+        if found is None:
+            found = self.memo["victim_classes"] = VictimClasses(self)
         return found
 
     # -- selectors over nodes -------------------------------------------------
