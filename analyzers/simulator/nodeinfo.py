@@ -185,10 +185,10 @@ class VictimClasses:
     have the same allowed pod count and allocatable and requested amounts of every
     resource, and, position by position in that order, pods of the same priority,
     requests, namespace and labels (the PDBs a pod matches follow from the last two).
-    ``masks`` holds each class's nodes as a bit set. Made once per table (in the order
+    ``members`` lists each class's nodes (``mask``: as a bit set). Made once per table (in the order
     of its pods: O(pods)) and reused by every pod of every pass while the table lives."""
 
-    __slots__ = ("masks", "of", "pods", "priorities")
+    __slots__ = ("_masks", "_size", "members", "of", "pods", "priorities")
 
     def __init__(self, table: NodeTable) -> None:
         inf = float("inf")
@@ -237,7 +237,15 @@ class VictimClasses:
                 members.append([])
             members[n].append(i)
             self.of.append(n)
-        self.masks: list[int] = [mask_of(nodes, table.size) for nodes in members]
+        self.members = members
+        self._size = table.size
+        # Bit sets of the large classes only: one per class would cost O(nodes^2) bits.
+        self._masks = {n: mask_of(nodes, table.size) for n, nodes in enumerate(members) if len(nodes) >= 64}
+
+    def mask(self, number: int) -> int:
+        """The nodes of class ``number`` as a bit set."""
+        found = self._masks.get(number)
+        return found if found is not None else mask_of(self.members[number], self._size)
 
     def lower(self, i: int, priority: int) -> tuple[tuple[Pod, ...], tuple[int, ...]]:
         """Node ``i``'s pods of priority below ``priority``, most important first, and
@@ -503,6 +511,9 @@ class NodeTable:
             found = (reqs, counts, mask_of([i for i, c in enumerate(counts) if c], n))
             self.memo[key] = found
         return found
+
+    def has_victim_classes(self) -> bool:
+        return "victim_classes" in self.memo
 
     def victim_classes(self) -> VictimClasses:
         """The table's :class:`VictimClasses`, made on first use and kept with the table."""

@@ -208,6 +208,9 @@ def select_victims(cycle: Cycle, plugins: Sequence[Plugin], i: int) -> _Candidat
 # Preemption's dry runs, one per group of nodes that must give the same answer (True), or
 # one per node (False: the plain path, kept as the tests' oracle and the bench's baseline).
 GROUP_DRY_RUNS = True
+# Grouped dry runs build the table's victim classes when at least one node in this many
+# is to be tried (or the table has them already); fewer are tried one by one.
+CLASSES_FOR_ONE_NODE_IN = 8
 
 # The plugins whose filter_node reads the pods removed; any other plugin's verdict in the
 # dry run is its Filter verdict on the node (Plugin.filter_node).
@@ -277,10 +280,13 @@ class _DryRunGroups:
         self._held = held
 
     @staticmethod
-    def applicable(cycle: Cycle, plugins: Sequence[Plugin]) -> bool:
+    def applicable(cycle: Cycle, plugins: Sequence[Plugin], to_try: int) -> bool:
         state = cycle.state
+        table = cycle.table
         return (
             GROUP_DRY_RUNS
+            # The victim classes cost O(nodes) once per table: worth it for many nodes.
+            and (table.has_victim_classes() or to_try.bit_count() * CLASSES_FOR_ONE_NODE_IN >= table.size)
             and not cycle.pod.spec.host_ports
             and "spread" not in state
             and "interpod" not in state
@@ -326,11 +332,11 @@ class _DryRunGroups:
                 nodes = 1 << low
                 if isinstance(run, FilterFailure):
                     statuses[low] = run
-                    lone |= classes.masks[number]
+                    lone |= classes.mask(number)
                 else:
                     self._alone[low] = run
             else:
-                nodes = classes.masks[number] & remaining & ~lone
+                nodes = classes.mask(number) & remaining & ~lone
                 self._by_class[number] = run
             remaining &= ~nodes
             if isinstance(run, FilterFailure):
@@ -361,8 +367,7 @@ class _DryRunGroups:
         chosen = mask_of(candidates, self._cycle.table.size)
         classes, priority = self._classes, self._cycle.priority
         shares: list[tuple[_DryRun, list[int]]] = [
-            (run, bits(classes.masks[number] & chosen & ~self._held))
-            for number, run in self._by_class.items()
+            (run, bits(classes.mask(number) & chosen & ~self._held)) for number, run in self._by_class.items()
         ]
         shares.extend((run, [i]) for i, run in self._alone.items() if (chosen >> i) & 1)
         ranked = []
@@ -552,7 +557,7 @@ def preempt(
     # nodes from an offset, in parallel, and stops once it has numCandidates candidates
     # with one not violating a PDB; here in node order from the first. Grouped dry runs
     # give every node its per-node answer, in the same order: the same candidates and stop.
-    if to_try and _DryRunGroups.applicable(cycle, plugins):
+    if to_try and _DryRunGroups.applicable(cycle, plugins, to_try):
         groups = _DryRunGroups(cycle, plugins, held)
         nodes, statuses = groups.dry_run_preemption(to_try, wanted)
         if nodes:
