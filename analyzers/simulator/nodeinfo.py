@@ -13,7 +13,6 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Any, TypeVar
 
 from analyzers.records import (
@@ -193,7 +192,6 @@ class VictimClasses:
     def __init__(self, table: NodeTable) -> None:
         inf = float("inf")
         numbers: dict[tuple[object, ...], int] = {}
-        members: list[list[int]] = []
         # A number per distinct (priority, requests, namespace, labels) of a pod, found by
         # the identity of the (interned) objects first: hashing the maps once per object.
         by_identity: dict[tuple[int, int, int, str], int] = {}
@@ -207,36 +205,38 @@ class VictimClasses:
                 found = by_identity[ident] = by_value.setdefault(value, len(by_value))
             return found
 
-        self.of: list[int] = []
-        self.pods: list[tuple[Pod, ...]] = []
-        self.priorities: list[tuple[int, ...]] = []
-        rows = zip(
-            table.allowed_pods,
-            _rows(table.allocatable.values(), table.size),
-            _rows(table.requested.values(), table.size),
-            table.pods,
-            table.priorities,
-            strict=True,
-        )
-        for i, (allowed, allocatable, requested, pods, prios) in enumerate(rows):
+        self.pods: list[tuple[Pod, ...]] = list(table.pods)
+        self.priorities: list[tuple[int, ...]] = list(table.priorities)
+        signatures: list[object] = []
+        for i, (pods, prios) in enumerate(
+            zip(table.pods, table.priorities, strict=True)
+        ):  # pragma: no mutate
             if len(pods) > 1:
                 order = sorted(
                     range(len(pods)),
                     key=lambda k: (-prios[k], pods[k].created if pods[k].created is not None else inf),
                 )
-                pods = tuple([pods[k] for k in order])
-                prios = tuple([prios[k] for k in order])
-                signature: object = tuple([number(pod, prio) for pod, prio in zip(pods, prios, strict=True)])
+                pods = self.pods[i] = tuple([pods[k] for k in order])
+                prios = self.priorities[i] = tuple([prios[k] for k in order])
+                signatures.append(tuple([number(pod, prio) for pod, prio in zip(pods, prios, strict=True)]))
+            elif pods:
+                pod = pods[0]
+                found = by_identity.get((prios[0], id(pod.spec), id(pod.labels), pod.namespace))
+                signatures.append(found if found is not None else number(pod, prios[0]))
             else:
-                signature = number(pods[0], prios[0]) if pods else -1
-            self.pods.append(pods)
-            self.priorities.append(prios)
-            key = (allowed, allocatable, requested, signature)
-            n = numbers.setdefault(key, len(numbers))
-            if n == len(members):
-                members.append([])
+                signatures.append(-1)
+        # One flat row per node: allowed pods, allocatable and requested of every resource, pods.
+        rows = zip(
+            table.allowed_pods,
+            *table.allocatable.values(),
+            *table.requested.values(),
+            signatures,
+            strict=True,
+        )
+        self.of: list[int] = [numbers.setdefault(row, len(numbers)) for row in rows]
+        members: list[list[int]] = [[] for _ in numbers]
+        for i, n in enumerate(self.of):
             members[n].append(i)
-            self.of.append(n)
         self.members = members
         self._size = table.size
         # Bit sets of the large classes only: one per class would cost O(nodes^2) bits.
@@ -255,12 +255,6 @@ class VictimClasses:
         while start and prios[start - 1] < priority:
             start -= 1
         return self.pods[i][start:], prios[start:]
-
-
-def _rows(columns: Iterable[Sequence[int]], size: int) -> Iterable[tuple[int, ...]]:
-    """Per node, its figure in each column."""
-    cols = list(columns)
-    return zip(*cols, strict=True) if cols else repeat((), size)
 
 
 class NodeTable:
