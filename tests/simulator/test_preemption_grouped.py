@@ -340,3 +340,42 @@ def test_equal_answers_of_several_classes_are_ranked_together_by_start(
     assert grouped.preemption.message.startswith(
         f"preemption: found a potential placement for pod on node {chosen},"
     )
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "victims"),
+    [
+        # 2 CPUs: both 1500m pods go; 3 CPUs: the more important one is reprieved
+        (dict(cpu="2"), dict(cpu="3"), ((("default", "a-n0"), ("default", "b-n0")), (("default", "b-n1"),))),
+        # 3 allowed pods: evicting one leaves room for the pod; 1: both go (Too many pods)
+        (
+            dict(cpu="3", pods="1"),
+            dict(cpu="3", pods="3"),
+            ((("default", "a-n0"), ("default", "b-n0")), (("default", "b-n1"),)),
+        ),
+    ],
+)
+def test_nodes_alike_but_in_one_figure_answer_apart(
+    first: dict[str, str],
+    second: dict[str, str],
+    victims: tuple[tuple[tuple[str, str], ...], ...],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    objs: list[Obj] = []
+    for i, figures in enumerate((first, second)):
+        name = f"n{i}"
+        objs.append(node(name, **figures))
+        for k, created in enumerate(CREATED[:2]):
+            objs.append(
+                pod(
+                    f"{'ab'[k]}-{name}",
+                    node_name=name,
+                    requests={"cpu": "1500m"},
+                    priority=0,
+                    created=created,
+                )
+            )
+    snap = snapshot(*objs, pod("p", requests={"cpu": "1"}, priority=1000))
+    per_node, grouped = verdicts(snap, monkeypatch)
+    assert dict(per_node.preemption.victims) == {"n0": victims[0], "n1": victims[1]}
+    assert grouped == per_node
