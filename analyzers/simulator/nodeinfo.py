@@ -187,44 +187,43 @@ class VictimClasses:
     ``members`` lists each class's nodes (``mask``: as a bit set). Made once per table (in the order
     of its pods: O(pods)) and reused by every pod of every pass while the table lives."""
 
-    __slots__ = ("_masks", "_size", "members", "of", "pods", "priorities")
+    __slots__ = (
+        "_by_identity",
+        "_by_value",
+        "_columns",
+        "_masks",
+        "_numbers",
+        "_size",
+        "members",
+        "of",
+        "pods",
+        "priorities",
+    )
+
+    BIG = 64  # classes of this many nodes keep their bit set
 
     def __init__(self, table: NodeTable) -> None:
-        inf = float("inf")
-        numbers: dict[tuple[object, ...], int] = {}
+        # Row (allowed pods, allocatable and requested of every resource, pods) -> class.
+        self._numbers: dict[tuple[object, ...], int] = {}
         # A number per distinct (priority, requests, namespace, labels) of a pod, found by
         # the identity of the (interned) objects first: hashing the maps once per object.
-        by_identity: dict[tuple[int, int, int, str], int] = {}
-        by_value: dict[tuple[object, ...], int] = {}
-
-        def number(pod: Pod, prio: int) -> int:
-            ident = (prio, id(pod.spec), id(pod.labels), pod.namespace)
-            found = by_identity.get(ident)
-            if found is None:
-                value = (prio, pod.spec.requests, pod.namespace, pod.labels)
-                found = by_identity[ident] = by_value.setdefault(value, len(by_value))
-            return found
-
+        self._by_identity: dict[tuple[int, int, int, str], int] = {}
+        self._by_value: dict[tuple[object, ...], int] = {}
+        self._columns = (tuple(table.allocatable), tuple(table.requested))
+        self._size = table.size
         self.pods: list[tuple[Pod, ...]] = list(table.pods)
         self.priorities: list[tuple[int, ...]] = list(table.priorities)
         signatures: list[object] = []
+        by_identity = self._by_identity
         for i, (pods, prios) in enumerate(
             zip(table.pods, table.priorities, strict=True)
         ):  # pragma: no mutate
-            if len(pods) > 1:
-                order = sorted(
-                    range(len(pods)),
-                    key=lambda k: (-prios[k], pods[k].created if pods[k].created is not None else inf),
-                )
-                pods = self.pods[i] = tuple([pods[k] for k in order])
-                prios = self.priorities[i] = tuple([prios[k] for k in order])
-                signatures.append(tuple([number(pod, prio) for pod, prio in zip(pods, prios, strict=True)]))
-            elif pods:
+            if len(pods) == 1:  # the common case, inline
                 pod = pods[0]
                 found = by_identity.get((prios[0], id(pod.spec), id(pod.labels), pod.namespace))
-                signatures.append(found if found is not None else number(pod, prios[0]))
+                signatures.append(found if found is not None else self._number(pod, prios[0]))
             else:
-                signatures.append(-1)
+                signatures.append(self._arrange(i, pods, prios))
         # One flat row per node: allowed pods, allocatable and requested of every resource, pods.
         rows = zip(
             table.allowed_pods,
@@ -233,14 +232,85 @@ class VictimClasses:
             signatures,
             strict=True,
         )
+        numbers = self._numbers
         self.of: list[int] = [numbers.setdefault(row, len(numbers)) for row in rows]
         members: list[list[int]] = [[] for _ in numbers]
         for i, n in enumerate(self.of):
             members[n].append(i)
         self.members = members
-        self._size = table.size
         # Bit sets of the large classes only: one per class would cost O(nodes^2) bits.
-        self._masks = {n: mask_of(nodes, table.size) for n, nodes in enumerate(members) if len(nodes) >= 64}
+        self._masks = {
+            n: mask_of(nodes, table.size) for n, nodes in enumerate(members) if len(nodes) >= self.BIG
+        }
+
+    def _number(self, pod: Pod, prio: int) -> int:
+        ident = (prio, id(pod.spec), id(pod.labels), pod.namespace)
+        found = self._by_identity.get(ident)
+        if found is None:
+            value = (prio, pod.spec.requests, pod.namespace, pod.labels)
+            found = self._by_identity[ident] = self._by_value.setdefault(value, len(self._by_value))
+        return found
+
+    def _arrange(self, i: int, pods: tuple[Pod, ...], prios: tuple[int, ...]) -> object:
+        """Node ``i``'s pods (and priorities) in importance order; their signature."""
+        if not pods:
+            self.pods[i], self.priorities[i] = pods, prios
+            return -1
+        if len(pods) > 1:
+            inf = float("inf")
+            order = sorted(
+                range(len(pods)),
+                key=lambda k: (-prios[k], pods[k].created if pods[k].created is not None else inf),
+            )
+            pods = tuple([pods[k] for k in order])
+            prios = tuple([prios[k] for k in order])
+        self.pods[i], self.priorities[i] = pods, prios
+        if len(pods) == 1:
+            return self._number(pods[0], prios[0])
+        return tuple([self._number(pod, prio) for pod, prio in zip(pods, prios, strict=True)])
+
+    @classmethod
+    def derive(cls, base: VictimClasses, table: NodeTable, touched: Iterable[int]) -> VictimClasses | None:
+        """``table``'s classes from ``base``, those of the table it was derived from,
+        given the nodes whose pods or Node changed (``touched``): the work is on those
+        nodes. None when the resources the table counts changed (rows differ in length)."""
+        if base._columns != (tuple(table.allocatable), tuple(table.requested)):
+            return None
+        new = object.__new__(cls)
+        new._columns, new._size = base._columns, base._size
+        new._numbers, new._by_identity = dict(base._numbers), dict(base._by_identity)
+        new._by_value = dict(base._by_value)
+        new.pods, new.priorities, new.of = list(base.pods), list(base.priorities), list(base.of)
+        new.members, new._masks = list(base.members), dict(base._masks)
+        copied: set[int] = set()  # classes whose member list this one owns (copy on write)
+        for i in touched:
+            row = (
+                table.allowed_pods[i],
+                *(col[i] for col in table.allocatable.values()),
+                *(col[i] for col in table.requested.values()),
+                new._arrange(i, table.pods[i], table.priorities[i]),
+            )
+            number = new._numbers.setdefault(row, len(new._numbers))
+            old = new.of[i]
+            if number == old:
+                continue
+            new.of[i] = number
+            while len(new.members) < len(new._numbers):
+                new.members.append([])
+            for n in (old, number):
+                if n not in copied:
+                    new.members[n] = list(new.members[n])
+                    copied.add(n)
+            new.members[old].remove(i)
+            new.members[number].append(i)
+            new.members[number].sort()
+            if old in new._masks:
+                new._masks[old] &= ~(1 << i)
+            if number in new._masks:
+                new._masks[number] |= 1 << i
+            elif len(new.members[number]) >= cls.BIG:
+                new._masks[number] = mask_of(new.members[number], new._size)
+        return new
 
     def mask(self, number: int) -> int:
         """The nodes of class ``number`` as a bit set."""
@@ -315,8 +385,10 @@ class NodeTable:
         table.requested = dict(base.requested)  # _finish may add columns
         if node_changes:
             table._index_nodes([snapshot.nodes[name] for name in base.names])
+        changed_nodes = [table.index[new.name] for _, new in node_changes]
         if not pod_changes:
             table._finish()
+            table._carry_victim_classes(base, changed_nodes)
             return table
         table.pods = list(base.pods)
         table.pod_count = list(base.pod_count)
@@ -345,7 +417,16 @@ class NodeTable:
             table.pods[i] = after.get(table.names[i], ())
             table._summarise(i, tuple(snapshot.priority_of(pod) for pod in table.pods[i]))
         table._finish()
+        table._carry_victim_classes(base, [*touched, *changed_nodes])
         return table
+
+    def _carry_victim_classes(self, base: NodeTable, touched: Sequence[int]) -> None:
+        """Keep ``base``'s victim classes (when it made them) updated on ``touched``."""
+        found: VictimClasses | None = base.memo.get("victim_classes")
+        if found is not None:
+            carried = VictimClasses.derive(found, self, dict.fromkeys(touched))
+            if carried is not None:
+                self.memo["victim_classes"] = carried
 
     # -- building blocks ------------------------------------------------------
     def _index_nodes(self, nodes: Sequence[Node]) -> None:
