@@ -1,7 +1,7 @@
 """Benchmark: preemption's dry runs, one per node vs one per group of equal nodes. Prints
 figures and the machine; not a timed test.
 
-    .venv/bin/python bench/bench_preemption.py [--nodes 500,1000,5000] [--runs 20] [--profile]
+    .venv/bin/python bench/bench_preemption.py [--nodes 500,1000,5000] [--runs 20] [--profile] [--shapes]
 
 The shape of bench/bench_side_by_side.py's ``preemption`` case, built offline as a
 snapshot (no control plane): Nodes of 4 CPUs in three zones, one low-priority filler pod
@@ -10,7 +10,10 @@ cpu`` everywhere, and evicting a node's filler makes room, so DefaultPreemption 
 nodes until it has max(100, 10 %) candidates. ``simulate`` is timed with the dry runs per
 node (analyzers/simulator/preemption.py, ``GROUP_DRY_RUNS = False``: the test oracle) and
 per group; ``--profile`` prints cProfile's top entries of the grouped run at the largest
-size.
+size. ``--shapes`` also times the four shapes of bench/bench_side_by_side.py (fits,
+resources, affinity, preemption) offline on the same objects at the largest size: the
+first pod of each (it builds what the node table keeps for every later pod: the sorted
+resource columns, the victim classes), and the median and mean of the rest.
 """
 
 from __future__ import annotations
@@ -89,6 +92,40 @@ def objects(nodes: int) -> list[dict[str, Any]]:
     return out
 
 
+def shape_pod(shape: str) -> Any:
+    """The pending pod of bench_side_by_side.pod_for(shape), decoded as the agent holds it."""
+    from analyzers.ingest import Decoder
+    from bench.bench_side_by_side import pod_for
+
+    obj = pod_for(shape, 0, "bench-" + shape)
+    obj["metadata"]["uid"] = shape
+    obj["status"] = {"phase": "Pending"}
+    if shape == "preemption":
+        obj["spec"]["priority"] = 1000
+    return Decoder().decode(obj)
+
+
+def shapes(nodes: int, runs: int) -> None:
+    snapshot = ClusterSnapshot.from_objects(objects(nodes))
+    node_table(snapshot)
+    print(f"{nodes:,} nodes, offline: ms per simulate")
+    print(f"{'shape':<12}{'first':>8}{'median':>8}{'mean':>8}  verdict")
+    for shape in ("fits", "resources", "affinity", "preemption"):
+        pod = shape_pod(shape)
+        samples = []
+        verdict = None
+        for _ in range(runs + 1):
+            t0 = time.perf_counter()
+            verdict = simulate(snapshot, pod, kube_version="1.37")
+            samples.append(time.perf_counter() - t0)
+        first, rest = samples[0] * 1000, samples[1:]
+        said = "fits" if verdict is not None and verdict.fits else (verdict.message[:90] if verdict else "")
+        print(
+            f"{shape:<12}{first:>8.2f}{statistics.median(rest) * 1000:>8.2f}"
+            f"{statistics.fmean(rest) * 1000:>8.2f}  {said}"
+        )
+
+
 def timed(snapshot: ClusterSnapshot, runs: int, grouped: bool) -> tuple[float, float, Any]:
     pod = snapshot.pods[("bench-preemption", "preemption-0000")]
     preemption.GROUP_DRY_RUNS = grouped
@@ -109,6 +146,7 @@ def main() -> int:
     parser.add_argument("--nodes", default="500,1000,5000")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--shapes", action="store_true", help="also the side-by-side's four shapes, offline")
     args = parser.parse_args()
     print(f"machine: {describe()}")
     print(
@@ -133,6 +171,8 @@ def main() -> int:
             simulate(snapshot, pod, kube_version="1.37")
         prof.disable()
         pstats.Stats(prof).sort_stats("cumulative").print_stats(18)
+    if args.shapes:
+        shapes(max(int(x) for x in args.nodes.split(",")), args.runs)
     print(f"machine after: {describe()}")
     return 0
 

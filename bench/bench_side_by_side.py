@@ -21,8 +21,8 @@ after (``scheduler_scheduling_attempt_duration_seconds``: one attempt, the algor
 the binding; ``scheduler_framework_extension_point_duration_seconds``: PreFilter, Filter,
 PostFilter, …): the mean time per attempt is the sum over the count of the difference.
 Then the nodes and pods are read back from the API server into a ClusterSnapshot (what the
-agent holds), the simulator's node table is built once (as the agent carries it between
-passes; its build time is printed), and ``analyzers.simulator.simulate`` is timed on each
+agent holds), the simulator's node table and its victim classes are built once (as the agent
+carries them between passes, ``analyzers.scope.carry_over``; their build time is printed), and ``analyzers.simulator.simulate`` is timed on each
 pod of each shape: its verdict for that pod against every node, with preemption. The ratio
 per shape is the scheduler's mean attempt over unstick's mean simulation. Target: ≥ 20×.
 
@@ -250,7 +250,7 @@ async def run(plane: ControlPlane, args: argparse.Namespace) -> None:
             snapshot = state.snapshot()
             read = time.perf_counter() - t0
             t0 = time.perf_counter()
-            node_table(snapshot)
+            node_table(snapshot).victim_classes()
             table = time.perf_counter() - t0
             before = await scheduler_metrics()
             await api.create_all(
@@ -303,13 +303,13 @@ async def run(plane: ControlPlane, args: argparse.Namespace) -> None:
             print(
                 f"  {shape}: {args.pods} pods, {scheduler[shape]['all']:.0f} scheduling attempts "
                 f"({attempts:.0f} {result}); unstick read back {len(snapshot.nodes):,} nodes and "
-                f"{len(snapshot.pods):,} pods in {read:.1f} s, node table built in {table * 1000:.0f} ms "
-                "(the agent carries it between passes)",
+                f"{len(snapshot.pods):,} pods in {read:.1f} s, node table and its victim classes built in "
+                f"{table * 1000:.0f} ms (the agent carries both between passes)",
                 flush=True,
             )
         print(
             f"{'shape':<12}{'scheduler ms/attempt':>21}{'algorithm':>10}{'Filter':>8}{'PostFilter':>11}"
-            f"{'unstick mean':>13}{'median':>8}{'ratio':>8}   unstick's verdict"
+            f"{'unstick mean':>13}{'median':>8}{'first':>8}{'ratio':>8}   unstick's verdict"
         )
         for shape in SHAPES:
             s = scheduler[shape]
@@ -322,12 +322,14 @@ async def run(plane: ControlPlane, args: argparse.Namespace) -> None:
             print(
                 f"{shape:<12}{1000 * attempt:>21.2f}{1000 * s['algorithm']:>10.2f}{1000 * s['Filter']:>8.2f}"
                 f"{1000 * s['PostFilter']:>11.2f}{1000 * mean:>13.2f}{1000 * statistics.median(times):>8.2f}"
+                f"{1000 * times[0]:>8.2f}"
                 f"{attempt / mean:>7.1f}×   {said}"
             )
         print(
             "ms per attempt: scheduling_attempt_duration (result scheduled for fits, unschedulable for the "
             "others; binding included); algorithm, Filter, PostFilter: per algorithm run. "
-            "ratio: attempt over unstick's mean. Target: ≥ 20× per shape"
+            "first: unstick's first pod of the shape (it sorts the node table's resource columns, kept for the "
+            "others; the mean includes it). ratio: attempt over unstick's mean. Target: ≥ 20× per shape"
         )
 
 

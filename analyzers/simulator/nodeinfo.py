@@ -10,6 +10,7 @@ Requested, Allocatable, UsedPorts, Pods, PodsWithRequiredAntiAffinity).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -76,6 +77,82 @@ def has(mask: int, i: int) -> bool:
     return (mask >> i) & 1 == 1
 
 
+class Column:
+    """One figure per node (free CPU, pods left, ...) with the nodes below any bound as
+    a bit set: the nodes sorted by the figure once, with the bit set of every
+    ``STEP``-th prefix of that order, so :meth:`below` is a bisection, one of those
+    sets and at most ``STEP - 1`` bits, whatever the number of nodes. The order is
+    built on the first question (a table nobody asks pays nothing)."""
+
+    STEP = 64
+    __slots__ = ("_order", "_prefixes", "_sorted", "values")
+
+    def __init__(self, values: Sequence[int]) -> None:
+        self.values = values
+        self._order: list[int] | None = None
+        self._sorted: list[int] = []
+        self._prefixes: list[int] = []
+
+    def below(self, bound: int) -> int:
+        """The nodes whose figure is less than ``bound``."""
+        order = self._order
+        if order is None:
+            order = self._index()
+        p = bisect_left(self._sorted, bound)
+        start = p - p % self.STEP
+        m = self._prefixes[p // self.STEP]
+        for i in order[start:p]:
+            m |= 1 << i
+        return m
+
+    def _index(self) -> list[int]:
+        values = self.values
+        order = sorted(range(len(values)), key=values.__getitem__)
+        self._sorted = [values[i] for i in order]
+        prefixes = [0]
+        seen = bytearray((len(values) + 7) // 8)  # the bit set so far, little-endian
+        for k, i in enumerate(order, 1):
+            seen[i >> 3] |= 1 << (i & 7)
+            if k % self.STEP == 0:
+                prefixes.append(int.from_bytes(seen, "little"))
+        self._prefixes = prefixes
+        self._order = order
+        return order
+
+
+class ResourceColumns:
+    """What NodeResourcesFit compares, per node, as :class:`Column`: the amount of each
+    resource free and the pods the node can still take -- on the table as it is
+    (``priority`` None), or once every pod of priority below ``priority`` is evicted
+    (preemption's first step). Made by :meth:`NodeTable.resource_columns`, kept with
+    the table: every pod of the pass that asks the same question shares them."""
+
+    __slots__ = ("_free", "_freed", "pods_left", "table")
+
+    def __init__(self, table: NodeTable, priority: int | None) -> None:
+        self.table = table
+        count = table.pod_count
+        self._freed: dict[str, list[int]] = {}
+        if priority is not None:
+            self._freed, low_count, _ = table.lower_priority(priority)
+            count = [c - q for c, q in zip(count, low_count, strict=True)]
+        self.pods_left = Column([a - c for a, c in zip(table.allowed_pods, count, strict=True)])
+        self._free: dict[str, Column | None] = {}
+
+    def free(self, resource: str) -> Column | None:
+        """The resource's free amount per node; None when no node has it allocatable
+        nor requested."""
+        if resource in self._free:
+            return self._free[resource]
+        base = self.table.free.get(resource)
+        freed = self._freed.get(resource)
+        column = None
+        if base is not None:
+            column = Column(base if freed is None else [f + q for f, q in zip(base, freed, strict=True)])
+        self._free[resource] = column
+        return column
+
+
 @dataclass(slots=True)
 class PodGroup:
     """Bound pods of one namespace sharing one (interned) label map."""
@@ -93,6 +170,161 @@ class AntiAffinityGroup:
     namespace: str
     terms: tuple[PodAffinityTerm, ...]
     node_counts: dict[int, int]
+
+
+class VictimClasses:
+    """Each node's pods most important first, and the node's victim class: a number
+    shared by the nodes that answer every preemption dry run alike where only
+    NodeResourcesFit reads the pods removed (preemption._DryRunGroups).
+
+    The importance order is util.MoreImportantPod's (pkg/scheduler/util/utils.go,
+    v1.37.2): higher priority, then the earlier start (a pod without one last); equal
+    pods keep the node's order. The pods of priority below any bound are a suffix of it,
+    in the order SelectVictimsOnNode considers them. Two nodes share a class when they
+    have the same allowed pod count and allocatable and requested amounts of every
+    resource, and, position by position in that order, pods of the same priority,
+    requests, namespace and labels (the PDBs a pod matches follow from the last two).
+    ``members`` lists each class's nodes (``mask``: as a bit set). Made once per table (in the order
+    of its pods: O(pods)) and reused by every pod of every pass while the table lives."""
+
+    __slots__ = (
+        "_by_identity",
+        "_by_value",
+        "_columns",
+        "_masks",
+        "_numbers",
+        "_size",
+        "members",
+        "of",
+        "pods",
+        "priorities",
+    )
+
+    BIG = 64  # classes of this many nodes keep their bit set
+
+    def __init__(self, table: NodeTable) -> None:
+        # Row (allowed pods, allocatable and requested of every resource, pods) -> class.
+        self._numbers: dict[tuple[object, ...], int] = {}
+        # A number per distinct (priority, requests, namespace, labels) of a pod, found by
+        # the identity of the (interned) objects first: hashing the maps once per object.
+        self._by_identity: dict[tuple[int, int, int, str], int] = {}
+        self._by_value: dict[tuple[object, ...], int] = {}
+        self._columns = (tuple(table.allocatable), tuple(table.requested))
+        self._size = table.size
+        self.pods: list[tuple[Pod, ...]] = list(table.pods)
+        self.priorities: list[tuple[int, ...]] = list(table.priorities)
+        signatures: list[object] = []
+        by_identity = self._by_identity
+        for i, (pods, prios) in enumerate(
+            zip(table.pods, table.priorities, strict=True)
+        ):  # pragma: no mutate
+            if len(pods) == 1:  # the common case, inline
+                pod = pods[0]
+                found = by_identity.get((prios[0], id(pod.spec), id(pod.labels), pod.namespace))
+                signatures.append(found if found is not None else self._number(pod, prios[0]))
+            else:
+                signatures.append(self._arrange(i, pods, prios))
+        # One flat row per node: allowed pods, allocatable and requested of every resource, pods.
+        rows = zip(
+            table.allowed_pods,
+            *table.allocatable.values(),
+            *table.requested.values(),
+            signatures,
+            strict=True,
+        )
+        numbers = self._numbers
+        self.of: list[int] = [numbers.setdefault(row, len(numbers)) for row in rows]
+        members: list[list[int]] = [[] for _ in numbers]
+        for i, n in enumerate(self.of):
+            members[n].append(i)
+        self.members = members
+        # Bit sets of the large classes only: one per class would cost O(nodes^2) bits.
+        self._masks = {
+            n: mask_of(nodes, table.size) for n, nodes in enumerate(members) if len(nodes) >= self.BIG
+        }
+
+    def _number(self, pod: Pod, prio: int) -> int:
+        ident = (prio, id(pod.spec), id(pod.labels), pod.namespace)
+        found = self._by_identity.get(ident)
+        if found is None:
+            value = (prio, pod.spec.requests, pod.namespace, pod.labels)
+            found = self._by_identity[ident] = self._by_value.setdefault(value, len(self._by_value))
+        return found
+
+    def _arrange(self, i: int, pods: tuple[Pod, ...], prios: tuple[int, ...]) -> object:
+        """Node ``i``'s pods (and priorities) in importance order; their signature."""
+        if not pods:
+            self.pods[i], self.priorities[i] = pods, prios
+            return -1
+        if len(pods) > 1:
+            inf = float("inf")
+            order = sorted(
+                range(len(pods)),
+                key=lambda k: (-prios[k], pods[k].created if pods[k].created is not None else inf),
+            )
+            pods = tuple([pods[k] for k in order])
+            prios = tuple([prios[k] for k in order])
+        self.pods[i], self.priorities[i] = pods, prios
+        if len(pods) == 1:
+            return self._number(pods[0], prios[0])
+        return tuple([self._number(pod, prio) for pod, prio in zip(pods, prios, strict=True)])
+
+    @classmethod
+    def derive(cls, base: VictimClasses, table: NodeTable, touched: Iterable[int]) -> VictimClasses | None:
+        """``table``'s classes from ``base``, those of the table it was derived from,
+        given the nodes whose pods or Node changed (``touched``): the work is on those
+        nodes. None when the resources the table counts changed (rows differ in length)."""
+        if base._columns != (tuple(table.allocatable), tuple(table.requested)):
+            return None
+        new = object.__new__(cls)
+        new._columns, new._size = base._columns, base._size
+        new._numbers, new._by_identity = dict(base._numbers), dict(base._by_identity)
+        new._by_value = dict(base._by_value)
+        new.pods, new.priorities, new.of = list(base.pods), list(base.priorities), list(base.of)
+        new.members, new._masks = list(base.members), dict(base._masks)
+        copied: set[int] = set()  # classes whose member list this one owns (copy on write)
+        for i in touched:
+            row = (
+                table.allowed_pods[i],
+                *(col[i] for col in table.allocatable.values()),
+                *(col[i] for col in table.requested.values()),
+                new._arrange(i, table.pods[i], table.priorities[i]),
+            )
+            number = new._numbers.setdefault(row, len(new._numbers))
+            old = new.of[i]
+            if number == old:
+                continue
+            new.of[i] = number
+            while len(new.members) < len(new._numbers):
+                new.members.append([])
+            for n in (old, number):
+                if n not in copied:
+                    new.members[n] = list(new.members[n])
+                    copied.add(n)
+            new.members[old].remove(i)
+            new.members[number].append(i)
+            new.members[number].sort()
+            if old in new._masks:
+                new._masks[old] &= ~(1 << i)
+            if number in new._masks:
+                new._masks[number] |= 1 << i
+            elif len(new.members[number]) >= cls.BIG:
+                new._masks[number] = mask_of(new.members[number], new._size)
+        return new
+
+    def mask(self, number: int) -> int:
+        """The nodes of class ``number`` as a bit set."""
+        found = self._masks.get(number)
+        return found if found is not None else mask_of(self.members[number], self._size)
+
+    def lower(self, i: int, priority: int) -> tuple[tuple[Pod, ...], tuple[int, ...]]:
+        """Node ``i``'s pods of priority below ``priority``, most important first, and
+        their priorities."""
+        prios = self.priorities[i]
+        start = len(prios)
+        while start and prios[start - 1] < priority:
+            start -= 1
+        return self.pods[i][start:], prios[start:]
 
 
 class NodeTable:
@@ -153,8 +385,10 @@ class NodeTable:
         table.requested = dict(base.requested)  # _finish may add columns
         if node_changes:
             table._index_nodes([snapshot.nodes[name] for name in base.names])
+        changed_nodes = [table.index[new.name] for _, new in node_changes]
         if not pod_changes:
             table._finish(None if node_changes else base)
+            table._carry_victim_classes(base, changed_nodes)
             return table
         table.pods = list(base.pods)
         table.pod_count = list(base.pod_count)
@@ -183,7 +417,16 @@ class NodeTable:
             table.pods[i] = after.get(table.names[i], ())
             table._summarise(i, tuple(snapshot.priority_of(pod) for pod in table.pods[i]))
         table._finish(None if node_changes else base, touched)
+        table._carry_victim_classes(base, [*touched, *changed_nodes])
         return table
+
+    def _carry_victim_classes(self, base: NodeTable, touched: Sequence[int]) -> None:
+        """Keep ``base``'s victim classes (when it made them) updated on ``touched``."""
+        found: VictimClasses | None = base.memo.get("victim_classes")
+        if found is not None:
+            carried = VictimClasses.derive(found, self, dict.fromkeys(touched))
+            if carried is not None:
+                self.memo["victim_classes"] = carried
 
     # -- building blocks ------------------------------------------------------
     def _index_nodes(self, nodes: Sequence[Node]) -> None:
@@ -321,6 +564,22 @@ class NodeTable:
         # Per-snapshot memo for selector counts etc. (deterministic functions of the snapshot).
         self.memo: dict[Any, Any] = {}
 
+    def resource_columns(self, priority: int | None = None) -> ResourceColumns:
+        """:class:`ResourceColumns` of the table (``priority`` None) or of the table less
+        the pods of priority below ``priority``; made once per table and priority."""
+        key = ("resources", priority)
+        found: ResourceColumns | None = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = ResourceColumns(self, priority)
+        return found
+
+    def allocatable_column(self, resource: str) -> Column:
+        key = ("allocatable", resource)
+        found: Column | None = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = Column(self.allocatable[resource])
+        return found
+
     # -- preemption ---------------------------------------------------------------
     def lower_priority(self, priority: int) -> tuple[dict[str, list[int]], list[int], int]:
         """For pods of priority below ``priority``: their summed requests per
@@ -342,6 +601,16 @@ class NodeTable:
                     reqs[r] = list(col) if base is None else [a + b for a, b in zip(base, col, strict=True)]
             found = (reqs, counts, mask_of([i for i, c in enumerate(counts) if c], n))
             self.memo[key] = found
+        return found
+
+    def has_victim_classes(self) -> bool:
+        return "victim_classes" in self.memo
+
+    def victim_classes(self) -> VictimClasses:
+        """The table's :class:`VictimClasses`, made on first use and kept with the table."""
+        found: VictimClasses | None = self.memo.get("victim_classes")
+        if found is None:
+            found = self.memo["victim_classes"] = VictimClasses(self)
         return found
 
     # -- selectors over nodes -------------------------------------------------

@@ -27,13 +27,13 @@ preemption.go).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from analyzers.records import EMPTY_MAP, FrozenMap, Pod
 from analyzers.simulator import codes as C
 from analyzers.simulator.framework import Cycle, Outcome, Plugin
-from analyzers.simulator.nodeinfo import bits
+from analyzers.simulator.nodeinfo import VictimClasses, bits, mask_of
 from analyzers.simulator.render import (
     DRA_DEALLOCATED,
     DRA_NO_CLAIMS,
@@ -208,6 +208,9 @@ def select_victims(cycle: Cycle, plugins: Sequence[Plugin], i: int) -> _Candidat
 # Preemption's dry runs, one per group of nodes that must give the same answer (True), or
 # one per node (False: the plain path, kept as the tests' oracle and the bench's baseline).
 GROUP_DRY_RUNS = True
+# Grouped dry runs build the table's victim classes when at least one node in this many
+# is to be tried (or the table has them already); fewer are tried one by one.
+CLASSES_FOR_ONE_NODE_IN = 8
 
 # The plugins whose filter_node reads the pods removed; any other plugin's verdict in the
 # dry run is its Filter verdict on the node (Plugin.filter_node).
@@ -240,12 +243,27 @@ class _DryRunGroups:
     position; each node takes its own pods at those positions (and its own start
     times for the final order). Any other node runs its own dry run."""
 
-    __slots__ = ("_answers", "_columns", "_cycle", "_held", "_pdbs", "_plugins", "_resources", "_signatures")
+    __slots__ = (
+        "_alone",
+        "_answers",
+        "_by_class",
+        "_classes",
+        "_columns",
+        "_cycle",
+        "_held",
+        "_pdbs",
+        "_plugins",
+        "_resources",
+        "_signatures",
+    )
 
     def __init__(self, cycle: Cycle, plugins: Sequence[Plugin], held: int) -> None:
         self._cycle = cycle
         self._plugins = plugins
         self._answers: dict[tuple[object, ...], _DryRun] = {}
+        self._by_class: dict[int, _DryRun] = {}  # victim class -> its answer
+        self._alone: dict[int, _DryRun] = {}  # node judged alone -> its answer
+        self._classes = cycle.table.victim_classes()
         self._signatures: dict[tuple[int, int, str], tuple[object, ...]] = {}
         self._resources = [r for r, _ in checked_requests(cycle.pod)]
         # Allocatable and requested amounts of those resources, per node (0 where absent).
@@ -262,10 +280,13 @@ class _DryRunGroups:
         self._held = held
 
     @staticmethod
-    def applicable(cycle: Cycle, plugins: Sequence[Plugin]) -> bool:
+    def applicable(cycle: Cycle, plugins: Sequence[Plugin], to_try: int) -> bool:
         state = cycle.state
+        table = cycle.table
         return (
             GROUP_DRY_RUNS
+            # The victim classes cost O(nodes) once per table: worth it for many nodes.
+            and (table.has_victim_classes() or to_try.bit_count() * CLASSES_FOR_ONE_NODE_IN >= table.size)
             and not cycle.pod.spec.host_ports
             and "spread" not in state
             and "interpod" not in state
@@ -273,20 +294,117 @@ class _DryRunGroups:
             and all(type(p).filter_node is Plugin.filter_node or p.name in _REMOVAL_AWARE for p in plugins)
         )
 
-    def select_victims(self, i: int) -> _Candidate | FilterFailure:
+    def dry_run(self, i: int, lower: Sequence[Pod]) -> _DryRun | FilterFailure:
+        """Node ``i``'s dry run (``lower``: its lower-priority pods, most important
+        first), shared with every node of its key."""
         cycle = self._cycle
-        lower = _lower_in_importance_order(cycle, i)
         if not lower or (self._held >> i) & 1:
+            return _dry_run(cycle, self._plugins, i, lower)
+        key = self._key(i, lower)
+        found = self._answers.get(key)
+        if found is None:
             run = _dry_run(cycle, self._plugins, i, lower)
-        else:
-            key = self._key(i, lower)
-            found = self._answers.get(key)
-            if found is not None:
-                return _candidate(cycle, i, lower, found)
-            run = _dry_run(cycle, self._plugins, i, lower)
-            if isinstance(run, _DryRun):
-                self._answers[key] = run
-        return run if isinstance(run, FilterFailure) else _candidate(cycle, i, lower, run)
+            if isinstance(run, FilterFailure):
+                return run
+            found = self._answers[key] = run
+        return found
+
+    def dry_run_preemption(self, to_try: int, wanted: int) -> tuple[list[int], dict[int, FilterFailure]]:
+        """DryRunPreemption over the nodes of ``to_try``, a victim class at a time
+        (nodeinfo.VictimClasses: a refinement of the key): the answer of a class's first
+        node is every node's of the class. The candidates are the nodes in order up to
+        the one where the per-node loop would stop -- numCandidates candidates, one of
+        them violating no PDB -- those violating none first; and the statuses of the
+        nodes judged that are no candidate. A node holding nominated pods, and every node
+        of a class whose first node's dry run fails, is judged alone."""
+        classes = self._classes
+        remaining = to_try
+        fine = violating = 0
+        found = 0
+        statuses: dict[int, FilterFailure] = {}
+        lone = self._held  # nodes judged alone
+        while remaining:
+            low = (remaining & -remaining).bit_length() - 1
+            lower, _ = classes.lower(low, self._cycle.priority)
+            run = self.dry_run(low, lower)
+            number = classes.of[low]
+            if (lone >> low) & 1 or not lower or isinstance(run, FilterFailure):
+                nodes = 1 << low
+                if isinstance(run, FilterFailure):
+                    statuses[low] = run
+                    lone |= classes.mask(number)
+                else:
+                    self._alone[low] = run
+            else:
+                nodes = classes.mask(number) & remaining & ~lone
+                self._by_class[number] = run
+            remaining &= ~nodes
+            if isinstance(run, FilterFailure):
+                continue
+            if run.pdb_violations == 0:
+                fine |= nodes
+            else:
+                violating |= nodes
+            found += nodes.bit_count()
+            if found >= wanted and fine:
+                # Every node below the first one left is judged: where would the loop stop?
+                judged = ((remaining & -remaining) - 1) if remaining else -1
+                both = (fine | violating) & judged
+                if both.bit_count() >= wanted and fine & judged:
+                    last = max(_nth_bit(both, wanted - 1), (fine & -fine).bit_length() - 1)
+                    fine &= (2 << last) - 1
+                    violating &= (2 << last) - 1
+                    break
+        return bits(fine) + bits(violating), statuses
+
+    def pick_one(self, candidates: Sequence[int]) -> int:
+        """pickOneNodeForPreemption (:func:`pick_one`) over these candidates: the first
+        four criteria are functions of the dry run's answer (nodes sharing one have victims
+        of the same priorities at the same positions), ranked once per answer; only the
+        nodes whose answer ranks first are ranked by their victims' start times. The
+        first of equal candidates wins (those of the best answers are all, or none, PDB
+        violators: in node order)."""
+        chosen = mask_of(candidates, self._cycle.table.size)
+        classes, priority = self._classes, self._cycle.priority
+        shares: list[tuple[_DryRun, list[int]]] = [
+            (run, bits(classes.mask(number) & chosen & ~self._held)) for number, run in self._by_class.items()
+        ]
+        shares.extend((run, [i]) for i, run in self._alone.items() if (chosen >> i) & 1)
+        ranked = []
+        for run, nodes in shares:
+            if nodes:
+                _, prios = classes.lower(nodes[0], priority)
+                ranked.append((_answer_rank(run.pdb_violations, [prios[k] for k in run.picks]), run, nodes))
+        best = min(rank for rank, _, _ in ranked)
+        best_node, best_start = -1, 0.0
+        for rank, run, nodes in ranked:
+            if rank != best:
+                continue
+            lower, prios = classes.lower(nodes[0], priority)
+            top = rank[1]
+            # The positions of the highest-priority victims in each node's importance order.
+            tops = [len(classes.pods[nodes[0]]) - len(lower) + k for k in run.picks if prios[k] == top]
+            for i in nodes:
+                pods = classes.pods[i]
+                earliest = float("inf")
+                for j in tops:
+                    created = pods[j].created
+                    if created is not None and created < earliest:
+                        earliest = created
+                start = -earliest if earliest != float("inf") else earliest
+                if best_node < 0 or start < best_start or (start == best_start and i < best_node):
+                    best_node, best_start = i, start
+        return best_node
+
+    def victims(self, candidates: Sequence[int]) -> _Victims:
+        table = self._cycle.table
+        return _Victims(
+            {table.names[i]: i for i in candidates},
+            self._classes,
+            self._cycle.priority,
+            self._by_class,
+            self._alone,
+        )
 
     def _key(self, i: int, lower: Sequence[Pod]) -> tuple[object, ...]:
         table = self._cycle.table
@@ -360,7 +478,7 @@ def preempt(
         reasons: Mapping[str, int] = EMPTY_MAP,
         reason_counts: Mapping[str, int] = EMPTY_MAP,
         candidates: tuple[str, ...] = (),
-        victims: Mapping[str, tuple[tuple[str, str], ...]] = EMPTY_MAP,
+        victims: VictimsByNode = EMPTY_MAP,
     ) -> PreemptionVerdict:
         if message and wording.dra_postfilter:
             # DynamicResources' PostFilter runs first (v1.34-v1.36.4 dynamicresources.go): "no new
@@ -421,42 +539,44 @@ def preempt(
     to_try, settled = _triage(cycle, outcomes, potential & ~held, reasons, codes)
     to_try |= potential & held
     wanted = num_candidates(potential.bit_count())
-    candidates: list[_Candidate] = []
-    statuses: dict[int, FilterFailure] = {}
-    found_fine = 0
+    statuses: dict[int, FilterFailure]
+
+    def placed(node: int, victims: int, ordered: Sequence[int], by_node: VictimsByNode) -> PreemptionVerdict:
+        return verdict(
+            True,
+            (
+                "preemption: " + PLACEMENT_FOUND.format(node=table.names[node], victims=victims)
+                if wording.preemption_placement_message
+                else ""
+            ),
+            candidates=tuple(table.names[i] for i in ordered),
+            victims=by_node,
+        )
+
     # DryRunPreemption (preemption.go, v1.37.2) runs SelectVictimsOnNode over the potential
     # nodes from an offset, in parallel, and stops once it has numCandidates candidates
     # with one not violating a PDB; here in node order from the first. Grouped dry runs
     # give every node its per-node answer, in the same order: the same candidates and stop.
-    groups = _DryRunGroups(cycle, plugins, held) if _DryRunGroups.applicable(cycle, plugins) else None
-    for i in _ascending(to_try):
-        result = groups.select_victims(i) if groups is not None else select_victims(cycle, plugins, i)
-        if isinstance(result, _Candidate):
-            candidates.append(result)
-            if result.pdb_violations == 0:
-                found_fine += 1
-            if found_fine > 0 and len(candidates) >= wanted:
-                break
-        else:
-            statuses[i] = result
-    if candidates:
-        ordered = [c for c in candidates if c.pdb_violations == 0] + [
-            c for c in candidates if c.pdb_violations
-        ]
-        chosen = pick_one(cycle, ordered)
-        return verdict(
-            True,
-            (
-                "preemption: "
-                + PLACEMENT_FOUND.format(node=table.names[chosen.node], victims=len(chosen.victims))
-                if wording.preemption_placement_message
-                else ""
-            ),
-            candidates=tuple(table.names[c.node] for c in ordered),
-            victims=FrozenMap(
-                {table.names[c.node]: tuple((p.namespace, p.name) for p in c.victims) for c in ordered}
-            ),
+    if to_try and _DryRunGroups.applicable(cycle, plugins, to_try):
+        groups = _DryRunGroups(cycle, plugins, held)
+        nodes, statuses = groups.dry_run_preemption(to_try, wanted)
+        if nodes:
+            best = groups.pick_one(nodes)
+            return placed(best, len(groups.victims([best])[table.names[best]]), nodes, groups.victims(nodes))
+    else:
+        candidates, statuses = _dry_run_preemption(
+            to_try, wanted, lambda i: select_victims(cycle, plugins, i)
         )
+        if candidates:
+            chosen = pick_one(cycle, candidates)
+            return placed(
+                chosen.node,
+                len(chosen.victims),
+                [c.node for c in candidates],
+                FrozenMap(
+                    {table.names[c.node]: tuple((p.namespace, p.name) for p in c.victims) for c in candidates}
+                ),
+            )
     for status in statuses.values():
         for r, rc in zip(status.reasons, status.reason_codes, strict=True):  # pragma: no mutate
             reasons[r] = reasons.get(r, 0) + 1
@@ -469,6 +589,54 @@ def preempt(
     return verdict(True, msg, reasons=FrozenMap(reasons), reason_counts=FrozenMap(codes))
 
 
+def _dry_run_preemption(
+    to_try: int, wanted: int, select: Callable[[int], _Candidate | FilterFailure]
+) -> tuple[list[_Candidate], dict[int, FilterFailure]]:
+    """DryRunPreemption's loop over the nodes of ``to_try`` in order: the candidates,
+    those violating no PDB first, and the statuses of the nodes that are none."""
+    candidates: list[_Candidate] = []
+    statuses: dict[int, FilterFailure] = {}
+    found_fine = 0
+    for i in _ascending(to_try):
+        result = select(i)
+        if isinstance(result, FilterFailure):
+            statuses[i] = result
+            continue
+        candidates.append(result)
+        if result.pdb_violations == 0:
+            found_fine += 1
+        if found_fine > 0 and len(candidates) >= wanted:
+            break
+    ordered = [c for c in candidates if c.pdb_violations == 0] + [c for c in candidates if c.pdb_violations]
+    return ordered, statuses
+
+
+_PRIORITY_OFFSET = 2**31  # math.MaxInt32+1: every priority counts >= 0 in the sum
+
+
+def _answer_rank(pdb_violations: int, priorities: Sequence[int]) -> tuple[int, int, int, int]:
+    """pickOneNodeForPreemption's first four criteria: fewest PDB violations, lowest
+    highest victim priority, lowest sum of victim priorities, fewest victims."""
+    return (
+        pdb_violations,
+        max(priorities),
+        sum(priorities) + _PRIORITY_OFFSET * len(priorities),
+        len(priorities),
+    )
+
+
+def _start_rank(victims: Sequence[Pod], priorities: Sequence[int]) -> float:
+    """The fifth: the latest util.GetEarliestPodStartTime, the earliest start among the
+    highest-priority victims (none known: last)."""
+    top = max(priorities)
+    starts = [
+        v.created
+        for v, prio in zip(victims, priorities, strict=True)
+        if prio == top and v.created is not None
+    ]
+    return -min(starts) if starts else float("inf")
+
+
 def pick_one(cycle: Cycle, candidates: Sequence[_Candidate]) -> _Candidate:
     """pickOneNodeForPreemption (pkg/scheduler/framework/preemption/preemption.go,
     v1.35.4-v1.37.2, no extender score functions): each criterion keeps the best
@@ -476,26 +644,91 @@ def pick_one(cycle: Cycle, candidates: Sequence[_Candidate]) -> _Candidate:
     Upstream takes the last tie's first node of a map's iteration (random); here,
     the first in ``candidates`` (``min`` keeps the first of equal keys)."""
     priority_of = cycle.snapshot.priority_of
-    offset = 2**31  # math.MaxInt32+1: every priority counts >= 0 in the sum
 
-    def rank(c: _Candidate) -> tuple[int, int, int, int, float]:
+    def rank(c: _Candidate) -> tuple[tuple[int, int, int, int], float]:
         priorities = [priority_of(v) for v in c.victims]
-        top = priorities[0]  # victims are in importance order
-        # util.GetEarliestPodStartTime: the earliest start among the highest-priority victims.
-        starts = [
-            v.created
-            for v, prio in zip(c.victims, priorities, strict=True)
-            if prio == top and v.created is not None
-        ]
-        return (
-            c.pdb_violations,
-            top,
-            sum(priorities) + offset * len(priorities),
-            len(priorities),
-            -min(starts) if starts else float("inf"),
-        )
+        return _answer_rank(c.pdb_violations, priorities), _start_rank(c.victims, priorities)
 
     return min(candidates, key=rank)
+
+
+VictimsByNode = Mapping[str, tuple[tuple[str, str], ...]]
+
+
+class _Victims(Mapping[str, tuple[tuple[str, str], ...]]):
+    """PreemptionVerdict.victims of grouped dry runs: node -> (namespace, name) of its
+    victims, each node's expanded when first read. A verdict names up to
+    max(100, 10 %) candidates; its message needs the chosen node's count only and most
+    readers look at a few nodes. Equal to (and hashes as) the FrozenMap of every entry;
+    pickles as that FrozenMap."""
+
+    __slots__ = ("_alone", "_by_class", "_classes", "_expanded", "_nodes", "_priority")
+
+    def __init__(
+        self,
+        nodes: dict[str, int],
+        classes: VictimClasses,
+        priority: int,
+        by_class: Mapping[int, _DryRun],
+        alone: Mapping[int, _DryRun],
+    ) -> None:
+        self._nodes = nodes
+        self._classes = classes
+        self._priority = priority
+        self._by_class = by_class
+        self._alone = alone
+        self._expanded: dict[str, tuple[tuple[str, str], ...]] = {}
+
+    def __getitem__(self, node: str) -> tuple[tuple[str, str], ...]:
+        victims = self._expanded.get(node)
+        if victims is None:
+            i = self._nodes[node]
+            run = self._alone.get(i) or self._by_class[self._classes.of[i]]
+            lower, prios = self._classes.lower(i, self._priority)
+            picks = list(run.picks)
+            # With one group the victims are in importance order already (lower is).
+            if run.both_groups:  # pragma: no mutate
+                inf = float("inf")
+                picks.sort(
+                    key=lambda k: (-prios[k], lower[k].created if lower[k].created is not None else inf)
+                )
+            victims = self._expanded[node] = tuple((lower[k].namespace, lower[k].name) for k in picks)
+        return victims
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._nodes
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self.items()))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return len(self) == len(other) and dict(self.items()) == dict(other.items())
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({dict(self.items())!r})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (FrozenMap, (dict(self.items()),))
+
+
+def _nth_bit(mask: int, n: int) -> int:
+    """The index of the ``n``-th (from 0) set bit of ``mask``, which has more than ``n``."""
+    base = 0
+    while True:
+        chunk = (mask >> base) & ((1 << 256) - 1)
+        count = chunk.bit_count()
+        if n < count:
+            return base + bits(chunk)[n]
+        n -= count
+        base += 256
 
 
 def _ascending(mask: int, chunk: int = 256) -> Iterator[int]:
@@ -520,7 +753,7 @@ def _triage(
     every potential node is settled here. Tallies the settled nodes' statuses;
     returns (nodes still to try one by one, number of nodes settled)."""
     table = cycle.table
-    low_req, low_count, has_lower = table.lower_priority(cycle.priority)
+    _, _, has_lower = table.lower_priority(cycle.priority)
     none = (potential & ~has_lower).bit_count()
     if none:
         reasons[NO_VICTIMS] = reasons.get(NO_VICTIMS, 0) + none
@@ -528,15 +761,8 @@ def _triage(
     rest = potential & has_lower
     if not rest:
         return 0, none
-    # A node still short after its evictions fails the per-node dry run alike: 1s would agree.
-    zeros = [0] * table.size  # pragma: no mutate
-    free_after = {
-        r: [f + q for f, q in zip(table.free[r], low_req.get(r, zeros), strict=True)]
-        for r, _ in checked_requests(cycle.pod)
-        if r in table.free
-    }
-    count_after = [c - q for c, q in zip(table.pod_count, low_count, strict=True)]
-    after = resource_outcome(cycle, free_after, count_after, rest)
+    # A node still short after its evictions fails the per-node dry run alike.
+    after = resource_outcome(cycle, table.resource_columns(cycle.priority), rest)
     ports = cycle.outcomes.get(C.NODE_PORTS_PLUGIN)
     if ports is None and "spread" not in cycle.state and "interpod" not in cycle.state:
         remaining = rest

@@ -16,14 +16,14 @@ fitsRequest).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from itertools import combinations
 
 from analyzers.records import Pod
 from analyzers.simulator import codes as C
 from analyzers.simulator.dra.plugin import delegated_resources
 from analyzers.simulator.framework import Cycle, Outcome, Plugin, detail, failure
-from analyzers.simulator.nodeinfo import bits, mask_of, pods_on
+from analyzers.simulator.nodeinfo import ResourceColumns, pods_on
 from analyzers.simulator.results import FilterFailure
 
 TOO_MANY_PODS = "Too many pods"
@@ -49,7 +49,7 @@ class NodeResourcesFit(Plugin):
 
     def filter_all(self, cycle: Cycle) -> Outcome | None:
         table = cycle.table
-        out = resource_outcome(cycle, table.free, table.pod_count, table.all_mask)
+        out = resource_outcome(cycle, table.resource_columns(), table.all_mask)
         if out is not None:
             out.make = lambda i: (
                 self._node_failure(cycle, i, ()) or failure(self.name, C.UNSCHEDULABLE, (), ())
@@ -110,25 +110,22 @@ class NodeResourcesFit(Plugin):
         )
 
 
-def resource_outcome(
-    cycle: Cycle, free: Mapping[str, Sequence[int]], pod_count: Sequence[int], within: int
-) -> Outcome | None:
-    """fitsRequest over the nodes of ``within`` given each node's free resources
-    and pod count (the node table's, or those left after evicting victims)."""
+def resource_outcome(cycle: Cycle, columns: ResourceColumns, within: int) -> Outcome | None:
+    """fitsRequest over the nodes of ``within`` given each node's free resources and
+    the pods it can still take (``columns``: the node table's, or those left after
+    evicting victims)."""
     table = cycle.table
-    n = table.size
     name = C.NODE_RESOURCES_FIT
     unresolvable_ok = cycle.wording.resource_unresolvable
     lists: list[tuple[str, str, int]] = []  # (reason, code, mask)
     unresolvable = 0
-    too_many = [i for i, (c, a) in enumerate(zip(pod_count, table.allowed_pods, strict=True)) if c + 1 > a]
+    # allowed - count < 1, i.e. count + 1 > allowed
+    too_many = columns.pods_left.below(1) & within
     if too_many:
-        m = mask_of(too_many, n) & within
-        if m:
-            lists.append((TOO_MANY_PODS, C.TOO_MANY_PODS, m))
+        lists.append((TOO_MANY_PODS, C.TOO_MANY_PODS, too_many))
     delegated = delegated_resources(cycle)
     for r, q in checked_requests(cycle.pod):
-        col = free.get(r)
+        col = columns.free(r)
         if col is None:
             if r in delegated:
                 continue  # no node advertises it: DynamicResources allocates it everywhere
@@ -136,13 +133,12 @@ def resource_outcome(
             if unresolvable_ok:
                 unresolvable = within
         else:
-            failing_mask = mask_of([i for i, f in enumerate(col) if f < q], n) & within
+            failing_mask = col.below(q) & within
             if r in delegated:  # nodes that do not advertise it leave it to DynamicResources
-                alloc = table.allocatable[r]
-                failing_mask &= ~mask_of([i for i in bits(failing_mask) if alloc[i] == 0], n)
+                alloc = table.allocatable_column(r)
+                failing_mask &= ~(alloc.below(1) & ~alloc.below(0))  # allocatable 0
             if unresolvable_ok and failing_mask:
-                alloc = table.allocatable[r]
-                unresolvable |= mask_of([i for i in bits(failing_mask) if alloc[i] < q], n)
+                unresolvable |= table.allocatable_column(r).below(q) & failing_mask
         if failing_mask:
             lists.append((f"Insufficient {r}", C.INSUFFICIENT_RESOURCE, failing_mask))
     if not lists:

@@ -192,3 +192,46 @@ def test_sibling_what_ifs_do_not_leak_into_each_other() -> None:
     derived, fresh = _derived_and_fresh(second)
     assert _plain(derived) == _plain(fresh)
     assert not any(g.labels.get("app") == "canary" for g in node_table(second).pod_groups["default"])
+
+
+def _classes(table: NodeTable) -> tuple[object, ...]:
+    """The victim classes as a partition of node names, with each node's importance order."""
+    vc = table.victim_classes()
+    groups: dict[int, list[str]] = {}
+    for i, number in enumerate(vc.of):
+        groups.setdefault(number, []).append(table.names[i])
+        assert i in vc.members[number] and (vc.mask(number) >> i) & 1
+    assert sum(len(m) for m in vc.members) == table.size
+    return (
+        frozenset(frozenset(g) for g in groups.values()),
+        [tuple(p.key for p in pods) for pods in vc.pods],
+        vc.priorities,
+    )
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_victim_classes_carried_to_a_derived_table_are_those_made_afresh(change: str) -> None:
+    base = _cluster()
+    node_table(base).victim_classes()
+    what_if = CHANGES[change](base)
+    derived = node_table(what_if)
+    assert derived.has_victim_classes(), "the classes were not carried"
+    carried = _classes(derived)
+    derived.memo.pop("victim_classes")
+    assert carried == _classes(derived)
+
+
+def test_victim_classes_follow_a_node_that_joins_a_class_of_many() -> None:
+    # 70 alike nodes (a class kept as a bit set) and one that differs; the what-if makes
+    # it alike (its extra pod gone): it joins the big class, whose bit set must follow.
+    objs = [node(f"n{i:03d}", cpu="2") for i in range(71)]
+    objs += [pod(f"low-{i}", node_name=f"n{i:03d}", requests={"cpu": "1"}, priority=0) for i in range(71)]
+    objs.append(pod("extra", node_name="n070", requests={"cpu": "500m"}, priority=0))
+    base = snapshot(*objs)
+    before = node_table(base).victim_classes()
+    assert len(before.members[before.of[0]]) == 70
+    what_if = base.replace(remove=[("pods", ("default", "extra"))])
+    after = node_table(what_if).victim_classes()
+    assert after is not before and len(after.members[after.of[0]]) == 71
+    assert after.mask(after.of[0]) == (1 << 71) - 1
+    assert before.mask(before.of[0]) == (1 << 70) - 1  # the parent's are untouched

@@ -146,7 +146,14 @@ def verdicts(snap: ClusterSnapshot, monkeypatch: pytest.MonkeyPatch) -> tuple[Po
     with monkeypatch.context() as m:
         m.setattr(preemption, "GROUP_DRY_RUNS", False)
         per_node = simulate(snap, target, kube_version="1.37")
-    return per_node, simulate(snap, target, kube_version="1.37")
+    with monkeypatch.context() as m:
+        m.setattr(preemption, "CLASSES_FOR_ONE_NODE_IN", snap_size(snap))  # grouped whatever the share
+        grouped = simulate(snap, target, kube_version="1.37")
+    return per_node, grouped
+
+
+def snap_size(snap: ClusterSnapshot) -> int:
+    return max(len(snap.nodes), 1)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -284,4 +291,91 @@ def test_nodes_the_key_cannot_tell_apart_keep_their_own_answers(
     per_node, grouped = verdicts(snap, monkeypatch)
     assert per_node.preemption.victims["n1"] == (("default", "late-n1"),)
     assert per_node.preemption.victims["n0"] == (("default", "early-n0"),)
+    assert grouped == per_node
+
+
+def test_the_loop_runs_past_num_candidates_to_the_first_node_violating_no_pdb(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 120 nodes whose victim a budget covers, then 30 whose victim none does: the dry
+    # runs do not stop at the 100th candidate but at the first that violates no PDB.
+    objs: list[Obj] = [GUARD_A]
+    for i in range(150):
+        name = f"n{i:04d}"
+        objs.append(node(name, cpu="2"))
+        guarded = {"app": "a"} if i < 120 else {"app": "free"}
+        objs.append(pod(f"low-{name}", node_name=name, requests={"cpu": "1500m"}, priority=0, labels=guarded))
+    snap = snapshot(*objs, pod("p", requests={"cpu": "1"}, priority=1000))
+    per_node, grouped = verdicts(snap, monkeypatch)
+    assert grouped == per_node
+    assert grouped.preemption.candidates == ("n0120", *(f"n{i:04d}" for i in range(120)))
+    assert grouped.preemption.message.startswith(
+        "preemption: found a potential placement for pod on node n0120,"
+    )
+
+
+@pytest.mark.parametrize(
+    ("starts", "chosen"),
+    [
+        # n0 and n1 differ in memory (two victim classes, one answer): the later start wins
+        (("2024-01-01T00:00:00Z", "2024-01-01T00:00:09Z", "2024-01-01T00:00:05Z"), "n1"),
+        # equal starts: the first node wins, whichever class it is in
+        (("2024-01-01T00:00:09Z", "2024-01-01T00:00:09Z", "2024-01-01T00:00:09Z"), "n0"),
+        (("2024-01-01T00:00:00Z", "2024-01-01T00:00:05Z", "2024-01-01T00:00:05Z"), "n1"),
+    ],
+)
+def test_equal_answers_of_several_classes_are_ranked_together_by_start(
+    starts: tuple[str, ...], chosen: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objs: list[Obj] = []
+    for i, (memory, created) in enumerate(zip(("16Gi", "8Gi", "16Gi"), starts, strict=True)):
+        name = f"n{i}"
+        objs.append(node(name, cpu="2", memory=memory))
+        objs.append(
+            pod(f"low-{name}", node_name=name, requests={"cpu": "1500m"}, priority=0, created=created)
+        )
+    snap = snapshot(*objs, pod("p", requests={"cpu": "1"}, priority=1000))
+    per_node, grouped = verdicts(snap, monkeypatch)
+    assert grouped == per_node
+    assert grouped.preemption.message.startswith(
+        f"preemption: found a potential placement for pod on node {chosen},"
+    )
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "victims"),
+    [
+        # 2 CPUs: both 1500m pods go; 3 CPUs: the more important one is reprieved
+        (dict(cpu="2"), dict(cpu="3"), ((("default", "a-n0"), ("default", "b-n0")), (("default", "b-n1"),))),
+        # 3 allowed pods: evicting one leaves room for the pod; 1: both go (Too many pods)
+        (
+            dict(cpu="3", pods="1"),
+            dict(cpu="3", pods="3"),
+            ((("default", "a-n0"), ("default", "b-n0")), (("default", "b-n1"),)),
+        ),
+    ],
+)
+def test_nodes_alike_but_in_one_figure_answer_apart(
+    first: dict[str, str],
+    second: dict[str, str],
+    victims: tuple[tuple[tuple[str, str], ...], ...],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    objs: list[Obj] = []
+    for i, figures in enumerate((first, second)):
+        name = f"n{i}"
+        objs.append(node(name, **figures))
+        for k, created in enumerate(CREATED[:2]):
+            objs.append(
+                pod(
+                    f"{'ab'[k]}-{name}",
+                    node_name=name,
+                    requests={"cpu": "1500m"},
+                    priority=0,
+                    created=created,
+                )
+            )
+    snap = snapshot(*objs, pod("p", requests={"cpu": "1"}, priority=1000))
+    per_node, grouped = verdicts(snap, monkeypatch)
+    assert dict(per_node.preemption.victims) == {"n0": victims[0], "n1": victims[1]}
     assert grouped == per_node
