@@ -66,7 +66,7 @@ from analyzers.rules.context import RuleContext
 from analyzers.simulator import codes as C
 from analyzers.simulator.dra import cel
 from analyzers.simulator.dra.allocator import gather_pools, taint_prevents
-from analyzers.simulator.dra.plugin import allocated_state, pod_claims
+from analyzers.simulator.dra.plugin import STOPPED, TIMED_OUT, allocated_state, pod_claims
 from analyzers.simulator.engine import simulate
 
 RULE_ID = "dra-devices-unavailable"
@@ -235,6 +235,15 @@ def _finding(ctx: RuleContext, group: P.Blocked) -> Finding | None:
     verdict = group.verdict
     reason = verdict.prefilter.reasons[0] if verdict.prefilter is not None else "cannot allocate all claims"
     parts = [f'{who}; kube-scheduler\'s DynamicResources says "{reason}".']
+    if STOPPED in verdict.message:
+        parts = [f"{who}; {verdict.message}: what kube-scheduler concludes there is not known."]
+    elif TIMED_OUT in verdict.message:
+        parts = [
+            f"{who}; kube-scheduler's DynamicResources may time out searching for devices "
+            f'("{verdict.message}"): unstick\'s search passed the step count that stands for its '
+            "filterTimeout (DynamicResourcesArgs, 10 s unless configured), and whether kube-scheduler times out depends on its wall clock (a "
+            "timeout is an Error: the pod is retried with backoff)."
+        ]
     evidence: dict[str, Any] = {
         "cause": c.cause,
         "claim": f"{c.claim.namespace}/{c.claim.name}",

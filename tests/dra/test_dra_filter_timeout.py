@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from analyzers.rules import dra_devices_unavailable
 from analyzers.rules.context import RuleContext
 from analyzers.simulator.dra import plugin
 from analyzers.simulator.schedconfig import ConfigError, parse_config
@@ -38,7 +39,7 @@ def config(filter_timeout: str | None) -> dict[str, Any]:
     }
 
 
-def verdict(filter_timeout: str | None, kube_version: str = "v1.37.2") -> Any:
+def context(filter_timeout: str | None, kube_version: str = "v1.37.2") -> RuleContext:
     snap = ClusterSnapshot.from_objects(
         [
             node("a"),
@@ -54,8 +55,17 @@ def verdict(filter_timeout: str | None, kube_version: str = "v1.37.2") -> Any:
     )
     minor = tuple(int(p) for p in kube_version.lstrip("v").split(".")[:2])
     profiles = parse_config(config(filter_timeout), kube_version=(minor[0], minor[1]))
-    ctx = RuleContext(snapshot=snap, now=0.0, kube_version=kube_version, profiles=profiles)
-    return ctx.verdict(snap.pods[("default", "p")])
+    return RuleContext(snapshot=snap, now=0.0, kube_version=kube_version, profiles=profiles)
+
+
+def verdict(filter_timeout: str | None, kube_version: str = "v1.37.2") -> Any:
+    ctx = context(filter_timeout, kube_version)
+    return ctx.verdict(ctx.snapshot.pods[("default", "p")])
+
+
+def explanation(filter_timeout: str | None) -> str:
+    [finding] = dra_devices_unavailable.analyze(context(filter_timeout))
+    return finding.explanation
 
 
 def test_a_configured_timeout_shorter_than_the_search_is_the_schedulers_timeout() -> None:
@@ -67,6 +77,13 @@ def test_a_configured_timeout_shorter_than_the_search_is_the_schedulers_timeout(
     assert "unstick stopped after 6 allocation steps" in note
     assert "300ms" not in note and "0.3ms" in note
     assert "depends on its wall clock" in note
+
+
+def test_the_finding_says_the_timeout_depends_on_the_schedulers_wall_clock() -> None:
+    said = explanation("300us")
+    assert "may time out searching for devices" in said
+    assert "whether kube-scheduler times out depends on its wall clock" in said
+    assert "may time out" not in explanation("350us")
 
 
 def test_a_configured_timeout_longer_than_the_search_lets_it_finish() -> None:
@@ -90,6 +107,10 @@ def test_no_timeout_searches_on_and_unstick_stops_in_its_own_words(monkeypatch: 
         "(kube-scheduler has no filterTimeout here and searches on)"
     )
     assert "timed out" not in v.message
+    said = explanation("0")
+    assert "unstick stopped searching for devices on node a" in said
+    assert "what kube-scheduler concludes there is not known" in said
+    assert "time out" not in said
 
 
 def test_before_1_34_there_is_no_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
