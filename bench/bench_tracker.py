@@ -188,11 +188,19 @@ def coalesced(findings: list[Finding], count: int, size: int, prefix: str) -> li
 
 async def warm(sessions: Any, cluster: str, findings: list[Finding], held: HeldIncidents) -> None:
     """Read the open incidents into ``held`` and take every one through one pass (the long way:
-    a copy read from the database does not know which finding each diagnosis came from)."""
+    a copy read from the database does not know which finding each diagnosis came from),
+    with the message the measured passes repeat."""
     await track_passes(
         sessions,
         cluster=cluster,
-        passes=[Pass(findings, T0 + timedelta(minutes=29), tuple(f.subject for f in findings))],
+        passes=[
+            Pass(
+                findings,
+                T0 + timedelta(minutes=29),
+                tuple(f.subject for f in findings),
+                (Trigger(f"warm-{cluster}:1", MESSAGE),),  # the scheduler's message the passes repeat
+            )
+        ],
         held=held,
     )
 
