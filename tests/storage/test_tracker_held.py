@@ -110,3 +110,22 @@ async def test_a_failed_batch_forgets_the_copy(sessions: Sessions) -> None:
 async def test_a_copy_serves_only_its_cluster(sessions: Sessions) -> None:
     with pytest.raises(ValueError, match="incidents held for cluster 'prod', not 'staging'"):
         await track(sessions, cluster="staging", findings=[], now=at(0), held=HeldIncidents("prod"))
+
+
+async def test_the_copy_keeps_what_each_diagnosis_came_from_and_learns_it_again_after_a_read(
+    sessions: Sessions,
+) -> None:
+    """What lets a repeat take decide's fast path between batches: the held incident knows the
+    finding its diagnosis came from; an incident read from the database does not."""
+    held = HeldIncidents("prod")
+    a = deployment("a")
+    gpu = finding(a, cause="gpu", pods=("ml/a-1",))
+    await track(sessions, cluster="prod", findings=[gpu], evaluated=[a], now=at(0), held=held)
+    [opened] = held.of_subjects(None).values()
+    assert opened.source is gpu
+    # Somebody else writes: the copy is read again, without sources, and learns them on the next pass.
+    await track(sessions, cluster="prod", findings=[gpu], evaluated=[a], now=at(1))
+    await track(sessions, cluster="prod", findings=[gpu], evaluated=[a], now=at(2), held=held)
+    assert held.reloads == 2
+    [seen] = held.of_subjects(None).values()
+    assert seen.source is gpu and seen.last_seen == at(2)
