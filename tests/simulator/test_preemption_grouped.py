@@ -7,6 +7,7 @@ path (``GROUP_DRY_RUNS = False``) is the oracle."""
 
 from __future__ import annotations
 
+import pickle
 import random
 from typing import Any
 
@@ -295,6 +296,10 @@ def test_the_loop_runs_past_num_candidates_to_the_first_node_violating_no_pdb(
     snap = snapshot(*objs, pod("p", requests={"cpu": "1"}, priority=1000))
     per_node, grouped = verdicts(snap, monkeypatch)
     assert grouped == per_node
+    # The victims worked out on reading hash, pickle and serialise as the eager mapping.
+    assert hash(grouped.preemption) == hash(per_node.preemption)
+    assert pickle.loads(pickle.dumps(grouped.preemption)) == per_node.preemption
+    assert grouped.preemption.as_dict() == per_node.preemption.as_dict()
     assert grouped.preemption.candidates == ("n0120", *(f"n{i:04d}" for i in range(120)))
     assert grouped.preemption.message.startswith(
         "preemption: found a potential placement for pod on node n0120,"
