@@ -79,45 +79,66 @@ def has(mask: int, i: int) -> bool:
 
 class Column:
     """One figure per node (free CPU, pods left, ...) with the nodes below any bound as
-    a bit set: the nodes sorted by the figure once, with the bit set of every
-    ``STEP``-th prefix of that order, so :meth:`below` is a bisection, one of those
-    sets and at most ``STEP - 1`` bits, whatever the number of nodes. The order is
-    built on the first question (a table nobody asks pays nothing)."""
+    a bit set. With few distinct figures (a pool of alike nodes), the bit set of each;
+    otherwise the nodes sorted by the figure, with the bit set of every ``STEP``-th
+    prefix of that order, so :meth:`below` is a bisection, one of those sets and at most
+    ``STEP - 1`` bits, whatever the number of nodes. Built on the first question (a
+    table nobody asks pays nothing)."""
 
     STEP = 64
-    __slots__ = ("_order", "_prefixes", "_sorted", "values")
+    FEW = 8
+    __slots__ = ("_few", "_indexed", "_order", "_prefixes", "_sorted", "values")
 
     def __init__(self, values: Sequence[int]) -> None:
         self.values = values
-        self._order: list[int] | None = None
+        self._indexed = False
+        self._few: list[tuple[int, int]] | None = None  # (figure, its nodes), ascending
+        self._order: list[int] = []
         self._sorted: list[int] = []
         self._prefixes: list[int] = []
 
     def below(self, bound: int) -> int:
         """The nodes whose figure is less than ``bound``."""
-        order = self._order
-        if order is None:
-            order = self._index()
+        if not self._indexed:
+            self._index()
+        if self._few is not None:
+            m = 0
+            for figure, nodes in self._few:
+                if figure >= bound:
+                    break
+                m |= nodes
+            return m
         p = bisect_left(self._sorted, bound)
         start = p - p % self.STEP
         m = self._prefixes[p // self.STEP]
-        for i in order[start:p]:
+        for i in self._order[start:p]:
             m |= 1 << i
         return m
 
-    def _index(self) -> list[int]:
+    def _index(self) -> None:
         values = self.values
-        order = sorted(range(len(values)), key=values.__getitem__)
-        self._sorted = [values[i] for i in order]
+        n = len(values)
+        self._indexed = True
+        distinct = sorted(set(values))
+        if len(distinct) == 1:
+            self._few = [(distinct[0], (1 << n) - 1)]
+            return
+        if len(distinct) <= self.FEW:
+            members: dict[int, list[int]] = {figure: [] for figure in distinct}
+            for i, figure in enumerate(values):
+                members[figure].append(i)
+            self._few = [(figure, mask_of(members[figure], n)) for figure in distinct]
+            return
+        order = sorted(range(n), key=values.__getitem__)
+        self._sorted = sorted(values)
         prefixes = [0]
-        seen = bytearray((len(values) + 7) // 8)  # the bit set so far, little-endian
+        seen = bytearray((n + 7) // 8)  # the bit set so far, little-endian
         for k, i in enumerate(order, 1):
             seen[i >> 3] |= 1 << (i & 7)
             if k % self.STEP == 0:
                 prefixes.append(int.from_bytes(seen, "little"))
         self._prefixes = prefixes
         self._order = order
-        return order
 
 
 class ResourceColumns:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from analyzers.records import EMPTY_MAP, FrozenMap, Pod
 from analyzers.simulator import codes as C
 from analyzers.simulator.framework import Cycle, Outcome, Plugin
-from analyzers.simulator.nodeinfo import VictimClasses, bits, mask_of
+from analyzers.simulator.nodeinfo import VictimClasses, bits
 from analyzers.simulator.render import (
     DRA_DEALLOCATED,
     DRA_NO_CLAIMS,
@@ -309,14 +309,15 @@ class _DryRunGroups:
             found = self._answers[key] = run
         return found
 
-    def dry_run_preemption(self, to_try: int, wanted: int) -> tuple[list[int], dict[int, FilterFailure]]:
+    def dry_run_preemption(self, to_try: int, wanted: int) -> tuple[list[int], int, dict[int, FilterFailure]]:
         """DryRunPreemption over the nodes of ``to_try``, a victim class at a time
         (nodeinfo.VictimClasses: a refinement of the key): the answer of a class's first
         node is every node's of the class. The candidates are the nodes in order up to
         the one where the per-node loop would stop -- numCandidates candidates, one of
         them violating no PDB -- those violating none first; and the statuses of the
         nodes judged that are no candidate. A node holding nominated pods, and every node
-        of a class whose first node's dry run fails, is judged alone."""
+        of a class whose first node's dry run fails, is judged alone. Returns the
+        candidates in that order, as a bit set, and the statuses."""
         classes = self._classes
         remaining = to_try
         fine = violating = 0
@@ -355,16 +356,15 @@ class _DryRunGroups:
                     fine &= (2 << last) - 1
                     violating &= (2 << last) - 1
                     break
-        return bits(fine) + bits(violating), statuses
+        return bits(fine) + bits(violating), fine | violating, statuses
 
-    def pick_one(self, candidates: Sequence[int]) -> int:
-        """pickOneNodeForPreemption (:func:`pick_one`) over these candidates: the first
+    def pick_one(self, chosen: int) -> int:
+        """pickOneNodeForPreemption (:func:`pick_one`) over the candidates ``chosen``: the first
         four criteria are functions of the dry run's answer (nodes sharing one have victims
         of the same priorities at the same positions), ranked once per answer; only the
         nodes whose answer ranks first are ranked by their victims' start times. The
         first of equal candidates wins (those of the best answers are all, or none, PDB
         violators: in node order)."""
-        chosen = mask_of(candidates, self._cycle.table.size)
         classes, priority = self._classes, self._cycle.priority
         shares: list[tuple[_DryRun, list[int]]] = [
             (run, bits(classes.mask(number) & chosen & ~self._held)) for number, run in self._by_class.items()
@@ -559,9 +559,9 @@ def preempt(
     # give every node its per-node answer, in the same order: the same candidates and stop.
     if to_try and _DryRunGroups.applicable(cycle, plugins, to_try):
         groups = _DryRunGroups(cycle, plugins, held)
-        nodes, statuses = groups.dry_run_preemption(to_try, wanted)
+        nodes, selected, statuses = groups.dry_run_preemption(to_try, wanted)
         if nodes:
-            best = groups.pick_one(nodes)
+            best = groups.pick_one(selected)
             return placed(best, len(groups.victims([best])[table.names[best]]), nodes, groups.victims(nodes))
     else:
         candidates, statuses = _dry_run_preemption(

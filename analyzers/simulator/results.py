@@ -60,7 +60,9 @@ class PreemptionVerdict:
 
     ``attempted`` is False when no PostFilter runs (the pod fits, is gated, or the
     version prints no preemption clause). ``candidates`` are nodes where evicting
-    lower-priority pods makes the pod fit, with their ``victims``; ``message`` is
+    lower-priority pods makes the pod fit, with their ``victims`` (a read-only mapping,
+    node -> (namespace, name) of each victim; the simulator may work a node's out only
+    when it is first read); ``message`` is
     the PostFilter text exactly as appended to the event (``preemption: ...``,
     with ``no new claims to deallocate, `` in front on DRA-enabled versions), or
     "" when preemption found a candidate (kube-scheduler then prints no clause)."""

@@ -7,6 +7,7 @@ path (``GROUP_DRY_RUNS = False``) is the oracle."""
 
 from __future__ import annotations
 
+import pickle
 import random
 from typing import Any
 
@@ -209,6 +210,11 @@ def test_a_node_with_a_nominated_pod_runs_its_own_dry_run(monkeypatch: pytest.Mo
     assert seen == [0, 2]
 
 
+def low(name: str, node_name: str, cpu: str, created: str, **fields: Any) -> Obj:
+    """A bound pod of priority 0: a victim for the pod "p"."""
+    return pod(name, node_name=node_name, requests={"cpu": cpu}, priority=0, created=created, **fields)
+
+
 def two_nodes(
     early: dict[str, Any] | None = None,
     late: dict[str, Any] | None = None,
@@ -224,26 +230,8 @@ def two_nodes(
     for i, (early_fields, late_fields) in enumerate(((early or {}, late or {}), ({}, {}))):
         name = f"n{i}"
         objs.append(node(name, cpu="2"))
-        objs.append(
-            pod(
-                f"early-{name}",
-                node_name=name,
-                requests={"cpu": "500m"},
-                priority=0,
-                created=CREATED[0],
-                **early_fields,
-            )
-        )
-        objs.append(
-            pod(
-                f"late-{name}",
-                node_name=name,
-                requests={"cpu": "1"},
-                priority=0,
-                created=CREATED[1],
-                **late_fields,
-            )
-        )
+        objs.append(low(f"early-{name}", name, "500m", CREATED[0], **early_fields))
+        objs.append(low(f"late-{name}", name, "1", CREATED[1], **late_fields))
     objs.append(pod("p", requests={"cpu": "1"}, priority=1000, labels={"app": "p"}, **pod_extra))
     return snapshot(*objs, *(extra or ()))
 
@@ -308,6 +296,10 @@ def test_the_loop_runs_past_num_candidates_to_the_first_node_violating_no_pdb(
     snap = snapshot(*objs, pod("p", requests={"cpu": "1"}, priority=1000))
     per_node, grouped = verdicts(snap, monkeypatch)
     assert grouped == per_node
+    # The victims worked out on reading hash, pickle and serialise as the eager mapping.
+    assert hash(grouped.preemption) == hash(per_node.preemption)
+    assert pickle.loads(pickle.dumps(grouped.preemption)) == per_node.preemption
+    assert grouped.preemption.as_dict() == per_node.preemption.as_dict()
     assert grouped.preemption.candidates == ("n0120", *(f"n{i:04d}" for i in range(120)))
     assert grouped.preemption.message.startswith(
         "preemption: found a potential placement for pod on node n0120,"
@@ -366,15 +358,7 @@ def test_nodes_alike_but_in_one_figure_answer_apart(
         name = f"n{i}"
         objs.append(node(name, **figures))
         for k, created in enumerate(CREATED[:2]):
-            objs.append(
-                pod(
-                    f"{'ab'[k]}-{name}",
-                    node_name=name,
-                    requests={"cpu": "1500m"},
-                    priority=0,
-                    created=created,
-                )
-            )
+            objs.append(low(f"{'ab'[k]}-{name}", name, "1500m", created))
     snap = snapshot(*objs, pod("p", requests={"cpu": "1"}, priority=1000))
     per_node, grouped = verdicts(snap, monkeypatch)
     assert dict(per_node.preemption.victims) == {"n0": victims[0], "n1": victims[1]}
