@@ -87,11 +87,6 @@ class StreamWorker:
             broker=settings.faust_broker or "kafka://127.0.0.1:9092",
             store="memory://",
             processing_guarantee="at_least_once",
-            # No standby replicas: a worker taking a partition over reads its changelog from the
-            # start. With a standby of the same changelog partition (faust-streaming 0.15.3 gives
-            # the one worker left both), recovery after a worker's death sometimes read nothing
-            # and never completed (the partitions stayed paused; 2 of 10 runs on Kafka 4.4).
-            table_standby_replicas=0,
             topic_partitions=settings.partitions,
             broker_session_timeout=settings.session_timeout,
             broker_rebalance_timeout=settings.rebalance_timeout,
