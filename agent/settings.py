@@ -541,6 +541,7 @@ class StreamSettings:
     \\-                               ``UNSTICK_KAFKA_REBALANCE_TIMEOUT`` rebalance timeout, seconds (60)
     \\-                               ``UNSTICK_KAFKA_HEARTBEAT``         heartbeat interval, seconds (3)
     \\-                               ``UNSTICK_KAFKA_MAX_BATCH_BYTES``   producer batch size (16384)
+    \\-                               ``UNSTICK_WORKER_STALL_SECONDS``    /healthz fails after this long stalled (300)
     ===============================  ==================================  ==========================================
     """
 
@@ -558,6 +559,7 @@ class StreamSettings:
     rebalance_timeout: float = 60.0
     heartbeat_interval: float = 3.0
     producer_max_batch_size: int = 16384
+    stall_timeout: float = 300.0
 
     @property
     def bootstrap(self) -> str:
@@ -652,6 +654,7 @@ class StreamSettings:
             ),
             heartbeat_interval=secs("", "UNSTICK_KAFKA_HEARTBEAT", 3.0, minimum=0.001, maximum=MAX_TIMEOUT),
             producer_max_batch_size=size("", "UNSTICK_KAFKA_MAX_BATCH_BYTES", 16384, 64 * 1024**2),
+            stall_timeout=secs("", "UNSTICK_WORKER_STALL_SECONDS", 300.0, minimum=1.0, maximum=MAX_TIMEOUT),
         )
         if errors:
             raise SettingsError(errors)

@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from agent.pipeline import PipelineConfig
 from agent.settings import StreamSettings
 from agent.stream.fleet import Fleet
+from agent.stream.stall import StallWatch
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +88,6 @@ class StreamWorker:
             broker=settings.faust_broker or "kafka://127.0.0.1:9092",
             store="memory://",
             processing_guarantee="at_least_once",
-            # No standby replicas: a worker taking a partition over reads its changelog from the
-            # start. With a standby of the same changelog partition (faust-streaming 0.15.3 gives
-            # the one worker left both), recovery after a worker's death sometimes read nothing
-            # and never completed (the partitions stayed paused; 2 of 10 runs on Kafka 4.4).
-            table_standby_replicas=0,
             topic_partitions=settings.partitions,
             broker_session_timeout=settings.session_timeout,
             broker_rebalance_timeout=settings.rebalance_timeout,
@@ -132,6 +128,7 @@ class StreamWorker:
             backlog=lambda partition: self.lag().get(partition, 0),
         )
         self._next_offset: dict[int, int] = {}
+        self.stall = StallWatch(settings.stall_timeout)
         self.registry.register(LagCollector(self))
         self._wire()
 
@@ -145,12 +142,18 @@ class StreamWorker:
                 message = event.message
                 await fleet.handle(message.partition, message.offset, event.key, event.value)
                 self._next_offset[message.partition] = message.offset + 1
+                self.stall.handled(message.partition)
 
         self.agent = analyse
 
         @app.on_rebalance_complete.connect
         async def adopt(sender: Any, **_: Any) -> None:
             fleet.adopt(self.assigned())
+
+        @app.on_partitions_assigned.connect
+        async def assigned(sender: Any, assigned: Any, **_: Any) -> None:
+            topic = self.deltas.get_topic_name()
+            self.stall.assigned({tp.partition for tp in assigned if tp.topic == topic})
 
         @app.on_partitions_revoked.connect
         async def revoke(sender: Any, revoked: Any, **_: Any) -> None:
@@ -161,6 +164,12 @@ class StreamWorker:
 
         @app.page("/healthz")
         async def healthz(view: Any, request: Any) -> Any:
+            # Alive unless the consumer stopped delivering (agent.stream.stall): then a liveness
+            # probe restarts the worker, which rejoins the group and recovers.
+            reason = self.stall.stalled(ready=self.ready(), lag=self.lag())
+            if reason is not None:
+                log.warning("stalled: %s", reason)
+                return view.json({"status": "stalled", "reason": reason}, status=503)
             return view.json({"status": "ok"})
 
         @app.page("/readyz")

@@ -144,9 +144,18 @@ class Proc:
 
 
 class Worker(Proc):
-    def __init__(self, broker: BrokerProcess, db_url: str, prefix: str, log: Path, *extra: str) -> None:
+    def __init__(
+        self,
+        broker: BrokerProcess,
+        db_url: str,
+        prefix: str,
+        log: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.web = f"http://127.0.0.1:{free_port()}"
-        env = {**os.environ, **broker.worker_env, "PYTHONUNBUFFERED": "1"}
+        self.started_with = (broker, db_url, prefix, log, extra, env)  # what a restart repeats
+        env = {**os.environ, **broker.worker_env, "PYTHONUNBUFFERED": "1", **(env or {})}
         super().__init__(
             ["--log-level", "INFO", "worker", "--broker", broker.url, "--db", db_url, "--topic-prefix", prefix,
              "--partitions", "4", "--web", self.web.removeprefix("http://"), "--grace", "0", "--debounce", "1",
@@ -157,6 +166,18 @@ class Worker(Proc):
 
     def status(self) -> dict[str, Any]:
         return http_json(f"{self.web}/status")[1]
+
+    def health(self) -> tuple[int, Any]:
+        """``/healthz``: (200, …) or (503, {"status": "stalled", "reason": …})."""
+        return http_json(f"{self.web}/healthz")
+
+    def restarted(self) -> Worker:
+        """This worker killed and started again with the same arguments (a new log file),
+        as the kubelet does when the liveness probe fails."""
+        self.kill()
+        broker, db_url, prefix, log, extra, env = self.started_with
+        n = sum(1 for _ in log.parent.glob(f"{log.stem}*"))
+        return Worker(broker, db_url, prefix, log.with_name(f"{log.stem}-restart{n}{log.suffix}"), *extra, env=env)
 
     def ready(self) -> bool:
         if not self.alive():
