@@ -10,6 +10,7 @@ object) are computed on first use and cached in the snapshot.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import (
     Callable,
     ItemsView,
@@ -292,7 +293,12 @@ class LayeredDict(LayeredView, MutableMapping[Any, Any]):
     def compact_if_large(self) -> None:
         size = self.overlay_size
         if size and size > 4 * isqrt(len(self._base)) + 64:
-            self._base = dict(self._iter_items())
+            base = dict(self._base)  # dict operations in C: values in place, removals, then additions
+            base.update(self._changed)
+            for key in self._gone:
+                del base[key]
+            base.update(self._tail)
+            self._base = base
             self._changed, self._gone, self._tail = {}, set(), {}
 
 
@@ -388,8 +394,10 @@ class ClusterState:
         self.generation = 0
         self._snapshot: ClusterSnapshot | None = None
         self.collections: dict[str, LayeredDict] = {name: LayeredDict() for name in KIND_COLLECTIONS.values()}
-        # The change journal: what changed since the last snapshot (sealed by the next).
+        # The change journal: what changed since the last snapshot, sealed by the next when a
+        # snapshot of this state is still held (only then can anyone ask what changed since).
         self._interval = Interval()
+        self._held: weakref.WeakSet[ClusterSnapshot] = weakref.WeakSet()
         # (kind, namespace) whose every object the state holds ("" namespace: all of them):
         # what tells an object that does not exist from one that was not read.
         self.collected: set[tuple[str, str]] = set()
@@ -502,8 +510,9 @@ class ClusterState:
         earlier snapshot of this state is read from it, not found by comparison."""
         if self._snapshot is None:
             interval, self._interval = self._interval, Interval()
-            interval.seal(self.collections)
-            interval.next = self._interval
+            if self._held:  # else no snapshot is left to ask what changed since it
+                interval.seal(self.collections)
+                interval.next = self._interval
             for items in self.collections.values():
                 items.compact_if_large()
             self._snapshot = ClusterSnapshot(
@@ -515,6 +524,7 @@ class ClusterState:
                 collected=frozenset(self.collected),
                 uncollected=frozenset(self.uncollected),
             )
+            self._held.add(self._snapshot)
         return self._snapshot
 
 
@@ -533,6 +543,7 @@ class ClusterSnapshot:
     """An immutable view of the cluster at one moment."""
 
     __slots__ = (
+        "__weakref__",
         "_cache",
         "_origin",
         "_shared",
