@@ -233,8 +233,11 @@ class LayeredView(Mapping[Any, Any]):
         """How many entries differ from the base (what a snapshot copies)."""
         return len(self._changed) + len(self._gone) + len(self._tail)
 
-    def frozen(self) -> LayeredView:
-        """An immutable copy sharing the base (the overlay copied)."""
+    def frozen(self) -> Mapping[Any, Any]:
+        """An immutable copy sharing the base (the overlay copied); the base itself, read
+        only, when nothing changed since it (lookups then cost what a dict's do)."""
+        if not self.overlay_size:
+            return MappingProxyType(self._base)
         return LayeredView(self._base, dict(self._changed), set(self._gone), dict(self._tail))
 
 
@@ -1073,17 +1076,19 @@ def _carry_pods_by_workload(
     pods = changes.get("pods", ())
     if not pods:
         return base
-    added = dict(owners)
+    added: dict[tuple[str, Any], ObjectRef] = {}  # owners seen for the first time
 
     def ref_of(pod: Pod) -> ObjectRef:
         key = _owner_key(pod)
-        ref = added.get(key)
+        ref = owners.get(key) or added.get(key)
         if ref is None:
             ref = added[key] = newer.workload_of(pod).ref
         return ref
 
     updated = regrouped(base.pods, pods, ref_of)
-    return None if updated is None else WorkloadPods(updated, added)
+    if updated is None:
+        return None
+    return WorkloadPods(updated, {**owners, **added} if added else owners)
 
 
 CARRIED[PODS_BY_NODE_KEY] = lambda base, older, newer, changes: pods_by_node_updated(
