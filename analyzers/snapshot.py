@@ -1021,12 +1021,13 @@ def regrouped(
     them. None when a record changed group in place (its place in the new group is its
     place in the whole collection: rebuild)."""
     out = dict(base)
-    edits: dict[G, dict[Any, Any]] = {}
+    edits: dict[G, dict[Any, Any]] = {}  # groups changed in place, by key
+    appended: dict[G, list[Any]] = {}  # groups only added to (the pending pods, mostly)
 
     def members(g: G) -> dict[Any, Any]:
         found = edits.get(g)
         if found is None:
-            found = edits[g] = {p.key: p for p in out.get(g, ())}
+            found = edits[g] = {r.key: r for r in (*out.get(g, ()), *appended.pop(g, ()))}
         return found
 
     for old, new in changes:
@@ -1035,14 +1036,19 @@ def regrouped(
         if new is not None and now is not None:
             if old is not None and was != now:
                 return None
-            members(now)[new.key] = new
+            if old is None and now not in edits:
+                appended.setdefault(now, []).append(new)
+            else:
+                members(now)[new.key] = new
         elif old is not None and was is not None:
             members(was).pop(old.key, None)
-    for g, pods in edits.items():
-        if pods:
-            out[g] = tuple(pods.values())
+    for g, records in edits.items():
+        if records:
+            out[g] = tuple(records.values())
         else:
             out.pop(g, None)
+    for g, added in appended.items():
+        out[g] = (*out.get(g, ()), *added)
     return out
 
 
