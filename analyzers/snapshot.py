@@ -3,9 +3,15 @@ immutable view every analyzer reads).
 
 The live agent feeds watch deltas into a ClusterState; ``unstick analyze``
 feeds the objects of a dump. Both then call ``snapshot()`` and run the same
-analysis. A snapshot copies only the top-level mappings; records are
-immutable and shared. Derived indexes (pods per node, owners, events per
-object) are computed on first use and cached in the snapshot.
+analysis. Records are immutable and shared. A snapshot shares each
+collection's base with the state (copy on write, ``LayeredView``) and copies
+only what changed since the base was last compacted. The state keeps a
+change journal (``Interval``): ``ClusterSnapshot.changes_since`` reads what
+changed between two of its snapshots without comparing every record. Derived
+indexes (pods per node, per workload, pending pods, events per object) are
+computed on first use and cached in the snapshot; those in ``CARRIED`` are
+updated from the journal into the next snapshot instead of being rebuilt
+(``carry_from``) and shared with its scoped views (``view``).
 """
 
 from __future__ import annotations
@@ -233,6 +239,16 @@ class LayeredView(Mapping[Any, Any]):
         """How many entries differ from the base (what a snapshot copies)."""
         return len(self._changed) + len(self._gone) + len(self._tail)
 
+    def materialized(self) -> dict[Any, Any]:
+        """A plain dict of the same items in the same order (dict operations in C: values
+        in place, removals, then additions)."""
+        items = dict(self._base)
+        items.update(self._changed)
+        for key in self._gone:
+            del items[key]
+        items.update(self._tail)
+        return items
+
     def frozen(self) -> Mapping[Any, Any]:
         """An immutable copy sharing the base (the overlay copied); the base itself, read
         only, when nothing changed since it (lookups then cost what a dict's do)."""
@@ -296,13 +312,12 @@ class LayeredDict(LayeredView, MutableMapping[Any, Any]):
     def compact_if_large(self) -> None:
         size = self.overlay_size
         if size and size > 4 * isqrt(len(self._base)) + 64:
-            base = dict(self._base)  # dict operations in C: values in place, removals, then additions
-            base.update(self._changed)
-            for key in self._gone:
-                del base[key]
-            base.update(self._tail)
-            self._base = base
-            self._changed, self._gone, self._tail = {}, set(), {}
+            self.compact()
+
+    def compact(self) -> None:
+        """Fold the overlay into a new base (the old one stays as the views hold it)."""
+        self._base = self.materialized()
+        self._changed, self._gone, self._tail = {}, set(), {}
 
 
 # -- the change journal ---------------------------------------------------------
@@ -675,7 +690,10 @@ class ClusterSnapshot:
         def copy_of(name: str) -> dict[Any, Any]:
             items = changed.get(name)
             if items is None:  # one copy per collection, whatever the number of changes
-                items = changed[name] = dict(collections[name])
+                source = collections[name]
+                items = changed[name] = (
+                    source.materialized() if isinstance(source, LayeredView) else dict(source)
+                )
                 pairs[name] = {}
             return items
 
