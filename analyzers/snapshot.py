@@ -412,8 +412,9 @@ class ClusterState:
         self.generation = 0
         self._snapshot: ClusterSnapshot | None = None
         self.collections: dict[str, LayeredDict] = {name: LayeredDict() for name in KIND_COLLECTIONS.values()}
-        # The change journal: what changed since the last snapshot, sealed by the next when a
-        # snapshot of this state is still held (only then can anyone ask what changed since).
+        # The change journal: what changed since the last snapshot, kept and sealed by the next
+        # snapshot while a snapshot of this state is held (only then can anyone ask what changed
+        # since): the initial load of 150,000 pods journals nothing.
         self._interval = Interval()
         self._held: weakref.WeakSet[ClusterSnapshot] = weakref.WeakSet()
         # (kind, namespace) whose every object the state holds ("" namespace: all of them):
@@ -428,7 +429,8 @@ class ClusterState:
         name = COLLECTIONS[type(record)]
         items = self.collections[name]
         key = record.key
-        self._interval.touch(name, key, items.get(key), True)
+        if self._held:  # else no one can ask what changed (see snapshot())
+            self._interval.touch(name, key, items.get(key), True)
         items[key] = record
         self._changed()
 
@@ -443,7 +445,8 @@ class ClusterState:
         removed = self.collections[coll].pop(key, None)
         if removed is None:
             return False
-        self._interval.touch(coll, key, removed, False)
+        if self._held:
+            self._interval.touch(coll, key, removed, False)
         self._changed()
         return True
 
@@ -475,7 +478,8 @@ class ClusterState:
             self.apply(record)
         else:  # apply() and _changed(), inlined: this runs for every watch event
             key = record.key
-            self._interval.touch(coll, key, known.get(key), True)  # type: ignore[arg-type]
+            if self._held:
+                self._interval.touch(coll, key, known.get(key), True)  # type: ignore[arg-type]
             known[key] = record
             self.generation += 1
             self._snapshot = None
