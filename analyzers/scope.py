@@ -302,8 +302,11 @@ def scoped(snapshot: ClusterSnapshot, scope: frozenset[ObjectRef]) -> ClusterSna
     everything the analysis of those workloads reads (nodes, every pod, budgets,
     events) is still there, and no time is spent on the others."""
     pending = snapshot.unscheduled_pods()
-    wanted = {pod.key for ref in scope for pod in snapshot.pods_of_workload(ref) if pod.unscheduled}
-    kept = [pod for pod in pending if pod.key in wanted]
+    if len(scope) == 1:  # its pods are in the snapshot's order already
+        kept = [pod for ref in scope for pod in snapshot.pods_of_workload(ref) if pod.unscheduled]
+    else:
+        wanted = {id(pod) for ref in scope for pod in snapshot.pods_of_workload(ref) if pod.unscheduled}
+        kept = [pod for pod in pending if id(pod) in wanted]
     if len(kept) == len(pending):
         return snapshot
     return snapshot.view(kept)

@@ -3,13 +3,20 @@ immutable view every analyzer reads).
 
 The live agent feeds watch deltas into a ClusterState; ``unstick analyze``
 feeds the objects of a dump. Both then call ``snapshot()`` and run the same
-analysis. A snapshot copies only the top-level mappings; records are
-immutable and shared. Derived indexes (pods per node, owners, events per
-object) are computed on first use and cached in the snapshot.
+analysis. Records are immutable and shared. A snapshot shares each
+collection's base with the state (copy on write, ``LayeredView``) and copies
+only what changed since the base was last compacted. The state keeps a
+change journal (``Interval``): ``ClusterSnapshot.changes_since`` reads what
+changed between two of its snapshots without comparing every record. Derived
+indexes (pods per node, per workload, pending pods, events per object) are
+computed on first use and cached in the snapshot; those in ``CARRIED`` are
+updated from the journal into the next snapshot instead of being rebuilt
+(``carry_from``) and shared with its scoped views (``view``).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import (
     Callable,
     ItemsView,
@@ -232,8 +239,21 @@ class LayeredView(Mapping[Any, Any]):
         """How many entries differ from the base (what a snapshot copies)."""
         return len(self._changed) + len(self._gone) + len(self._tail)
 
-    def frozen(self) -> LayeredView:
-        """An immutable copy sharing the base (the overlay copied)."""
+    def materialized(self) -> dict[Any, Any]:
+        """A plain dict of the same items in the same order (dict operations in C: values
+        in place, removals, then additions)."""
+        items = dict(self._base)
+        items.update(self._changed)
+        for key in self._gone:
+            del items[key]
+        items.update(self._tail)
+        return items
+
+    def frozen(self) -> Mapping[Any, Any]:
+        """An immutable copy sharing the base (the overlay copied); the base itself, read
+        only, when nothing changed since it (lookups then cost what a dict's do)."""
+        if not self.overlay_size:
+            return MappingProxyType(self._base)
         return LayeredView(self._base, dict(self._changed), set(self._gone), dict(self._tail))
 
 
@@ -292,8 +312,12 @@ class LayeredDict(LayeredView, MutableMapping[Any, Any]):
     def compact_if_large(self) -> None:
         size = self.overlay_size
         if size and size > 4 * isqrt(len(self._base)) + 64:
-            self._base = dict(self._iter_items())
-            self._changed, self._gone, self._tail = {}, set(), {}
+            self.compact()
+
+    def compact(self) -> None:
+        """Fold the overlay into a new base (the old one stays as the views hold it)."""
+        self._base = self.materialized()
+        self._changed, self._gone, self._tail = {}, set(), {}
 
 
 # -- the change journal ---------------------------------------------------------
@@ -388,8 +412,11 @@ class ClusterState:
         self.generation = 0
         self._snapshot: ClusterSnapshot | None = None
         self.collections: dict[str, LayeredDict] = {name: LayeredDict() for name in KIND_COLLECTIONS.values()}
-        # The change journal: what changed since the last snapshot (sealed by the next).
+        # The change journal: what changed since the last snapshot, kept and sealed by the next
+        # snapshot while a snapshot of this state is held (only then can anyone ask what changed
+        # since): the initial load of 150,000 pods journals nothing.
         self._interval = Interval()
+        self._held: weakref.WeakSet[ClusterSnapshot] = weakref.WeakSet()
         # (kind, namespace) whose every object the state holds ("" namespace: all of them):
         # what tells an object that does not exist from one that was not read.
         self.collected: set[tuple[str, str]] = set()
@@ -402,7 +429,8 @@ class ClusterState:
         name = COLLECTIONS[type(record)]
         items = self.collections[name]
         key = record.key
-        self._interval.touch(name, key, items.get(key), True)
+        if self._held:  # else no one can ask what changed (see snapshot())
+            self._interval.touch(name, key, items.get(key), True)
         items[key] = record
         self._changed()
 
@@ -417,7 +445,8 @@ class ClusterState:
         removed = self.collections[coll].pop(key, None)
         if removed is None:
             return False
-        self._interval.touch(coll, key, removed, False)
+        if self._held:
+            self._interval.touch(coll, key, removed, False)
         self._changed()
         return True
 
@@ -449,7 +478,8 @@ class ClusterState:
             self.apply(record)
         else:  # apply() and _changed(), inlined: this runs for every watch event
             key = record.key
-            self._interval.touch(coll, key, known.get(key), True)  # type: ignore[arg-type]
+            if self._held:
+                self._interval.touch(coll, key, known.get(key), True)  # type: ignore[arg-type]
             known[key] = record
             self.generation += 1
             self._snapshot = None
@@ -502,8 +532,9 @@ class ClusterState:
         earlier snapshot of this state is read from it, not found by comparison."""
         if self._snapshot is None:
             interval, self._interval = self._interval, Interval()
-            interval.seal(self.collections)
-            interval.next = self._interval
+            if self._held:  # else no snapshot is left to ask what changed since it
+                interval.seal(self.collections)
+                interval.next = self._interval
             for items in self.collections.values():
                 items.compact_if_large()
             self._snapshot = ClusterSnapshot(
@@ -515,6 +546,7 @@ class ClusterState:
                 collected=frozenset(self.collected),
                 uncollected=frozenset(self.uncollected),
             )
+            self._held.add(self._snapshot)
         return self._snapshot
 
 
@@ -533,6 +565,7 @@ class ClusterSnapshot:
     """An immutable view of the cluster at one moment."""
 
     __slots__ = (
+        "__weakref__",
         "_cache",
         "_origin",
         "_shared",
@@ -661,7 +694,10 @@ class ClusterSnapshot:
         def copy_of(name: str) -> dict[Any, Any]:
             items = changed.get(name)
             if items is None:  # one copy per collection, whatever the number of changes
-                items = changed[name] = dict(collections[name])
+                source = collections[name]
+                items = changed[name] = (
+                    source.materialized() if isinstance(source, LayeredView) else dict(source)
+                )
                 pairs[name] = {}
             return items
 
@@ -1007,12 +1043,13 @@ def regrouped(
     them. None when a record changed group in place (its place in the new group is its
     place in the whole collection: rebuild)."""
     out = dict(base)
-    edits: dict[G, dict[Any, Any]] = {}
+    edits: dict[G, dict[Any, Any]] = {}  # groups changed in place, by key
+    appended: dict[G, list[Any]] = {}  # groups only added to (the pending pods, mostly)
 
     def members(g: G) -> dict[Any, Any]:
         found = edits.get(g)
         if found is None:
-            found = edits[g] = {p.key: p for p in out.get(g, ())}
+            found = edits[g] = {r.key: r for r in (*out.get(g, ()), *appended.pop(g, ()))}
         return found
 
     for old, new in changes:
@@ -1021,14 +1058,19 @@ def regrouped(
         if new is not None and now is not None:
             if old is not None and was != now:
                 return None
-            members(now)[new.key] = new
+            if old is None and now not in edits:
+                appended.setdefault(now, []).append(new)
+            else:
+                members(now)[new.key] = new
         elif old is not None and was is not None:
             members(was).pop(old.key, None)
-    for g, pods in edits.items():
-        if pods:
-            out[g] = tuple(pods.values())
+    for g, records in edits.items():
+        if records:
+            out[g] = tuple(records.values())
         else:
             out.pop(g, None)
+    for g, added in appended.items():
+        out[g] = (*out.get(g, ()), *added)
     return out
 
 
@@ -1062,17 +1104,19 @@ def _carry_pods_by_workload(
     pods = changes.get("pods", ())
     if not pods:
         return base
-    added = dict(owners)
+    added: dict[tuple[str, Any], ObjectRef] = {}  # owners seen for the first time
 
     def ref_of(pod: Pod) -> ObjectRef:
         key = _owner_key(pod)
-        ref = added.get(key)
+        ref = owners.get(key) or added.get(key)
         if ref is None:
             ref = added[key] = newer.workload_of(pod).ref
         return ref
 
     updated = regrouped(base.pods, pods, ref_of)
-    return None if updated is None else WorkloadPods(updated, added)
+    if updated is None:
+        return None
+    return WorkloadPods(updated, {**owners, **added} if added else owners)
 
 
 CARRIED[PODS_BY_NODE_KEY] = lambda base, older, newer, changes: pods_by_node_updated(
