@@ -66,7 +66,7 @@ def list_documents(draw: Any) -> bytes:
         elif key == "apiVersion":
             doc["apiVersion"] = "v1"
         elif key == "metadata":
-            doc["metadata"] = {"resourceVersion": "12"}
+            doc["metadata"] = {"resourceVersion": "12", "note": draw(awkward_text)}
     indent = draw(st.sampled_from([None, 1, 4]))
     text = json.dumps(doc, indent=indent, ensure_ascii=draw(st.booleans()))
     if draw(st.booleans()):
@@ -137,3 +137,12 @@ def test_a_typed_list_holds_its_kindless_items_until_its_kind() -> None:
         ("Pod", "v1", "b"),
     ]
     assert listings == {"Pod"}
+
+
+def test_items_in_a_document_that_is_not_a_list_are_refused() -> None:
+    # Read whole, such a document is one object of that kind; streamed, its items were
+    # read before its kind: the document is refused with one line.
+    for kind in ('"Pod"', "5"):
+        data = ('{"items": [{"kind": "Pod", "metadata": {"name": "a"}}], "kind": ' + kind + "}").encode()
+        with pytest.raises(InputError, match=r"an items array in a document of kind .*, which is not a List"):
+            list(stream_documents(chunked(data, 7), "d.json"))
