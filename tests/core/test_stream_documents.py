@@ -4,6 +4,7 @@ listings, whatever the layout, the chunk boundaries and the strings inside."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,3 +147,32 @@ def test_items_in_a_document_that_is_not_a_list_are_refused() -> None:
         data = ('{"items": [{"kind": "Pod", "metadata": {"name": "a"}}], "kind": ' + kind + "}").encode()
         with pytest.raises(InputError, match=r"an items array in a document of kind .*, which is not a List"):
             list(stream_documents(chunked(data, 7), "d.json"))
+
+
+def test_a_dump_over_the_size_limit_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent.dumps import expand, load_into
+    from analyzers import ingest
+    from analyzers.snapshot import ClusterState
+
+    pods = [
+        {"kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": {"containers": [{"name": "c"}]}}
+        for i in range(50)
+    ]
+    data = orjson.dumps({"apiVersion": "v1", "items": pods, "kind": "List"})
+    path = tmp_path / "pods.json"
+    path.write_bytes(data)
+    monkeypatch.setattr(ingest, "MAX_DOCUMENT_BYTES", len(data) - 1)
+    state = ClusterState()
+    assert load_into(state, expand([str(path)])) == 0
+    assert state.warnings == [f"{path}: larger than 0 MiB (the document size limit)"]
+    # stdin has no size to read first: what came before the limit is used, and it is said
+    state = ClusterState()
+    monkeypatch.setattr(ingest, "STREAM_CHUNK_BYTES", 64)
+    used = load_into(state, expand(["-"]), stdin=io.BytesIO(data))
+    assert 0 < used < 50
+    assert state.warnings == ["<stdin>: larger than 0 MiB (the document size limit)"]
+    monkeypatch.setattr(ingest, "MAX_DOCUMENT_BYTES", len(data))
+    state = ClusterState()
+    assert load_into(state, expand([str(path)])) == 50 and not state.warnings
