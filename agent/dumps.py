@@ -103,15 +103,15 @@ def load_into(
         objects = _until_failure(
             stream_documents(source.chunks(stdin), source.name, listings), source, failed
         )
+        complete = True
         try:
             used += state.load(_checked(objects, source.name, state, facts), source.name)
         except Exception as exc:
             state.warn(f"{source.name}: cannot be read (internal error {type(exc).__name__}: {exc})")
-            failed.append("")
+            complete = False
         for message in failed:
-            if message:
-                state.warn(message)
-        if not failed:  # a file read in part does not list every object of its kinds
+            state.warn(message)
+        if complete and not failed:  # a file read in part does not list every object of its kinds
             kinds = listed_kinds(source, listings)
             listed |= kinds
             for kind in kinds:
