@@ -176,3 +176,23 @@ def test_a_dump_over_the_size_limit_is_refused_before_it_is_read(
     monkeypatch.setattr(ingest, "MAX_DOCUMENT_BYTES", len(data))
     state = ClusterState()
     assert load_into(state, expand([str(path)])) == 50 and not state.warnings
+
+
+def test_a_listing_read_in_part_is_not_the_whole_listing(tmp_path: Path) -> None:
+    from agent.dumps import expand, load_into
+    from analyzers.snapshot import KIND_COLLECTIONS, ClusterState
+
+    claim = {"metadata": {"name": "data-0", "namespace": "ml"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
+    whole = orjson.dumps({"apiVersion": "v1", "kind": "PersistentVolumeClaimList", "items": [claim]})
+    path = tmp_path / "claims.json"
+    path.write_bytes(whole)
+    state = ClusterState()
+    load_into(state, expand([str(path)]))
+    assert ("PersistentVolumeClaim", "") in state.collected and not state.warnings
+    # the same listing cut short after its first claim: that claim is read, the listing is not whole
+    path.write_bytes(whole[: whole.rindex(b"]")] + b',{"metadata": {"na')
+    state = ClusterState()
+    load_into(state, expand([str(path)]))
+    assert ("PersistentVolumeClaim", "") not in state.collected
+    assert [c.name for c in state.collections[KIND_COLLECTIONS["PersistentVolumeClaim"]].values()] == ["data-0"]
+    assert len(state.warnings) == 1 and "invalid JSON in items[1]" in state.warnings[0]
