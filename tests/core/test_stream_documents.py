@@ -183,8 +183,10 @@ def test_a_listing_read_in_part_is_not_the_whole_listing(tmp_path: Path) -> None
     from analyzers.snapshot import KIND_COLLECTIONS, ClusterState
 
     claim = {"metadata": {"name": "data-0", "namespace": "ml"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
-    whole = orjson.dumps({"apiVersion": "v1", "kind": "PersistentVolumeClaimList", "items": [claim]})
-    path = tmp_path / "claims.json"
+    whole = orjson.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": [{"kind": "PersistentVolumeClaim", **claim}]}
+    )
+    path = tmp_path / "persistentvolumeclaims.json"  # the per-kind layout: the file is the listing
     path.write_bytes(whole)
     state = ClusterState()
     load_into(state, expand([str(path)]))
@@ -194,5 +196,7 @@ def test_a_listing_read_in_part_is_not_the_whole_listing(tmp_path: Path) -> None
     state = ClusterState()
     load_into(state, expand([str(path)]))
     assert ("PersistentVolumeClaim", "") not in state.collected
-    assert [c.name for c in state.collections[KIND_COLLECTIONS["PersistentVolumeClaim"]].values()] == ["data-0"]
+    assert [c.name for c in state.collections[KIND_COLLECTIONS["PersistentVolumeClaim"]].values()] == [
+        "data-0"
+    ]
     assert len(state.warnings) == 1 and "invalid JSON in items[1]" in state.warnings[0]
