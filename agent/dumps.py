@@ -9,6 +9,7 @@ object; only when nothing usable remains is it an error.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -16,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from analyzers.ingest import STREAM_CHUNK_BYTES, InputError, describe, parse_time, stream_documents
+from analyzers import ingest
+from analyzers.ingest import InputError, describe, parse_time, stream_documents
 from analyzers.simulator.versions import DEFAULT_KUBE_VERSION, VersionError, parse_version
 from analyzers.snapshot import ClusterState
 from analyzers.validate import check_object
@@ -36,10 +38,18 @@ class DumpSource:
     path: Path | None  # None for stdin
 
     def chunks(self, stdin: BinaryIO) -> Iterator[bytes]:
-        """The bytes, STREAM_CHUNK_BYTES at a time (the reader enforces the size limit)."""
+        """The bytes, ``ingest.STREAM_CHUNK_BYTES`` at a time. A file over the document size limit is
+        refused (InputError) before it is read; stdin is cut there by the reader."""
         with contextlib.ExitStack() as stack:
-            fh = stdin if self.path is None else stack.enter_context(self.path.open("rb"))
-            while chunk := fh.read(STREAM_CHUNK_BYTES):
+            fh = stdin
+            if self.path is not None:
+                fh = stack.enter_context(self.path.open("rb"))
+                if os.fstat(fh.fileno()).st_size > ingest.MAX_DOCUMENT_BYTES:
+                    raise InputError(
+                        self.name,
+                        f"larger than {ingest.MAX_DOCUMENT_BYTES >> 20} MiB (the document size limit)",
+                    )
+            while chunk := fh.read(ingest.STREAM_CHUNK_BYTES):
                 yield chunk
 
 
@@ -89,21 +99,19 @@ def load_into(
     listed: set[str] = set()
     for index, source in enumerate(sources, 1):
         listings: set[str] = set()
+        failed: list[str] = []
+        objects = _until_failure(
+            stream_documents(source.chunks(stdin), source.name, listings), source, failed
+        )
+        complete = True
         try:
-            used += state.load(
-                _checked(
-                    stream_documents(source.chunks(stdin), source.name, listings), source.name, state, facts
-                ),
-                source.name,
-            )
-        except OSError as exc:
-            state.warn(f"{source.name}: cannot read: {exc.strerror or exc}")
-            continue
-        except InputError as exc:
-            state.warn(str(exc))
+            used += state.load(_checked(objects, source.name, state, facts), source.name)
         except Exception as exc:
             state.warn(f"{source.name}: cannot be read (internal error {type(exc).__name__}: {exc})")
-        else:
+            complete = False
+        for message in failed:
+            state.warn(message)
+        if complete and not failed:  # a file read in part does not list every object of its kinds
             kinds = listed_kinds(source, listings)
             listed |= kinds
             for kind in kinds:
@@ -112,6 +120,20 @@ def load_into(
             progress(index, len(sources), used)
     _mark_absent_volume_kinds(state, listed)
     return used
+
+
+def _until_failure(
+    objects: Iterator[dict[str, Any]], source: DumpSource, failed: list[str]
+) -> Iterator[dict[str, Any]]:
+    """``objects`` until the file cannot be read further (bad JSON, over the size limit,
+    an I/O error): the objects before that are used, and ``failed`` gets the one line that
+    says why."""
+    try:
+        yield from objects
+    except InputError as exc:
+        failed.append(str(exc))
+    except OSError as exc:
+        failed.append(f"{source.name}: cannot read: {exc.strerror or exc}")
 
 
 def _mark_absent_volume_kinds(state: ClusterState, listed: set[str]) -> None:

@@ -361,7 +361,7 @@ def stream_documents(
         yield from parse_documents(reader.rest(), source, listings)
         return
     head_bytes, head = header
-    kind = head.get("kind") if "kind" in head else None
+    kind = head.get("kind") if isinstance(head.get("kind"), str) else None
     api_version = head.get("apiVersion") if "apiVersion" in head else None
     deferred: list[tuple[int, bytes]] = []
     index = 0
@@ -406,8 +406,9 @@ def stream_documents(
     except orjson.JSONDecodeError as exc:
         if "unexpected content after document" not in str(exc):
             raise InputError(source, f"invalid JSON after the items array: {exc}") from None
-        # More documents follow the list (a JSON stream).
-        doc, after = orjson.loads(document[: exc.pos]), document[exc.pos :]
+        # More documents follow the list (a JSON stream). orjson's pos counts characters.
+        text = document.decode("utf-8", errors="replace")
+        doc, after = orjson.loads(text[: exc.pos]), text[exc.pos :].encode()
     kind, api_version = doc.get("kind") or "", doc.get("apiVersion", "")
     if not isinstance(kind, str) or (kind and not kind.endswith("List")):
         raise InputError(source, f"an items array in a document of kind {kind!r}, which is not a List")

@@ -2,13 +2,13 @@
 
     .venv/bin/python bench/bench_large.py [--nodes 20000 --pods 600000 --workloads 400] [--watched] [--per-object]
 
-1. **load**: a generated dump (``bench.generate``, written as one JSON ``List`` by another
+1. **load** (wall and CPU seconds): a generated dump (``bench.generate``, written as one JSON ``List`` by another
    process, so its dicts never touch this heap) read into a ``ClusterState`` and its
    snapshot, as ``unstick analyze`` does. Target < 60 s.
 2. **first full analysis**: ``analyzers.report.build_report`` over the whole snapshot, what the
    agent's first pass does. Target < 20 s.
-3. **RSS** after both (current and peak; the peak includes the JSON parser's transient
-   objects). Target < 1 GB.
+3. **RSS** after both (current and peak; the dump is read item by item, so the peak is the
+   records plus one item and a 4 MiB read buffer). Target < 1 GB.
 4. ``--per-object``: bytes the loaded snapshot holds (tracemalloc, a second load) per node (a
    dump of the nodes alone) and per pod (the whole dump minus the nodes-only one).
 5. ``--watched``: the same cluster served by the fake API (``agent.fakecluster``) over HTTP and

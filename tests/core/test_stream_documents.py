@@ -4,6 +4,7 @@ listings, whatever the layout, the chunk boundaries and the strings inside."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,7 +67,7 @@ def list_documents(draw: Any) -> bytes:
         elif key == "apiVersion":
             doc["apiVersion"] = "v1"
         elif key == "metadata":
-            doc["metadata"] = {"resourceVersion": "12"}
+            doc["metadata"] = {"resourceVersion": "12", "note": draw(awkward_text)}
     indent = draw(st.sampled_from([None, 1, 4]))
     text = json.dumps(doc, indent=indent, ensure_ascii=draw(st.booleans()))
     if draw(st.booleans()):
@@ -137,3 +138,65 @@ def test_a_typed_list_holds_its_kindless_items_until_its_kind() -> None:
         ("Pod", "v1", "b"),
     ]
     assert listings == {"Pod"}
+
+
+def test_items_in_a_document_that_is_not_a_list_are_refused() -> None:
+    # Read whole, such a document is one object of that kind; streamed, its items were
+    # read before its kind: the document is refused with one line.
+    for kind in ('"Pod"', "5"):
+        data = ('{"items": [{"kind": "Pod", "metadata": {"name": "a"}}], "kind": ' + kind + "}").encode()
+        with pytest.raises(InputError, match=r"an items array in a document of kind .*, which is not a List"):
+            list(stream_documents(chunked(data, 7), "d.json"))
+
+
+def test_a_dump_over_the_size_limit_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent.dumps import expand, load_into
+    from analyzers import ingest
+    from analyzers.snapshot import ClusterState
+
+    pods = [
+        {"kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": {"containers": [{"name": "c"}]}}
+        for i in range(50)
+    ]
+    data = orjson.dumps({"apiVersion": "v1", "items": pods, "kind": "List"})
+    path = tmp_path / "pods.json"
+    path.write_bytes(data)
+    monkeypatch.setattr(ingest, "MAX_DOCUMENT_BYTES", len(data) - 1)
+    state = ClusterState()
+    assert load_into(state, expand([str(path)])) == 0
+    assert state.warnings == [f"{path}: larger than 0 MiB (the document size limit)"]
+    # stdin has no size to read first: what came before the limit is used, and it is said
+    state = ClusterState()
+    monkeypatch.setattr(ingest, "STREAM_CHUNK_BYTES", 64)
+    used = load_into(state, expand(["-"]), stdin=io.BytesIO(data))
+    assert 0 < used < 50
+    assert state.warnings == ["<stdin>: larger than 0 MiB (the document size limit)"]
+    monkeypatch.setattr(ingest, "MAX_DOCUMENT_BYTES", len(data))
+    state = ClusterState()
+    assert load_into(state, expand([str(path)])) == 50 and not state.warnings
+
+
+def test_a_listing_read_in_part_is_not_the_whole_listing(tmp_path: Path) -> None:
+    from agent.dumps import expand, load_into
+    from analyzers.snapshot import KIND_COLLECTIONS, ClusterState
+
+    claim = {"metadata": {"name": "data-0", "namespace": "ml"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
+    whole = orjson.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": [{"kind": "PersistentVolumeClaim", **claim}]}
+    )
+    path = tmp_path / "persistentvolumeclaims.json"  # the per-kind layout: the file is the listing
+    path.write_bytes(whole)
+    state = ClusterState()
+    load_into(state, expand([str(path)]))
+    assert ("PersistentVolumeClaim", "") in state.collected and not state.warnings
+    # the same listing cut short after its first claim: that claim is read, the listing is not whole
+    path.write_bytes(whole[: whole.rindex(b"]")] + b',{"metadata": {"na')
+    state = ClusterState()
+    load_into(state, expand([str(path)]))
+    assert ("PersistentVolumeClaim", "") not in state.collected
+    assert [c.name for c in state.collections[KIND_COLLECTIONS["PersistentVolumeClaim"]].values()] == [
+        "data-0"
+    ]
+    assert len(state.warnings) == 1 and "invalid JSON in items[1]" in state.warnings[0]
