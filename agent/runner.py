@@ -35,7 +35,7 @@ from agent.notify.settings import NotifySettings
 from agent.notify.worker import OutboxWorker
 from agent.pipeline import PassOutcome, Pipeline, PipelineConfig
 from agent.scales import ScaleReader
-from agent.scheduler_config import SchedulerConfigFile
+from agent.scheduler_config import SchedulerConfigError, SchedulerConfigFile
 from agent.settings import ApiSettings
 from analyzers.findings import Finding
 from analyzers.remedies import RemedyRenderer
@@ -103,7 +103,11 @@ class ClusterAgent:
         sinks = notifier.sink_names if notifier is not None else config.sinks
         profiles = config.scheduler_profiles
         if scheduler_config is not None:
-            profiles = scheduler_config.profiles(kube_version)
+            try:
+                profiles = scheduler_config.profiles(kube_version)
+            except SchedulerConfigError:
+                await gateway.close()
+                raise
         config = PipelineConfig(
             **{
                 **config.__dict__,

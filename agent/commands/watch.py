@@ -294,7 +294,6 @@ async def _connect(
             scheduler_config=agent.scheduler_config,
         )
     except SchedulerConfigError as exc:
-        await gateway.close()
         raise UserError(f"--scheduler-config / UNSTICK_SCHEDULER_CONFIG: {exc}") from None
     host.agents.append(cluster_agent)
     return cluster_agent

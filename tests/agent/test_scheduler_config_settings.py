@@ -84,32 +84,27 @@ async def test_the_live_agent_validates_for_its_api_servers_release(tmp_path: Pa
     major, minor = (int(x) for x in scenario.server_version.removeprefix("v").split(".")[:2])
     release = f"{major}.{minor}"
     assert (major, minor) >= (1, 29), "the scenario's release refuses v1beta3"
-    path = tmp_path / "sched.yaml"
-    path.write_text(V1BETA3)
-    settings = AgentSettings.from_args(parse("--scheduler-config", str(path)), {})
     fake = scenario.cluster()
     await fake.start()
     host = await AgentHost.open(f"sqlite+aiosqlite:///{tmp_path}/db.sqlite")
+
+    async def connect(cluster: str, text: str) -> ClusterAgent:
+        path = tmp_path / f"{cluster}.yaml"
+        path.write_text(text)
+        settings = AgentSettings.from_args(parse("--scheduler-config", str(path)), {})
+        return await ClusterAgent.connect(
+            cluster=cluster,
+            gateway=Gateway(str(fake.write_kubeconfig(tmp_path / f"{cluster}.kubeconfig"))),
+            sessions=host.sessions,
+            config=settings.pipeline_config(),
+            renderer=host.renderer,
+            scheduler_config=settings.scheduler_config,
+        )
+
     try:
         with pytest.raises(SchedulerConfigError, match=rf"apiVersion.*\(Kubernetes {release}\)"):
-            await ClusterAgent.connect(
-                cluster="c1",
-                gateway=Gateway(str(fake.write_kubeconfig(tmp_path / "kubeconfig"))),
-                sessions=host.sessions,
-                config=settings.pipeline_config(),
-                renderer=host.renderer,
-                scheduler_config=settings.scheduler_config,
-            )
-        path.write_text(CONFIG)
-        plain = AgentSettings.from_args(parse("--scheduler-config", str(path)), {})
-        agent = await ClusterAgent.connect(
-            cluster="c2",
-            gateway=Gateway(str(fake.write_kubeconfig(tmp_path / "kubeconfig2"))),
-            sessions=host.sessions,
-            config=plain.pipeline_config(),
-            renderer=host.renderer,
-            scheduler_config=plain.scheduler_config,
-        )
+            await connect("c1", V1BETA3)
+        agent = await connect("c2", CONFIG)
         host.agents.append(agent)
         assert set(agent.pipeline.config.scheduler_profiles or {}) == {"default-scheduler", "gpu-packing"}
     finally:
