@@ -29,11 +29,12 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from analyzers.findings import Finding, ObjectRef, Remedy
 from analyzers.quantity import format_units
-from analyzers.records import FrozenMap, Pod
+from analyzers.records import FrozenMap, Node, Pod
 from analyzers.rules import _placement as P
 from analyzers.rules._describe import names, plural
 from analyzers.rules.context import RuleContext
@@ -51,6 +52,9 @@ _ORDER = {NEVER: 0, FULL: 1, FRAGMENTED: 2, "": 3}
 _LOWERABLE = ("cpu", "memory", "ephemeral-storage")
 
 
+_NAME, _FREE, _ALLOCATABLE = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
 @dataclass(slots=True)
 class Shortage:
     """One resource over the eligible nodes (aggregates computed once)."""
@@ -65,12 +69,20 @@ class Shortage:
     most_allocatable: str = ""
 
     def __post_init__(self) -> None:
-        self.per_node.sort(key=lambda r: (-r[1], r[0]))
-        if self.per_node:
-            self.max_free = self.per_node[0][1]
-            best = min(self.per_node, key=lambda r: (-r[2], r[0]))
+        rows = self.per_node
+        # Most free first, then by name; the allocatable maximum with the first name.
+        # Sorting by name, then stably by free descending (``reverse`` keeps equal
+        # elements in order) gives the key (-free, name) with C-level keys only: a
+        # workload can have every node of a 5,000-node cluster eligible. The rows come
+        # in the node table's order, which is by name, so the first sort is one pass.
+        rows.sort(key=_NAME)
+        if rows:
+            best = max(rows, key=_ALLOCATABLE)  # the first maximum: the smallest name
             self.max_allocatable, self.most_allocatable = best[2], best[0]
-        self.total_free = sum(f for _, f, _ in self.per_node if f > 0)
+        rows.sort(key=_FREE, reverse=True)
+        if rows:
+            self.max_free = rows[0][1]
+        self.total_free = sum(f for _, f, _ in rows if f > 0)
 
     def best(self, of: str) -> str:
         if of == "allocatable":
@@ -85,6 +97,7 @@ class Analysis:
     kind: str
     excluded: dict[str, list[str]] = field(default_factory=dict)  # eligible nodes failing other filters
     tainted_with_room: list[str] = field(default_factory=list)
+    node_indices: list[int] = field(default_factory=list)  # ``nodes`` as the node table's indices
 
     @property
     def resources(self) -> list[str]:
@@ -115,27 +128,37 @@ def _requests(pod: Pod) -> list[tuple[str, int]]:
     return [("pods", 1), *checked_requests(pod)]
 
 
-def _free(table: NodeTable, i: int, res: str) -> tuple[int, int]:
+def _free_column(table: NodeTable, nodes: Sequence[int], res: str) -> list[int]:
+    """What is free of ``res`` on each of ``nodes`` (0 where no node offers it), a
+    column at a time: one analysis can read every node of a 5,000-node cluster."""
     if res == "pods":
-        return table.allowed_pods[i] - table.pod_count[i], table.allowed_pods[i]
-    alloc = table.allocatable.get(res)
+        allowed, count = table.allowed_pods, table.pod_count
+        return [allowed[i] - count[i] for i in nodes]
+    if res not in table.allocatable:
+        return [0] * len(nodes)
+    free = table.free[res]
+    return [free[i] for i in nodes]
+
+
+def _allocatable_column(table: NodeTable, nodes: Sequence[int], res: str) -> list[int]:
+    """The allocatable ``res`` of each of ``nodes`` (0 where no node offers it)."""
+    alloc = table.allowed_pods if res == "pods" else table.allocatable.get(res)
     if alloc is None:
-        return 0, 0
-    return table.free[res][i], alloc[i]
+        return [0] * len(nodes)
+    return [alloc[i] for i in nodes]
 
 
 def _rows(table: NodeTable, nodes: Sequence[int], res: str) -> list[tuple[str, int, int]]:
-    """(node, free, allocatable) of ``res`` on each of ``nodes``: ``_free`` a column at a
-    time (one analysis reads every node of a 5,000-node cluster)."""
+    """(node, free, allocatable) of ``res`` on each of ``nodes``."""
     names = table.names
-    if res == "pods":
-        allowed, count = table.allowed_pods, table.pod_count
-        return [(names[i], allowed[i] - count[i], allowed[i]) for i in nodes]
-    alloc = table.allocatable.get(res)
-    if alloc is None:
-        return [(names[i], 0, 0) for i in nodes]
-    free = table.free[res]
-    return [(names[i], free[i], alloc[i]) for i in nodes]
+    return list(
+        zip(
+            [names[i] for i in nodes],
+            _free_column(table, nodes, res),
+            _allocatable_column(table, nodes, res),
+            strict=True,
+        )
+    )
 
 
 def _analyse(table: NodeTable, group: P.Blocked, pending: int) -> Analysis:
@@ -160,10 +183,9 @@ def _analyse(table: NodeTable, group: P.Blocked, pending: int) -> Analysis:
     nodes = views.indices(accounting)
     shortages = []
     for res, want in _requests(group.pod):
-        rows = _rows(table, nodes, res)
-        if not any(free < want for _, free, _ in rows):
+        if not nodes or min(_free_column(table, nodes, res)) >= want:
             continue  # NodeResourcesFit rejects no accounting node for it
-        s = Shortage(res, want, rows)
+        s = Shortage(res, want, _rows(table, nodes, res))
         if want > s.max_allocatable:
             s.kind = NEVER
         elif s.total_free < want * pending:
@@ -173,11 +195,7 @@ def _analyse(table: NodeTable, group: P.Blocked, pending: int) -> Analysis:
         shortages.append(s)
     kind = min((s.kind for s in shortages), key=lambda k: _ORDER[k], default="")
     # No node whose allocatable holds every short resource at once: never fits either.
-    if (
-        kind != NEVER
-        and shortages
-        and not any(all(_free(table, i, s.resource)[1] >= s.requested for s in shortages) for i in nodes)
-    ):
+    if kind != NEVER and shortages and not _one_node_holds_all(table, nodes, shortages):
         kind = NEVER
     if not kind and shortages:
         kind = FRAGMENTED  # each resource fits somewhere, never all of them on one node
@@ -186,7 +204,17 @@ def _analyse(table: NodeTable, group: P.Blocked, pending: int) -> Analysis:
             lambda p: bool(p) and p <= {C.TAINT_TOLERATION, C.NODE_UNSCHEDULABLE_PLUGIN}, views.matches
         )
     )
-    return Analysis([table.names[i] for i in nodes], shortages, kind, excluded, tainted)
+    return Analysis([table.names[i] for i in nodes], shortages, kind, excluded, tainted, nodes)
+
+
+def _one_node_holds_all(table: NodeTable, nodes: Sequence[int], shortages: Sequence[Shortage]) -> bool:
+    """Whether the allocatable of one of ``nodes`` holds every short resource at once."""
+    holds = [True] * len(nodes)
+    for s in shortages:
+        want = s.requested
+        column = _allocatable_column(table, nodes, s.resource)
+        holds = [h and a >= want for h, a in zip(holds, column, strict=True)]
+    return any(holds)
 
 
 # ---------------------------------------------------------------------------
@@ -420,29 +448,13 @@ def _lower_requests(ctx: RuleContext, group: P.Blocked, analysis: Analysis, pend
         return None
     table = node_table(ctx.snapshot)
     pod = group.pod
-    best: tuple[float, str, dict[str, int]] | None = None
-    for name in analysis.nodes:
-        i = table.index[name]
-        new: dict[str, int] = {}
-        ratio = 1.0
-        for s in analysis.shortages:
-            free, _ = _free(table, i, s.resource)
-            if free >= s.requested:
-                continue
-            value = _round_down(s.resource, free)
-            if value <= 0 or not (s.resource in _LOWERABLE or is_scalar(s.resource)):
-                ratio = 0.0
-                break
-            new[s.resource] = value
-            ratio = min(ratio, value / s.requested)
-        if new and ratio > 0 and (best is None or ratio > best[0]):
-            best = (ratio, name, new)
+    best = _largest_fitting_request(table, analysis)
     if best is None or best[0] < ctx.thresholds.min_request_fraction:
         return None
-    ratio, node, new = best
+    _, node, new = best
     requests = dict(pod.spec.requests) | new
     verdict = P.what_if(ctx, P.with_spec(pod, requests=FrozenMap(requests)))
-    slots = _slots(table, analysis.nodes, requests, [r for r, _ in _requests(pod)])
+    slots = _slots(table, analysis.node_indices, requests, [r for r, _ in _requests(pod)])
     multi = pod.spec.container_count > 1
     req_arg = ",".join(f"{r}={format_units(r, v)}" for r, v in sorted(new.items()) if not is_scalar(r))
     lim_arg = ",".join(f"{r}={format_units(r, v)}" for r, v in sorted(new.items()) if is_scalar(r))
@@ -477,22 +489,69 @@ def _lower_requests(ctx: RuleContext, group: P.Blocked, analysis: Analysis, pend
     )
 
 
+def _lowered(res: str, requested: int, free: int) -> float | None:
+    """What lowering ``res`` to what ``free`` holds keeps of the request: None when the
+    request fits as it is, 0.0 when it cannot be lowered to fit."""
+    if free >= requested:
+        return None
+    value = _round_down(res, free)
+    if value <= 0 or not (res in _LOWERABLE or is_scalar(res)):
+        return 0.0
+    return value / requested
+
+
+_FITS = 2.0  # above every fraction a lowered request keeps (at most 1.0)
+
+
+def _largest_fitting_request(
+    table: NodeTable, analysis: Analysis
+) -> tuple[float, str, dict[str, int]] | None:
+    """(fraction kept, node, lowered requests) for the accounting node where lowering the
+    short requests keeps the most of them (the least of the fractions over the short
+    resources; the first node on a tie); None when no node takes a lowered request.
+
+    A column at a time: each short resource's fraction on every node, then the
+    per-node least -- the same fractions as a node-by-node walk, without one call per
+    node and resource (one analysis can read every node of a 5,000-node cluster)."""
+    nodes = analysis.node_indices
+    if not nodes or not analysis.shortages:
+        return None
+    columns = []
+    for s in analysis.shortages:
+        res, want = s.resource, s.requested
+        columns.append(
+            [
+                _FITS if (f := _lowered(res, want, free)) is None else f
+                for free in _free_column(table, nodes, res)
+            ]
+        )
+    kept = list(map(min, *columns)) if len(columns) > 1 else columns[0]
+    # A node where every request fits as it is (all _FITS) offers no change.
+    at = max(range(len(nodes)), key=lambda k: kept[k] if 0 < kept[k] < _FITS else -1.0)
+    ratio = kept[at]
+    if not 0 < ratio < _FITS:
+        return None
+    i = nodes[at]
+    new: dict[str, int] = {}
+    for s in analysis.shortages:
+        free = _free_column(table, (i,), s.resource)[0]
+        if free < s.requested:
+            new[s.resource] = _round_down(s.resource, free)
+    return ratio, table.names[i], new
+
+
 def _slots(
-    table: NodeTable, nodes: Sequence[str], requests: Mapping[str, int], resources: Sequence[str]
+    table: NodeTable, nodes: Sequence[int], requests: Mapping[str, int], resources: Sequence[str]
 ) -> int:
-    total = 0
-    for name in nodes:
-        i = table.index[name]
-        fit = None
-        for res in resources:
-            want = 1 if res == "pods" else requests.get(res, 0)
-            if want <= 0:
-                continue
-            free, _ = _free(table, i, res)
-            n = max(free, 0) // want
-            fit = n if fit is None else min(fit, n)
-        total += fit or 0
-    return total
+    """How many pods of ``requests`` fit on ``nodes`` together, each node on its own."""
+    columns = []
+    for res in resources:
+        want = 1 if res == "pods" else requests.get(res, 0)
+        if want > 0:
+            columns.append([max(free, 0) // want for free in _free_column(table, nodes, res)])
+    if not columns:
+        return 0
+    return sum(map(min, *columns)) if len(columns) > 1 else sum(columns[0])
 
 
 def _capacity(ctx: RuleContext, group: P.Blocked, analysis: Analysis, events: Sequence[Any]) -> Remedy | None:
@@ -501,11 +560,7 @@ def _capacity(ctx: RuleContext, group: P.Blocked, analysis: Analysis, events: Se
     if not pool or not analysis.shortages:
         return None
     main = analysis.shortages[0].resource
-    template = max(
-        (snap.nodes[n] for n in pool if n in snap.nodes),
-        key=lambda node: (node.allocatable.get(main, 0), node.name),
-        default=None,
-    )
+    template = _largest(snap.nodes, pool, main)
     if template is None:
         return None
     ds = P.daemonset_requests(snap, template.name)
@@ -546,6 +601,18 @@ def _capacity(ctx: RuleContext, group: P.Blocked, analysis: Analysis, events: Se
             f"copied{', allocatable raised to ' + ', '.join(bigger) if bigger else ''}{ds_words}): "
             f"{P.outcome(verdict)}"
         ),
+    )
+
+
+def _largest(nodes: Mapping[str, Node], pool: Sequence[str], resource: str) -> Node | None:
+    """The node of ``pool`` with the most allocatable ``resource``, the last name on a tie."""
+    found = [nodes[n] for n in pool if n in nodes]
+    if not found:
+        return None
+    allocatable = [node.allocatable.get(resource, 0) for node in found]
+    most = max(allocatable)
+    return max(
+        (node for node, a in zip(found, allocatable, strict=True) if a == most), key=attrgetter("name")
     )
 
 
