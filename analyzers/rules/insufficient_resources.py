@@ -29,12 +29,12 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import Any
 
 from analyzers.findings import Finding, ObjectRef, Remedy
 from analyzers.quantity import format_units
-from analyzers.records import FrozenMap, Node, Pod
+from analyzers.records import FrozenMap, Pod
 from analyzers.rules import _placement as P
 from analyzers.rules._describe import names, plural
 from analyzers.rules.context import RuleContext
@@ -519,19 +519,17 @@ def _largest_fitting_request(
     columns = []
     for s in analysis.shortages:
         res, want = s.resource, s.requested
-        columns.append(
-            [
-                _FITS if (f := _lowered(res, want, free)) is None else f
-                for free in _free_column(table, nodes, res)
-            ]
-        )
+        frees = _free_column(table, nodes, res)
+        # Nodes share few distinct amounts free: one fraction per amount.
+        fraction = {free: _FITS if (f := _lowered(res, want, free)) is None else f for free in set(frees)}
+        columns.append(list(map(fraction.__getitem__, frees)))
     kept = list(map(min, *columns)) if len(columns) > 1 else columns[0]
     # A node where every request fits as it is (all _FITS) offers no change.
-    at = max(range(len(nodes)), key=lambda k: kept[k] if 0 < kept[k] < _FITS else -1.0)
-    ratio = kept[at]
-    if not 0 < ratio < _FITS:
+    offered = [k if 0 < k < _FITS else -1.0 for k in kept]
+    ratio = max(offered)
+    if ratio < 0:
         return None
-    i = nodes[at]
+    i = nodes[offered.index(ratio)]  # the first node on a tie
     new: dict[str, int] = {}
     for s in analysis.shortages:
         free = _free_column(table, (i,), s.resource)[0]
@@ -556,11 +554,11 @@ def _slots(
 
 def _capacity(ctx: RuleContext, group: P.Blocked, analysis: Analysis, events: Sequence[Any]) -> Remedy | None:
     snap = ctx.snapshot
-    pool = analysis.nodes or group.views.names_of(group.views.usable)
+    pool = analysis.node_indices or group.views.indices(group.views.usable)
     if not pool or not analysis.shortages:
         return None
-    main = analysis.shortages[0].resource
-    template = _largest(snap.nodes, pool, main)
+    table = node_table(snap)
+    template = snap.nodes.get(table.names[_largest(table, pool, analysis.shortages[0].resource)])
     if template is None:
         return None
     ds = P.daemonset_requests(snap, template.name)
@@ -604,16 +602,11 @@ def _capacity(ctx: RuleContext, group: P.Blocked, analysis: Analysis, events: Se
     )
 
 
-def _largest(nodes: Mapping[str, Node], pool: Sequence[str], resource: str) -> Node | None:
-    """The node of ``pool`` with the most allocatable ``resource``, the last name on a tie."""
-    found = [nodes[n] for n in pool if n in nodes]
-    if not found:
-        return None
-    allocatable = [node.allocatable.get(resource, 0) for node in found]
-    most = max(allocatable)
-    return max(
-        (node for node, a in zip(found, allocatable, strict=True) if a == most), key=attrgetter("name")
-    )
+def _largest(table: NodeTable, pool: Sequence[int], resource: str) -> int:
+    """The node of ``pool`` (ascending indices, not empty) with the most allocatable
+    ``resource``, the last name on a tie: the table's order is by name."""
+    column = _allocatable_column(table, pool, resource)
+    return pool[len(column) - 1 - column[::-1].index(max(column))]
 
 
 def _descheduler(ctx: RuleContext, analysis: Analysis) -> Remedy:

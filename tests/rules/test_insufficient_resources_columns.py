@@ -132,9 +132,9 @@ def test_column_answers_equal_node_by_node_ones(table: NodeTable, data: st.DataO
     assert rule._one_node_holds_all(table, nodes, shortages) == any(
         all(_free(table, i, s.resource)[1] >= s.requested for s in shortages) for i in nodes
     )
-    snap_nodes = {name: table.nodes[table.index[name]] for name in names}
     for s in shortages:
-        expected = max(
-            snap_nodes.values(), key=lambda n: (n.allocatable.get(s.resource, 0), n.name), default=None
-        )
-        assert rule._largest(snap_nodes, names, s.resource) is expected
+        if nodes:
+            expected = max(
+                (table.nodes[i] for i in nodes), key=lambda n: (n.allocatable.get(s.resource, 0), n.name)
+            )
+            assert table.nodes[rule._largest(table, nodes, s.resource)] is expected
