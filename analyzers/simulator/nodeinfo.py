@@ -58,6 +58,16 @@ def bits(mask: int) -> list[int]:
     return out
 
 
+def lowest_bits(mask: int, count: int) -> list[int]:
+    """``bits(mask)[:count]`` without reading the bits past them."""
+    out: list[int] = []
+    while mask and len(out) < count:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
 def mask_of(indices: Iterable[int], size: int) -> int:
     """The bit set of ``indices`` (all < ``size``)."""
     idx = indices if isinstance(indices, list | tuple) else list(indices)
