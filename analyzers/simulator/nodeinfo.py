@@ -13,6 +13,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any, TypeVar
 
 from analyzers.records import (
@@ -45,11 +46,17 @@ def host_port_triples(pod: Pod) -> list[tuple[str, str, int]]:
     ]
 
 
+_DIGIT_VALUE = bytes.maketrans(b"01", b"\x00\x01")
+
+
 def bits(mask: int) -> list[int]:
     """Indices of the set bits of ``mask``, ascending."""
     if not mask:
         return []
     s = bin(mask)[:1:-1]
+    if mask.bit_count() * 16 > len(s):  # pragma: no mutate (both ways give the same list)
+        # Dense (most nodes of a 5,000-node cluster): one pass in C, no call per bit.
+        return list(compress(range(len(s)), s.encode().translate(_DIGIT_VALUE)))
     out = []
     i = s.find("1")
     while i >= 0:
