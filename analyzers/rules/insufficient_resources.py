@@ -26,10 +26,10 @@ scale-up is under way the finding is informational.
 
 from __future__ import annotations
 
+import heapq
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any
 
 from analyzers.findings import Finding, ObjectRef, Remedy
@@ -52,16 +52,22 @@ _ORDER = {NEVER: 0, FULL: 1, FRAGMENTED: 2, "": 3}
 _LOWERABLE = ("cpu", "memory", "ephemeral-storage")
 
 
-_NAME, _FREE, _ALLOCATABLE = itemgetter(0), itemgetter(1), itemgetter(2)
+_POSITIVE = (0).__lt__
 
 
 @dataclass(slots=True)
 class Shortage:
-    """One resource over the eligible nodes (aggregates computed once)."""
+    """One resource over the accounting nodes: its columns in the node table's order,
+    which is by name (``nodes``, what is ``free`` and ``allocatable`` on each), the
+    aggregates computed once, and the rows sorted most free first only as far as they
+    are read (:meth:`rows`): a workload can have every node of a 5,000-node cluster
+    eligible, and the words and evidence show its first 100 at most."""
 
     resource: str
     requested: int
-    per_node: list[tuple[str, int, int]]  # (node, free, allocatable), most free first
+    nodes: Sequence[str]
+    free: Sequence[int]
+    allocatable: Sequence[int]
     kind: str = ""
     max_allocatable: int = 0
     max_free: int = 0
@@ -69,25 +75,35 @@ class Shortage:
     most_allocatable: str = ""
 
     def __post_init__(self) -> None:
-        rows = self.per_node
-        # Most free first, then by name; the allocatable maximum with the first name.
-        # Sorting by name, then stably by free descending (``reverse`` keeps equal
-        # elements in order) gives the key (-free, name) with C-level keys only: a
-        # workload can have every node of a 5,000-node cluster eligible. The rows come
-        # in the node table's order, which is by name, so the first sort is one pass.
-        rows.sort(key=_NAME)
-        if rows:
-            best = max(rows, key=_ALLOCATABLE)  # the first maximum: the smallest name
-            self.max_allocatable, self.most_allocatable = best[2], best[0]
-        rows.sort(key=_FREE, reverse=True)
-        if rows:
-            self.max_free = rows[0][1]
-        self.total_free = sum(f for _, f, _ in rows if f > 0)
+        if self.nodes:
+            self.max_free = max(self.free)
+            self.max_allocatable = max(self.allocatable)
+            # The first maximum: the smallest name.
+            self.most_allocatable = self.nodes[self.allocatable.index(self.max_allocatable)]
+        self.total_free = sum(filter(_POSITIVE, self.free))
+
+    @property
+    def count(self) -> int:
+        return len(self.nodes)
+
+    def rows(self, limit: int | None = None) -> list[tuple[str, int, int]]:
+        """(node, free, allocatable) most free first, then by name; the first ``limit``.
+        The positions are ordered by what is free alone: the sort is stable, ``reverse``
+        included, and ``heapq.nlargest`` is documented equal to ``sorted(...,
+        reverse=True)[:n]``, so equal amounts keep the columns' (name) order."""
+        free = self.free
+        positions = range(len(free))
+        if limit is None or limit >= len(free):
+            order = sorted(positions, key=free.__getitem__, reverse=True)
+        else:
+            order = heapq.nlargest(limit, positions, key=free.__getitem__)
+        nodes, allocatable = self.nodes, self.allocatable
+        return [(nodes[i], free[i], allocatable[i]) for i in order]
 
     def best(self, of: str) -> str:
         if of == "allocatable":
             return self.most_allocatable
-        return self.per_node[0][0] if self.per_node else ""
+        return self.nodes[self.free.index(self.max_free)] if self.nodes else ""
 
 
 @dataclass(slots=True)
@@ -148,19 +164,6 @@ def _allocatable_column(table: NodeTable, nodes: Sequence[int], res: str) -> lis
     return [alloc[i] for i in nodes]
 
 
-def _rows(table: NodeTable, nodes: Sequence[int], res: str) -> list[tuple[str, int, int]]:
-    """(node, free, allocatable) of ``res`` on each of ``nodes``."""
-    names = table.names
-    return list(
-        zip(
-            [names[i] for i in nodes],
-            _free_column(table, nodes, res),
-            _allocatable_column(table, nodes, res),
-            strict=True,
-        )
-    )
-
-
 def _analyse(table: NodeTable, group: P.Blocked, pending: int) -> Analysis:
     """Node sets are bit sets over the simulator's node order, which is ``table``'s:
     the verdict was simulated on the same snapshot."""
@@ -181,11 +184,13 @@ def _analyse(table: NodeTable, group: P.Blocked, pending: int) -> Analysis:
         for plugin, mask in sorted(by_plugin.items(), key=lambda kv: order.index(kv[0]))
     }
     nodes = views.indices(accounting)
+    node_names = [table.names[i] for i in nodes]
     shortages = []
     for res, want in _requests(group.pod):
-        if not nodes or min(_free_column(table, nodes, res)) >= want:
+        free = _free_column(table, nodes, res)
+        if not nodes or min(free) >= want:
             continue  # NodeResourcesFit rejects no accounting node for it
-        s = Shortage(res, want, _rows(table, nodes, res))
+        s = Shortage(res, want, node_names, free, _allocatable_column(table, nodes, res))
         if want > s.max_allocatable:
             s.kind = NEVER
         elif s.total_free < want * pending:
@@ -195,7 +200,7 @@ def _analyse(table: NodeTable, group: P.Blocked, pending: int) -> Analysis:
         shortages.append(s)
     kind = min((s.kind for s in shortages), key=lambda k: _ORDER[k], default="")
     # No node whose allocatable holds every short resource at once: never fits either.
-    if kind != NEVER and shortages and not _one_node_holds_all(table, nodes, shortages):
+    if kind != NEVER and shortages and not _one_node_holds_all(shortages):
         kind = NEVER
     if not kind and shortages:
         kind = FRAGMENTED  # each resource fits somewhere, never all of them on one node
@@ -204,16 +209,15 @@ def _analyse(table: NodeTable, group: P.Blocked, pending: int) -> Analysis:
             lambda p: bool(p) and p <= {C.TAINT_TOLERATION, C.NODE_UNSCHEDULABLE_PLUGIN}, views.matches
         )
     )
-    return Analysis([table.names[i] for i in nodes], shortages, kind, excluded, tainted, nodes)
+    return Analysis(node_names, shortages, kind, excluded, tainted, nodes)
 
 
-def _one_node_holds_all(table: NodeTable, nodes: Sequence[int], shortages: Sequence[Shortage]) -> bool:
-    """Whether the allocatable of one of ``nodes`` holds every short resource at once."""
-    holds = [True] * len(nodes)
+def _one_node_holds_all(shortages: Sequence[Shortage]) -> bool:
+    """Whether the allocatable of one accounting node holds every short resource at once."""
+    holds = [True] * shortages[0].count
     for s in shortages:
         want = s.requested
-        column = _allocatable_column(table, nodes, s.resource)
-        holds = [h and a >= want for h, a in zip(holds, column, strict=True)]
+        holds = [h and a >= want for h, a in zip(holds, s.allocatable, strict=True)]
     return any(holds)
 
 
@@ -228,9 +232,8 @@ def _q(res: str, units: int) -> str:
 
 
 def _per_node(s: Shortage, limit: int) -> str:
-    rows = s.per_node
-    shown = [f"{n} {P.human(s.resource, max(f, 0))}/{P.human(s.resource, a)}" for n, f, a in rows[:limit]]
-    more = f", {len(rows) - limit} more with less" if len(rows) > limit else ""
+    shown = [f"{n} {P.human(s.resource, max(f, 0))}/{P.human(s.resource, a)}" for n, f, a in s.rows(limit)]
+    more = f", {s.count - limit} more with less" if s.count > limit else ""
     return ", ".join(shown) + more
 
 
@@ -278,10 +281,10 @@ TIME_SLICING_WORDS = "label nvidia.com/gpu.replicas"
 def _shortage_words(s: Shortage, pending: int) -> str:
     res, want = s.resource, s.requested
     if res == "pods":
-        full = [n for n, f, _ in s.per_node if f <= 0]
+        full = [n for n, f, _ in s.rows() if f <= 0]
         return (
             f"{names(full)} already run{'s' if len(full) == 1 else ''} their maximum number of pods "
-            f'(allocatable pods: {names(sorted({str(a) for _, _, a in s.per_node}))}): "Too many pods"'
+            f'(allocatable pods: {names(sorted({str(a) for a in s.allocatable}))}): "Too many pods"'
         )
     limit = 12 if is_scalar(res) else 5
     table = f"free/allocatable per node: {_per_node(s, limit)}"
@@ -384,7 +387,7 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
                         "free": format_units(s.resource, f),
                         "allocatable": format_units(s.resource, a),
                     }
-                    for n, f, a in s.per_node[:100]
+                    for n, f, a in s.rows(100)
                 ],
             }
             for s in analysis.shortages
@@ -448,7 +451,7 @@ def _lower_requests(ctx: RuleContext, group: P.Blocked, analysis: Analysis, pend
         return None
     table = node_table(ctx.snapshot)
     pod = group.pod
-    best = _largest_fitting_request(table, analysis)
+    best = _largest_fitting_request(analysis)
     if best is None or best[0] < ctx.thresholds.min_request_fraction:
         return None
     _, node, new = best
@@ -503,9 +506,7 @@ def _lowered(res: str, requested: int, free: int) -> float | None:
 _FITS = 2.0  # above every fraction a lowered request keeps (at most 1.0)
 
 
-def _largest_fitting_request(
-    table: NodeTable, analysis: Analysis
-) -> tuple[float, str, dict[str, int]] | None:
+def _largest_fitting_request(analysis: Analysis) -> tuple[float, str, dict[str, int]] | None:
     """(fraction kept, node, lowered requests) for the accounting node where lowering the
     short requests keeps the most of them (the least of the fractions over the short
     resources; the first node on a tie); None when no node takes a lowered request.
@@ -513,29 +514,27 @@ def _largest_fitting_request(
     A column at a time: each short resource's fraction on every node, then the
     per-node least -- the same fractions as a node-by-node walk, without one call per
     node and resource (one analysis can read every node of a 5,000-node cluster)."""
-    nodes = analysis.node_indices
-    if not nodes or not analysis.shortages:
+    if not analysis.nodes or not analysis.shortages:
         return None
     columns = []
     for s in analysis.shortages:
         res, want = s.resource, s.requested
-        frees = _free_column(table, nodes, res)
         # Nodes share few distinct amounts free: one fraction per amount.
-        fraction = {free: _FITS if (f := _lowered(res, want, free)) is None else f for free in set(frees)}
-        columns.append(list(map(fraction.__getitem__, frees)))
+        fraction = {free: _FITS if (f := _lowered(res, want, free)) is None else f for free in set(s.free)}
+        columns.append(list(map(fraction.__getitem__, s.free)))
     kept = list(map(min, *columns)) if len(columns) > 1 else columns[0]
     # A node where every request fits as it is (all _FITS) offers no change.
     offered = [k if 0 < k < _FITS else -1.0 for k in kept]
     ratio = max(offered)
     if ratio < 0:
         return None
-    i = nodes[offered.index(ratio)]  # the first node on a tie
-    new: dict[str, int] = {}
-    for s in analysis.shortages:
-        free = _free_column(table, (i,), s.resource)[0]
-        if free < s.requested:
-            new[s.resource] = _round_down(s.resource, free)
-    return ratio, table.names[i], new
+    at = offered.index(ratio)  # the first node on a tie
+    new = {
+        s.resource: _round_down(s.resource, s.free[at])
+        for s in analysis.shortages
+        if s.free[at] < s.requested
+    }
+    return ratio, analysis.nodes[at], new
 
 
 def _slots(

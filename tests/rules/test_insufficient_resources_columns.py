@@ -116,20 +116,21 @@ def test_column_answers_equal_node_by_node_ones(table: NodeTable, data: st.DataO
         "example.com/fpga": data.draw(st.integers(1, 4)),
         "example.com/absent": 1,
     }
+    names = [table.names[i] for i in nodes]
     shortages = []
     for res in data.draw(st.lists(st.sampled_from(RESOURCES), min_size=1, max_size=3, unique=True)):
-        rows = rule._rows(table, nodes, res)
-        # The rows in any order: Shortage orders them itself.
-        s = rule.Shortage(res, wants[res], data.draw(st.permutations(rows)))
-        assert (s.per_node, s.max_free, s.max_allocatable, s.most_allocatable, s.total_free) == (
-            _reference_shortage(table, nodes, res)
-        )
+        free, allocatable = rule._free_column(table, nodes, res), rule._allocatable_column(table, nodes, res)
+        s = rule.Shortage(res, wants[res], names, free, allocatable)
+        reference = _reference_shortage(table, nodes, res)
+        assert (s.rows(), s.max_free, s.max_allocatable, s.most_allocatable, s.total_free) == reference
+        limit = data.draw(st.integers(0, len(nodes) + 1))
+        assert s.rows(limit) == reference[0][:limit]
+        assert s.best("free") == (reference[0][0][0] if nodes else "")
         shortages.append(s)
-    names = [table.names[i] for i in nodes]
     analysis = rule.Analysis(names, shortages, "", node_indices=nodes)
-    assert rule._largest_fitting_request(table, analysis) == _reference_lowered(table, nodes, shortages)
+    assert rule._largest_fitting_request(analysis) == _reference_lowered(table, nodes, shortages)
     assert rule._slots(table, nodes, wants, RESOURCES) == _reference_slots(table, nodes, wants)
-    assert rule._one_node_holds_all(table, nodes, shortages) == any(
+    assert (bool(nodes) and rule._one_node_holds_all(shortages)) == any(
         all(_free(table, i, s.resource)[1] >= s.requested for s in shortages) for i in nodes
     )
     for s in shortages:
