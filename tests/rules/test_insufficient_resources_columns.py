@@ -139,3 +139,26 @@ def test_column_answers_equal_node_by_node_ones(table: NodeTable, data: st.DataO
                 (table.nodes[i] for i in nodes), key=lambda n: (n.allocatable.get(s.resource, 0), n.name)
             )
             assert table.nodes[rule._largest(table, nodes, s.resource)] is expected
+
+
+def test_lowered_request_on_a_tie_takes_the_first_node_by_name() -> None:
+    """Two nodes equally short (random tables rarely tie on the best fraction)."""
+    objects: list[dict[str, Any]] = []
+    for name in ("b-node", "a-node", "c-node"):
+        objects.append(node(name, cpu="2"))
+        objects.append(
+            pod(f"p-{name}", node_name=name, requests={"cpu": "1500m" if name != "c-node" else "1800m"})
+        )
+    table = node_table(ClusterSnapshot.from_objects(objects))
+    nodes = list(range(table.size))
+    names = [table.names[i] for i in nodes]
+    cpu = rule.Shortage(
+        "cpu",
+        1000,
+        names,
+        rule._free_column(table, nodes, "cpu"),
+        rule._allocatable_column(table, nodes, "cpu"),
+    )
+    analysis = rule.Analysis(names, [cpu], "", node_indices=nodes)
+    assert rule._largest_fitting_request(analysis) == (0.5, "a-node", {"cpu": 500})
+    assert rule._largest_fitting_request(analysis) == _reference_lowered(table, nodes, [cpu])
