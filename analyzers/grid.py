@@ -34,6 +34,7 @@ from typing import Any
 from analyzers.quantity import format_units
 from analyzers.simulator import codes as C
 from analyzers.simulator.engine import filter_order
+from analyzers.simulator.nodeinfo import lowest_bits
 from analyzers.simulator.results import NodeVerdict, PodVerdict
 from analyzers.simulator.versions import wording_for
 
@@ -130,16 +131,6 @@ class _Group:
         self.members = members  # node verdicts, or indices into verdict.node_names
 
 
-def _lowest(mask: int, limit: int) -> list[int]:
-    """The indices of the lowest ``limit`` set bits of ``mask``."""
-    out: list[int] = []
-    while mask and len(out) < limit:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
-
-
 def _union(masks: list[int]) -> int:
     out = 0
     for m in masks:
@@ -189,7 +180,7 @@ def _node_groups(verdict: PodVerdict) -> list[_Group]:
             rest = mask & ~_union(parts)
             for same_first in [*parts, rest] if rest else parts:
                 for alike in _split_by_codes(verdict, same_first, plugins[1:]):
-                    shown = _lowest(alike, MAX_NAMES_PER_ROW)
+                    shown = lowest_bits(alike, MAX_NAMES_PER_ROW)
                     first = verdict.node_at(shown[0])
                     out.append(_Group(first, alike.bit_count(), [names[i] for i in shown], shown))
     return out
