@@ -53,6 +53,7 @@ _LOWERABLE = ("cpu", "memory", "ephemeral-storage")
 
 
 _POSITIVE = (0).__lt__
+_EVIDENCE_ROWS = 100  # the per-node rows of a shortage in the evidence
 
 
 @dataclass(slots=True)
@@ -73,6 +74,7 @@ class Shortage:
     max_free: int = 0
     total_free: int = 0
     most_allocatable: str = ""
+    _top: list[tuple[str, int, int]] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.nodes:
@@ -90,7 +92,16 @@ class Shortage:
         """(node, free, allocatable) most free first, then by name; the first ``limit``.
         The positions are ordered by what is free alone: the sort is stable, ``reverse``
         included, and ``heapq.nlargest`` is documented equal to ``sorted(...,
-        reverse=True)[:n]``, so equal amounts keep the columns' (name) order."""
+        reverse=True)[:n]``, so equal amounts keep the columns' (name) order. The
+        first ``_EVIDENCE_ROWS`` are ordered once: the words show a few, the evidence
+        that many."""
+        if limit is not None and limit <= _EVIDENCE_ROWS:
+            if self._top is None:
+                self._top = self._ordered(_EVIDENCE_ROWS)
+            return self._top[:limit]
+        return self._ordered(limit)
+
+    def _ordered(self, limit: int | None) -> list[tuple[str, int, int]]:
         free = self.free
         positions = range(len(free))
         if limit is None or limit >= len(free):
@@ -387,7 +398,7 @@ def _finding(ctx: RuleContext, cause: str, found: list[tuple[P.Blocked, Analysis
                         "free": format_units(s.resource, f),
                         "allocatable": format_units(s.resource, a),
                     }
-                    for n, f, a in s.rows(100)
+                    for n, f, a in s.rows(_EVIDENCE_ROWS)
                 ],
             }
             for s in analysis.shortages
