@@ -66,7 +66,14 @@ from analyzers.rules.context import RuleContext
 from analyzers.simulator import codes as C
 from analyzers.simulator.dra import cel
 from analyzers.simulator.dra.allocator import gather_pools, taint_prevents
-from analyzers.simulator.dra.plugin import STOPPED, TIMED_OUT, allocated_state, pod_claims
+from analyzers.simulator.dra.plugin import (
+    FILTER_TIMEOUT_DEFAULT,
+    STOPPED,
+    TIMED_OUT,
+    allocated_state,
+    format_seconds,
+    pod_claims,
+)
 from analyzers.simulator.engine import simulate
 
 RULE_ID = "dra-devices-unavailable"
@@ -238,10 +245,16 @@ def _finding(ctx: RuleContext, group: P.Blocked) -> Finding | None:
     if STOPPED in verdict.message:
         parts = [f"{who}; {verdict.message}: what kube-scheduler concludes there is not known."]
     elif TIMED_OUT in verdict.message:
+        configured = ctx.dra_filter_timeout(pod)
+        timeout = (
+            f"filterTimeout of {format_seconds(FILTER_TIMEOUT_DEFAULT)} (the default)"
+            if configured is None
+            else f"configured filterTimeout of {format_seconds(configured)}"
+        )
         parts = [
             f"{who}; kube-scheduler's DynamicResources may time out searching for devices "
-            f'("{verdict.message}"): unstick\'s search passed the step count that stands for its '
-            "filterTimeout (DynamicResourcesArgs, 10 s unless configured), and whether kube-scheduler times out depends on its wall clock (a "
+            f'("{verdict.message}"): unstick\'s search passed the step count that stands for the '
+            f"{timeout}, and whether kube-scheduler times out depends on its wall clock (a "
             "timeout is an Error: the pod is retried with backoff)."
         ]
     evidence: dict[str, Any] = {

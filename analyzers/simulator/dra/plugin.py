@@ -117,8 +117,11 @@ def search_bound(timeout: float) -> int:
     return min(SAFETY_STEPS, max(1, round(timeout * STEPS_PER_SECOND)))
 
 
-def _format_seconds(seconds: float) -> str:
-    return f"{seconds:g}s" if seconds >= 1 else f"{seconds * 1000:g}ms"
+def format_seconds(seconds: float) -> str:
+    """A timeout as the scheduler configuration writes it: ``10s``, ``300ms``."""
+    if seconds >= 1:
+        return f"{seconds:g}s"
+    return f"{seconds * 1000:g}ms" if seconds >= 0.001 else f"{seconds * 1e6:g}µs"
 
 
 def pod_claims(snapshot: ClusterSnapshot, pod: Pod) -> list[ResourceClaim] | None:
@@ -312,7 +315,7 @@ class DynamicResources(Plugin):
             return failure(self.name, code, (reason,), (C.DRA_CANNOT_ALLOCATE,))
         note = (
             f"unstick stopped after {search_bound(timeout):,} allocation steps, its stand-in for the "
-            f"{_format_seconds(timeout)} filterTimeout at an assumed {STEPS_PER_SECOND:,} steps a second; "
+            f"{format_seconds(timeout)} filterTimeout at an assumed {STEPS_PER_SECOND:,} steps a second; "
             "whether kube-scheduler times out on this node depends on its wall clock"
         )
         return failure(self.name, code, (reason,), (C.DRA_CANNOT_ALLOCATE,), detail(filter_timeout=note))
