@@ -166,7 +166,7 @@ class StreamWorker:
         async def healthz(view: Any, request: Any) -> Any:
             # Alive unless the consumer stopped delivering (agent.stream.stall): then a liveness
             # probe restarts the worker, which rejoins the group and recovers.
-            reason = self.stall.stalled(ready=self.ready(), lag=self.lag())
+            reason = self.stall.stalled(ready=self.ready(), lag=self.lag(), restored=self._restored())
             if reason is not None:
                 log.warning("stalled: %s", reason)
                 return view.json({"status": "stalled", "reason": reason}, status=503)
@@ -213,6 +213,13 @@ class StreamWorker:
         except Exception:
             return False
         return recovered and self.fleet.ready(self.assigned())
+
+    def _restored(self) -> int:
+        """Entries in the state table: what the table's recovery has read so far."""
+        try:
+            return len(self.objects)
+        except Exception:  # not started yet
+            return 0
 
     def consumer_state(self) -> dict[str, Any]:
         """What faust's consumer and aiokafka's under it say about fetching (for diagnosis:

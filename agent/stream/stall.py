@@ -26,6 +26,7 @@ class StallWatch:
         self.clock = clock
         self._assigned_at = clock()
         self._progress: dict[int, float] = {}
+        self._restored: int | None = None  # how many table entries recovery had restored when last asked
 
     def assigned(self, partitions: set[int]) -> None:
         """A rebalance gave the worker ``partitions``: every clock starts again."""
@@ -35,13 +36,18 @@ class StallWatch:
     def handled(self, partition: int) -> None:
         self._progress[partition] = self.clock()
 
-    def stalled(self, *, ready: bool, lag: Mapping[int, int]) -> str | None:
-        """Why the worker is stuck, or None: not ready (the table's recovery not done) for
-        longer than the timeout after an assignment, or records of a partition waiting at the
-        broker (``lag``) while none of that partition was handled for longer than the timeout."""
+    def stalled(self, *, ready: bool, lag: Mapping[int, int], restored: int = 0) -> str | None:
+        """Why the worker is stuck, or None: not ready (the table's recovery not done) with no
+        progress for longer than the timeout — ``restored``, the table's entries, moving
+        counts as progress, so a large changelog may take as long as it reads on — or records
+        of a partition waiting at the broker (``lag``) while none of that partition was
+        handled for longer than the timeout."""
         now = self.clock()
-        if not ready and now - self._assigned_at > self.timeout:
-            return f"not ready {now - self._assigned_at:.0f}s after the last assignment (table recovery stuck?)"
+        if not ready:
+            if restored != self._restored:
+                self._restored, self._assigned_at = restored, now
+            if now - self._assigned_at > self.timeout:
+                return f"not ready, and recovery restored nothing for {now - self._assigned_at:.0f}s"
         for partition, waiting in sorted(lag.items()):
             idle = now - self._progress.get(partition, self._assigned_at)
             if waiting > 0 and idle > self.timeout:

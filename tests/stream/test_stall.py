@@ -41,9 +41,21 @@ def test_recovery_that_never_completes_is_a_stall_and_an_assignment_restarts_the
     clock = Clock()
     watch = StallWatch(30, clock)
     watch.assigned({0, 1, 2, 3})
+    watch.stalled(ready=False, lag={}, restored=0)
     clock.now += 31
-    reason = watch.stalled(ready=False, lag={})
-    assert reason is not None and "not ready 31s after the last assignment" in reason
+    reason = watch.stalled(ready=False, lag={}, restored=0)
+    assert reason is not None and "recovery restored nothing for 31s" in reason
     watch.assigned({0, 1})  # a new rebalance: recovery starts over
     clock.now += 10
     assert watch.stalled(ready=False, lag={0: 3}) is None
+
+
+def test_a_long_recovery_that_keeps_reading_is_not_a_stall() -> None:
+    clock = Clock()
+    watch = StallWatch(30, clock)
+    watch.assigned({0})
+    for restored in range(0, 100_000, 10_000):  # ten minutes of a large changelog
+        clock.now += 60
+        assert watch.stalled(ready=False, lag={}, restored=restored) is None
+    clock.now += 31  # and then nothing more is read
+    assert watch.stalled(ready=False, lag={}, restored=90_000) is not None
