@@ -64,6 +64,11 @@ class MigrationFailed(Exception):
 
 
 def _upgrade(connection: Connection, revision: str) -> None:
+    # The lock first: a second process migrating the same empty database at the same time
+    # waits here, then finds the first one's migration record. Taken after the check, it could
+    # read "no record" before the first committed and "unstick's tables" after.
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
     if _current(connection) is None:
         ours = sorted(set(inspect(connection).get_table_names()) & set(Base.metadata.tables))
         if ours:
@@ -72,8 +77,6 @@ def _upgrade(connection: Connection, revision: str) -> None:
                 "but no migration record (alembic_version): it was not created by unstick's migrations; "
                 "use an empty database"
             )
-    if connection.dialect.name == "postgresql":
-        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
     cfg = alembic_config()
     cfg.attributes["connection"] = connection
     command.upgrade(cfg, revision)

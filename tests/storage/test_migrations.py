@@ -221,3 +221,20 @@ async def test_0004_adds_silences_and_the_notification_state_and_downgrades(empt
     assert not {"resolution", "notified_at", "peak_pods"} & set(columns) and "silences" not in tables
     await upgrade(empty)
     assert await is_up_to_date(empty)
+
+
+async def test_processes_migrating_one_empty_database_at_once_all_succeed(pg_server: pg.PostgresServer) -> None:
+    """Two workers started together against a fresh PostgreSQL database both migrate it (SQLite
+    is one process's file: the agent and its API share it, workers use PostgreSQL): the second waits
+    for the first's lock and then finds its record (it used to read "no record" before the
+    first committed and "unstick's tables" after, and exit 2)."""
+    import asyncio
+
+    async with pg_server.database() as url:
+        engines = [create_engine(url) for _ in range(4)]
+        try:
+            await asyncio.gather(*(upgrade(e) for e in engines))
+            assert await current_revision(engines[0]) == head_revision()
+        finally:
+            for e in engines:
+                await e.dispose()
